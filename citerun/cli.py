@@ -1,1 +1,82 @@
-def main() -> None: ...
+"""The ``citerun`` command line.
+
+Sub-commands are thin: they read settings, find the database (an embedded Postgres when
+``CITERUN_DATABASE_URL`` is unset) and call into the worker, pipeline or operator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from citerun import db, errors, localdb
+from citerun.settings import Settings
+
+logger = logging.getLogger("citerun")
+
+
+def _settings_with(args: argparse.Namespace) -> Settings:
+    settings = Settings()
+    worker_changes = {k: v for k, v in (("concurrency", getattr(args, "concurrency", None)),
+                                        ("metrics_port", getattr(args, "metrics_port", None)))
+                      if v is not None}
+    if worker_changes:
+        settings = settings.with_overrides(
+            worker={**settings.worker.model_dump(), **worker_changes})
+    return settings
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    settings = _settings_with(args)
+    with localdb.database(settings) as url:
+        applied = asyncio.run(db.migrate(url))
+    print(f"applied {len(applied)} migration(s)" + (f": {applied}" if applied else ""))
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from citerun.worker import registry, runtime
+
+    settings = _settings_with(args)
+    tasks = registry.load(args.tasks)
+    on_dead = getattr(tasks, "on_dead", None)
+    with localdb.database(settings) as url:
+        worker = runtime.Worker(url, tasks, settings, on_dead=on_dead)
+        asyncio.run(worker.run())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="citerun", description=__doc__.splitlines()[0])
+    parser.add_argument("--log-level", default="INFO",
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("migrate", help="apply the database migrations and exit")
+    p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("worker", help="run a queue worker until SIGTERM")
+    p.add_argument("--tasks", default="citerun.worker.tasks:registry",
+                   help="task registry to serve, as module:attribute")
+    p.add_argument("--concurrency", type=int, help="tasks run at once")
+    p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+    p.set_defaults(func=cmd_worker)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        code = args.func(args)
+    except errors.CiterunError as err:
+        print(f"citerun: error: {err}", file=sys.stderr)
+        code = 1
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)

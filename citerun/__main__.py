@@ -1,0 +1,3 @@
+from citerun.cli import main
+
+main()

@@ -1,0 +1,137 @@
+-- name: task_enqueue_many --
+-- Insert a batch of tasks; a row whose dedupe_key already exists is skipped.
+INSERT INTO tasks (kind, payload, priority, run_after, max_attempts, dedupe_key, run_id)
+SELECT t.kind, t.payload, t.priority, now() + make_interval(secs => t.delay_s),
+       t.max_attempts, t.dedupe_key, t.run_id
+FROM unnest($1::text[], $2::jsonb[], $3::integer[], $4::float8[], $5::integer[],
+            $6::text[], $7::uuid[])
+     AS t (kind, payload, priority, delay_s, max_attempts, dedupe_key, run_id)
+ON CONFLICT (dedupe_key) DO NOTHING
+RETURNING id, kind;
+
+-- name: task_notify --
+-- Wake the listening workers for one kind; delivered only when the transaction commits.
+SELECT pg_notify('citerun_tasks', $1);
+
+-- name: task_claim_many --
+-- Claim up to $4 due tasks of the given kinds in priority order, skipping locked rows.
+UPDATE tasks AS t
+SET state = 'running', worker_id = $1, attempt = t.attempt + 1, claimed_at = now(),
+    lease_expires_at = now() + make_interval(secs => $3)
+FROM (
+    SELECT id FROM tasks
+    WHERE state = 'queued' AND run_after <= now() AND kind = ANY($2::text[])
+    ORDER BY priority, id
+    FOR UPDATE SKIP LOCKED
+    LIMIT $4
+) AS due
+WHERE t.id = due.id
+RETURNING t.id, t.kind, t.payload, t.attempt, t.releases, t.max_attempts, t.run_id,
+          t.created_at, t.run_after, t.claimed_at;
+
+-- name: task_complete --
+-- Mark one claimed task succeeded, fenced by (id, attempt) and the claiming worker.
+UPDATE tasks
+SET state = 'succeeded', result = $4, lease_expires_at = NULL, finished_at = now()
+WHERE id = $1 AND attempt = $2 AND worker_id = $3 AND state = 'running'
+RETURNING id;
+
+-- name: task_complete_many --
+-- Mark a batch of claimed tasks succeeded, each fenced by (id, attempt) and worker.
+UPDATE tasks AS t
+SET state = 'succeeded', lease_expires_at = NULL, finished_at = now()
+FROM unnest($1::bigint[], $2::integer[]) AS done (id, attempt)
+WHERE t.id = done.id AND t.attempt = done.attempt AND t.worker_id = $3
+  AND t.state = 'running'
+RETURNING t.id;
+
+-- name: task_fail --
+-- Record a failed attempt: requeue after $5 seconds, or dead-letter after max_attempts.
+UPDATE tasks
+SET state = CASE WHEN attempt - releases >= max_attempts OR $6 THEN 'failed' ELSE 'queued' END,
+    run_after = now() + make_interval(secs => $5),
+    last_error = $4, lease_expires_at = NULL,
+    finished_at = CASE WHEN attempt - releases >= max_attempts OR $6 THEN now() END
+WHERE id = $1 AND attempt = $2 AND worker_id = $3 AND state = 'running'
+RETURNING state;
+
+-- name: task_release_many --
+-- Hand claimed tasks back to the queue at once, without charging the attempt.
+UPDATE tasks AS t
+SET state = 'queued', releases = t.releases + 1, run_after = now(),
+    lease_expires_at = NULL
+FROM unnest($1::bigint[], $2::integer[]) AS held (id, attempt)
+WHERE t.id = held.id AND t.attempt = held.attempt AND t.worker_id = $3
+  AND t.state = 'running'
+RETURNING t.id, t.kind;
+
+-- name: task_heartbeat_many --
+-- Extend the leases of the tasks a worker holds and stamp its workers row, in one statement.
+WITH stamp AS (
+    UPDATE workers SET heartbeat_at = now(), busy = cardinality($1::bigint[])
+    WHERE id = $3
+)
+UPDATE tasks AS t
+SET lease_expires_at = now() + make_interval(secs => $4)
+FROM unnest($1::bigint[], $2::integer[]) AS held (id, attempt)
+WHERE t.id = held.id AND t.attempt = held.attempt AND t.worker_id = $3
+  AND t.state = 'running'
+RETURNING t.id;
+
+-- name: task_sweep_stalled --
+-- Requeue running tasks whose lease expired (with backoff), dead-letter the exhausted.
+UPDATE tasks AS t
+SET state = CASE WHEN t.attempt - t.releases >= t.max_attempts THEN 'failed' ELSE 'queued' END,
+    run_after = now() + make_interval(secs => least(
+        $2::float8, $1::float8 * power(2, greatest(t.attempt - t.releases - 1, 0)))
+        * (0.75 + random() / 2)),
+    last_error = 'lease expired: worker ' || coalesce(t.worker_id, '?')
+                 || ' stopped heartbeating during attempt ' || t.attempt,
+    lease_expires_at = NULL,
+    finished_at = CASE WHEN t.attempt - t.releases >= t.max_attempts THEN now() END
+FROM (
+    SELECT id FROM tasks
+    WHERE state = 'running' AND lease_expires_at < now()
+    ORDER BY lease_expires_at
+    FOR UPDATE SKIP LOCKED
+    LIMIT 500
+) AS stalled
+WHERE t.id = stalled.id
+RETURNING t.id, t.kind, t.state, t.run_id;
+
+-- name: task_has_due --
+-- Whether any task of the given kinds is due: the cheap idle probe of a worker.
+SELECT EXISTS (
+    SELECT 1 FROM tasks
+    WHERE state = 'queued' AND run_after <= now() AND kind = ANY($1::text[])
+);
+
+-- name: task_cancel_by_run --
+-- Cancel every unfinished task of a run; running ones lose their lease (fencing rejects them).
+UPDATE tasks
+SET state = 'cancelled', lease_expires_at = NULL, finished_at = now(),
+    last_error = coalesce(last_error, $2)
+WHERE run_id = $1 AND state IN ('queued', 'running')
+RETURNING id;
+
+-- name: task_depth --
+-- Task counts by kind and state (metrics, autoscaler).
+SELECT kind, state, count(*) AS n FROM tasks GROUP BY kind, state;
+
+-- name: task_get --
+-- One task by id.
+SELECT id, kind, payload, state, priority, attempt, releases, max_attempts, worker_id,
+       last_error, run_id, result, created_at, finished_at
+FROM tasks WHERE id = $1;
+
+-- name: worker_register --
+-- Insert or refresh the workers row of a starting worker.
+INSERT INTO workers (id, version, capabilities, state, busy, started_at, heartbeat_at)
+VALUES ($1, $2, $3, 'active', 0, now(), now())
+ON CONFLICT (id) DO UPDATE
+SET version = excluded.version, capabilities = excluded.capabilities, state = 'active',
+    busy = 0, started_at = now(), heartbeat_at = now();
+
+-- name: worker_set_state --
+-- Record a worker's lifecycle state (draining, stopped).
+UPDATE workers SET state = $2, heartbeat_at = now() WHERE id = $1;

@@ -1,0 +1,99 @@
+"""One settings object per process, read from ``CITERUN_*`` environment variables.
+
+Groups are nested models so a field reads as ``settings.queue.lease_s``; a nested field is
+set from the environment with a double underscore, e.g. ``CITERUN_QUEUE__LEASE_S=60``.
+Every field says its unit and why its default is what it is.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class QueueSettings(BaseModel):
+    """How long leases last and how failed work is retried."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lease_s: float = Field(
+        30.0, gt=0, description="Seconds a claim is valid without a heartbeat. Long enough "
+        "to ride out a GC pause or a slow database, short enough that a killed pod's work "
+        "restarts within a minute.")
+    heartbeat_s: float = Field(
+        10.0, gt=0, description="Seconds between lease renewals of a busy worker: a third "
+        "of the lease, so two heartbeats may be lost before the lease expires.")
+    max_attempts: int = Field(
+        5, ge=1, description="Attempts before a task is dead-lettered (state 'failed').")
+    backoff_base_s: float = Field(
+        1.0, ge=0, description="Retry delay after the first failed attempt, in seconds; "
+        "doubles with each attempt.")
+    backoff_cap_s: float = Field(
+        300.0, ge=0, description="Upper bound of the retry delay, in seconds.")
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> QueueSettings:
+        if self.heartbeat_s >= self.lease_s:
+            raise ValueError("queue.heartbeat_s must be shorter than queue.lease_s")
+        return self
+
+
+class WorkerSettings(BaseModel):
+    """The worker runtime: concurrency, wake-ups, maintenance and drain."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(
+        default_factory=lambda: os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
+        description="Worker id; on Kubernetes the pod name (downward API) so the autoscaler "
+        "can map a workers row to its pod.")
+    concurrency: int = Field(
+        4, ge=1, le=256, description="Tasks one worker runs at once. CPU-bound handlers run "
+        "in threads, so more than the core count only helps for I/O-bound judges.")
+    poll_s: float = Field(
+        30.0, gt=0, description="Seconds between polls for queued work when no NOTIFY "
+        "arrived: the slow-but-correct path that bounds the delay of a lost NOTIFY.")
+    sweep_s: float = Field(
+        30.0, gt=0, description="Seconds between stall sweeps (requeue expired leases). "
+        "Every worker sweeps, so with N workers a stall is seen after about sweep_s/N.")
+    idle_heartbeat_s: float = Field(
+        60.0, gt=0, description="Seconds between heartbeats of the workers row while idle; "
+        "an idle worker should cost the database almost nothing.")
+    drain_timeout_s: float = Field(
+        20.0, ge=0, description="Seconds a SIGTERMed worker lets in-flight tasks finish "
+        "before releasing them. Keep below the pod's terminationGracePeriodSeconds.")
+    listen_reconnect_s: float = Field(
+        1.0, gt=0, description="Seconds before re-opening a lost LISTEN connection (doubles "
+        "up to 30 s while the database stays away).")
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="Port of the Prometheus endpoint; None disables it.")
+    kinds: tuple[str, ...] | None = Field(
+        None, description="Task kinds this worker claims; None means every registered kind.")
+
+
+class Settings(BaseSettings):
+    """Everything a citerun process reads from its environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CITERUN_", env_nested_delimiter="__", frozen=True, extra="ignore")
+
+    database_url: str | None = Field(
+        None, description="postgresql:// URL. When unset, the CLI starts an embedded "
+        "Postgres under data_dir and reuses it on the next call.")
+    data_dir: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir("citerun")),
+        description="Where the embedded Postgres keeps its files.")
+    pool_min: int = Field(1, ge=0, description="Connections a pool keeps open.")
+    pool_max: int = Field(8, ge=1, description="Connections a pool may open.")
+    queue: QueueSettings = Field(default_factory=QueueSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        """A copy with some fields replaced (validated like the original)."""
+        return type(self).model_validate({**self.model_dump(), **changes})

@@ -1,0 +1,139 @@
+"""Shared fixtures: one embedded Postgres per test session, a fresh database per test.
+
+Each test database is cloned from a template that already holds every migration, so a
+test starts in milliseconds from the real schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from citerun import db, embedded
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATE = "citerun_template"
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.EmbeddedPostgres]:
+    server = embedded.EmbeddedPostgres(tmp_path_factory.mktemp("pg"))
+    server.start()
+
+    async def make_template() -> None:
+        conn = await asyncpg.connect(server.url())
+        try:
+            await conn.execute("CREATE DATABASE citerun_template")
+        finally:
+            await conn.close()
+        await db.migrate(server.url(TEMPLATE))
+
+    asyncio.run(make_template())
+    yield server
+    server.stop("immediate")
+
+
+def _admin(server: embedded.EmbeddedPostgres, statement: str) -> None:
+    async def run() -> None:
+        conn = await asyncpg.connect(server.url())
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+    asyncio.run(run())
+
+
+@pytest.fixture
+def fresh_database_url(pg_server: embedded.EmbeddedPostgres) -> Iterator[str]:
+    """An empty database (no migrations)."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    _admin(pg_server, f"CREATE DATABASE {name}")
+    yield pg_server.url(name)
+    _admin(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def database_url(pg_server: embedded.EmbeddedPostgres) -> Iterator[str]:
+    """A database with every migration applied (cloned from the template)."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    _admin(pg_server, f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    yield pg_server.url(name)
+    _admin(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
+    p = await db.create_pool(database_url, min_size=1, max_size=10)
+    yield p
+    await p.close()
+
+
+FAST_QUEUE_ENV = {
+    "CITERUN_QUEUE__LEASE_S": "2",
+    "CITERUN_QUEUE__HEARTBEAT_S": "0.5",
+    "CITERUN_QUEUE__BACKOFF_BASE_S": "0.1",
+    "CITERUN_QUEUE__BACKOFF_CAP_S": "0.5",
+    "CITERUN_WORKER__SWEEP_S": "0.5",
+    "CITERUN_WORKER__POLL_S": "2",
+    "CITERUN_WORKER__IDLE_HEARTBEAT_S": "5",
+    "CITERUN_WORKER__DRAIN_TIMEOUT_S": "3",
+    "CITERUN_WORKER__LISTEN_RECONNECT_S": "0.2",
+}
+
+
+class WorkerProcess:
+    """A real ``citerun worker`` process serving the test task registry."""
+
+    def __init__(self, url: str, log_dir: Path, name: str, env: dict[str, str] | None = None,
+                 tasks: str = "tests.support.tasks:registry") -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        full_env = {**os.environ, **FAST_QUEUE_ENV, "CITERUN_DATABASE_URL": url,
+                    "CITERUN_WORKER__ID": name, **(env or {})}
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "citerun", "--log-level", "INFO", "worker", "--tasks", tasks],
+            cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout: float = 30) -> int:
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._log.close()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._log.close()
+
+
+@pytest.fixture
+def spawn_worker(database_url: str, tmp_path: Path) -> Iterator[object]:
+    """Start worker processes against the test database; all are killed at the end."""
+    started: list[WorkerProcess] = []
+
+    def spawn(name: str | None = None, env: dict[str, str] | None = None,
+              url: str | None = None) -> WorkerProcess:
+        w = WorkerProcess(url or database_url, tmp_path, name or f"w{len(started)}", env)
+        started.append(w)
+        return w
+
+    yield spawn
+    for w in started:
+        w.stop()

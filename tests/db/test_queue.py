@@ -1,0 +1,153 @@
+"""The queue protocol against a real Postgres, statement by statement."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import asyncpg
+import pytest
+
+from citerun import db, queue
+
+
+async def _claim(pool: asyncpg.Pool, worker: str = "w1", limit: int = 10,
+                 lease_s: float = 30, kinds: tuple[str, ...] = ("k",)) -> list[queue.ClaimedTask]:
+    return await queue.claim(pool, worker_id=worker, kinds=kinds, limit=limit, lease_s=lease_s)
+
+
+async def test_notify_is_sent_only_when_the_enqueue_commits(pool: asyncpg.Pool,
+                                                            database_url: str) -> None:
+    heard: list[str] = []
+    listener = await db.connect(database_url)
+    await listener.add_listener(queue.TASKS_CHANNEL, lambda *a: heard.append(a[3]))
+    async with pool.acquire() as conn:
+        tx = conn.transaction()
+        await tx.start()
+        await queue.enqueue(conn, [queue.NewTask("k")])
+        await asyncio.sleep(0.2)
+        assert heard == []
+        await tx.rollback()
+        await asyncio.sleep(0.2)
+        assert heard == [] and await conn.fetchval("SELECT count(*) FROM tasks") == 0
+        await queue.enqueue(conn, [queue.NewTask("k"), queue.NewTask("k")])
+    for _ in range(50):
+        if heard:
+            break
+        await asyncio.sleep(0.05)
+    assert heard == ["k"]
+    await listener.close()
+
+
+async def test_claim_takes_a_batch_in_priority_order_and_respects_run_after(
+        pool: asyncpg.Pool) -> None:
+    ids = await queue.enqueue(pool, [
+        queue.NewTask("k", {"n": 1}, priority=5),
+        queue.NewTask("k", {"n": 2}, priority=1),
+        queue.NewTask("k", {"n": 3}, priority=1, delay_s=3600),
+        queue.NewTask("other", {"n": 4}, priority=0),
+    ])
+    assert len(ids) == 4
+    claimed = await _claim(pool, limit=10)
+    assert [t.payload["n"] for t in claimed] == [2, 1]
+    assert all(t.attempt == 1 for t in claimed)
+    assert await _claim(pool) == []
+
+
+async def test_concurrent_claims_never_share_a_task(pool: asyncpg.Pool) -> None:
+    await queue.enqueue(pool, [queue.NewTask("k", {"i": i}) for i in range(300)])
+    batches = await asyncio.gather(*(_claim(pool, worker=f"w{i}", limit=7) for i in range(8)))
+    while any(batches[-8:]):
+        more = await asyncio.gather(*(_claim(pool, worker=f"w{i}", limit=7) for i in range(8)))
+        batches.extend(more)
+    ids = [t.id for batch in batches for t in batch]
+    assert len(ids) == 300 == len(set(ids))
+
+
+async def test_dedupe_key_skips_a_second_enqueue(pool: asyncpg.Pool) -> None:
+    first = await queue.enqueue(pool, [queue.NewTask("k", dedupe_key="run1:parse:abc")])
+    second = await queue.enqueue(pool, [queue.NewTask("k", dedupe_key="run1:parse:abc"),
+                                        queue.NewTask("k", dedupe_key="run1:parse:def")])
+    assert len(first) == 1 and len(second) == 1
+    assert await pool.fetchval("SELECT count(*) FROM tasks") == 2
+
+
+async def test_a_stale_writer_is_fenced_out_after_reclaim(pool: asyncpg.Pool) -> None:
+    await queue.enqueue(pool, [queue.NewTask("k")])
+    [stale] = await _claim(pool, worker="old", lease_s=0.1)
+    await asyncio.sleep(0.3)
+    swept = await queue.sweep_stalled(pool, backoff_base_s=0, backoff_cap_s=0)
+    assert swept.requeued == (stale.id,)
+    [fresh] = await _claim(pool, worker="new")
+    assert fresh.id == stale.id and fresh.attempt == 2
+    with pytest.raises(queue.LeaseLost):
+        async with pool.acquire() as conn:
+            async with queue.fenced(conn, stale, worker_id="old") as tx:
+                await tx.execute("CREATE TABLE must_not_exist (x int)")
+    assert await pool.fetchval("SELECT to_regclass('must_not_exist')") is None
+    assert await queue.complete_many(pool, [stale], worker_id="old") == set()
+    assert await queue.fail(pool, stale, worker_id="old", error="x", delay_s=0) is None
+    await queue.complete(pool, fresh, worker_id="new")
+    row = await queue.get(pool, fresh.id)
+    assert row is not None and row["state"] == "succeeded" and row["attempt"] == 2
+
+
+async def test_heartbeat_extends_held_leases_and_reports_lost_ones(pool: asyncpg.Pool) -> None:
+    await queue.register_worker(pool, worker_id="w1", version="t", capabilities={})
+    await queue.enqueue(pool, [queue.NewTask("k"), queue.NewTask("k")])
+    a, b = await _claim(pool, lease_s=5)
+    await pool.execute("UPDATE tasks SET state = 'cancelled' WHERE id = $1", b.id)
+    before = await pool.fetchval("SELECT lease_expires_at FROM tasks WHERE id = $1", a.id)
+    kept = await queue.heartbeat(pool, [a, b], worker_id="w1", lease_s=60)
+    assert kept == {a.id}
+    after = await pool.fetchval("SELECT lease_expires_at FROM tasks WHERE id = $1", a.id)
+    assert (after - before).total_seconds() > 50
+    assert await pool.fetchval("SELECT busy FROM workers WHERE id = 'w1'") == 2
+
+
+async def test_failures_back_off_then_dead_letter_with_the_error_kept(pool: asyncpg.Pool) -> None:
+    await queue.enqueue(pool, [queue.NewTask("k", max_attempts=2)])
+    [t1] = await _claim(pool)
+    assert await queue.fail(pool, t1, worker_id="w1", error="first", delay_s=3600) == "queued"
+    assert await _claim(pool) == []  # backing off
+    await pool.execute("UPDATE tasks SET run_after = now()")
+    [t2] = await _claim(pool)
+    assert await queue.fail(pool, t2, worker_id="w1", error="second", delay_s=0) == "failed"
+    row = await queue.get(pool, t2.id)
+    assert row is not None and row["state"] == "failed" and row["last_error"] == "second"
+
+
+async def test_sweeper_dead_letters_after_max_attempts(pool: asyncpg.Pool) -> None:
+    run_id = uuid.uuid4()
+    await pool.execute("INSERT INTO runs (id, name, spec) VALUES ($1, 'r', '{}')", run_id)
+    await queue.enqueue(pool, [queue.NewTask("k", max_attempts=2, run_id=run_id)])
+    for expected in ("queued", "failed"):
+        await _claim(pool, lease_s=0.05)
+        await asyncio.sleep(0.1)
+        result = await queue.sweep_stalled(pool, backoff_base_s=0, backoff_cap_s=0)
+        assert (result.requeued if expected == "queued" else result.dead)
+    assert result.dead_run_ids == (run_id,)
+    row = await pool.fetchrow("SELECT state, last_error FROM tasks")
+    assert row["state"] == "failed" and "lease expired" in row["last_error"]
+
+
+async def test_release_is_not_charged_and_keeps_the_fencing_token_fresh(
+        pool: asyncpg.Pool) -> None:
+    await queue.enqueue(pool, [queue.NewTask("k", max_attempts=1)])
+    [held] = await _claim(pool, worker="draining")
+    assert await queue.release_many(pool, [held], worker_id="draining") == [held.id]
+    [again] = await _claim(pool, worker="other")
+    assert again.attempt == 2 and again.charged_attempts == 1 and not again.attempt == held.attempt
+    assert await queue.complete_many(pool, [held], worker_id="draining") == set()
+    assert await queue.fail(pool, again, worker_id="other", error="x", delay_s=0) == "failed"
+
+
+async def test_cancel_run_fences_out_the_running_worker(pool: asyncpg.Pool) -> None:
+    run_id = uuid.uuid4()
+    await pool.execute("INSERT INTO runs (id, name, spec) VALUES ($1, 'r', '{}')", run_id)
+    await queue.enqueue(pool, [queue.NewTask("k", run_id=run_id), queue.NewTask("k", run_id=run_id)])
+    [running] = await _claim(pool, limit=1)
+    assert len(await queue.cancel_run(pool, run_id, "deleted")) == 2
+    with pytest.raises(queue.LeaseLost):
+        await queue.complete(pool, running, worker_id="w1")
+    assert await _claim(pool) == []
