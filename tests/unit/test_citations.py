@@ -1,0 +1,366 @@
+"""Citation extraction and mapping, on hand-written thesis pages."""
+
+from __future__ import annotations
+
+import pytest
+
+from citerun.worker.pipeline import citations
+
+
+def _extract(body: str, references: str = "", heading: str = "References") -> citations.Extraction:
+    pages = [(1, body)]
+    if references:
+        pages.append((2, f"{heading}\n\n{references}"))
+    return citations.extract(pages)
+
+
+def _only(extraction: citations.Extraction) -> citations.ExtractedCitation:
+    assert len(extraction.citations) == 1, extraction.citations
+    return extraction.citations[0]
+
+
+# --- markers -------------------------------------------------------------------------
+
+
+def test_numeric_marker_gives_key_and_claim_without_marker() -> None:
+    citation = _only(_extract("Intro text here. Deep learning changed citation analysis [12]. More."))
+    assert citation.key == "12"
+    assert citation.marker == "[12]"
+    assert citation.claim == "Deep learning changed citation analysis."
+    assert citation.page == 1
+    assert citation.locator is None
+
+
+def test_multi_citation_gives_one_citation_per_key() -> None:
+    extraction = _extract("Several studies agree [3, 7].")
+    assert [c.key for c in extraction.citations] == ["3", "7"]
+    assert {c.claim for c in extraction.citations} == {"Several studies agree."}
+    assert [c.ordinal for c in extraction.citations] == [1, 2]
+
+
+@pytest.mark.parametrize("marker", ["[4-6]", "[4–6]", "[4 - 6]"])
+def test_numeric_range_is_expanded(marker: str) -> None:
+    extraction = _extract(f"Ranges are common {marker}.")
+    assert [c.key for c in extraction.citations] == ["4", "5", "6"]
+
+
+def test_mixed_list_and_range() -> None:
+    extraction = _extract("Mixed forms too [1, 3-5, 9].")
+    assert [c.key for c in extraction.citations] == ["1", "3", "4", "5", "9"]
+
+
+def test_numeric_marker_with_page_locator() -> None:
+    citation = _only(_extract("A precise claim [2, p. 17]."))
+    assert (citation.key, citation.locator) == ("2", "17")
+
+
+def test_marker_after_the_period_belongs_to_the_sentence_before() -> None:
+    extraction = _extract("Growth is fast. [7] The next sentence is not cited.")
+    assert _only(extraction).claim == "Growth is fast."
+
+
+@pytest.mark.parametrize(
+    ("text", "keys", "claim"),
+    [
+        ("Exercise reduces anxiety (Smith, 2020).", ["smith2020"], "Exercise reduces anxiety."),
+        (
+            "Sleep improves memory (Smith & Jones, 2019; Lee et al., 2021).",
+            ["smith2019", "lee2021"],
+            "Sleep improves memory.",
+        ),
+        ("Coffee is fine (Smith and Jones 2019).", ["smith2019"], "Coffee is fine."),
+        ("Smith et al. (2020) showed that tea helps.", ["smith2020"], "Smith et al. showed that tea helps."),
+        ("Smith (2020a) found the opposite.", ["smith2020a"], "Smith found the opposite."),
+        ("However, Smith (2020) is right.", ["smith2020"], "However, Smith is right."),
+        ("Two papers agree (Lee, 2019, 2020b).", ["lee2019", "lee2020b"], "Two papers agree."),
+        ("Names with particles (van der Berg, 2017).", ["vanderberg2017"], "Names with particles."),
+    ],
+)
+def test_author_year_markers(text: str, keys: list[str], claim: str) -> None:
+    extraction = _extract(text)
+    assert [c.key for c in extraction.citations] == keys
+    assert all(c.claim == claim for c in extraction.citations)
+
+
+def test_author_year_marker_keeps_surnames_and_year() -> None:
+    citation = _extract("Sleep matters (Smith & Jones, 2019).").citations[0]
+    assert (citation.authors, citation.year) == (("Smith", "Jones"), 2019)
+
+
+def test_parentheses_without_a_citation_are_not_markers() -> None:
+    text = "Results (see Table 3) were clear (n = 2020). In (2020) nothing happened. The WHO said so."
+    assert _extract(text).citations == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "locator"),
+    [
+        ("Die Inflation stieg stark an (vgl. Müller, 2018, S. 12).", "12"),
+        ("Die Löhne sanken (Müller 2018: 12).", "12"),
+        ("Prices rose (Smith, 2020, p. 5).", "5"),
+        ("Prices rose (Smith, 2020, pp. 3-5).", "3-5"),
+        ("Prices rose (Smith, 2020, pp. 3–5).", "3-5"),
+        ("Die Preise stiegen (Müller, 2018, S. 12 f.).", "12 f."),
+    ],
+)
+def test_german_markers_and_page_locators(text: str, locator: str) -> None:
+    citation = _only(_extract(text))
+    assert citation.locator == locator
+    assert citation.key in {"mueller2018", "smith2020"}
+    assert "(" not in citation.claim and "S." not in citation.claim
+
+
+@pytest.mark.parametrize(
+    "ibid", ["(ebd.)", "(ebd., S. 14)", "(ibid.)", "(Ibid., p. 14)", "(vgl. ebd.)"]
+)
+def test_ibid_refers_to_the_previous_source(ibid: str) -> None:
+    text = f"Prices rose (Müller, 2018, S. 12). Wages fell [3]. Rents rose too {ibid}."
+    extraction = _extract(text)
+    assert [c.key for c in extraction.citations] == ["mueller2018", "3", "3"]
+    assert extraction.citations[-1].claim == "Rents rose too."
+    if "14" in ibid:
+        assert extraction.citations[-1].locator == "14"
+
+
+def test_ibid_outside_parentheses() -> None:
+    extraction = _extract("Prices rose (Müller, 2018). Ebd., S. 14 sagt dasselbe.")
+    assert [(c.key, c.locator) for c in extraction.citations] == [
+        ("mueller2018", None),
+        ("mueller2018", "14"),
+    ]
+
+
+def test_ibid_without_a_previous_source_stays_unresolved() -> None:
+    extraction = _extract("Nothing was cited before (ibid.).")
+    assert _only(extraction).key == "ibid"
+    mapped = citations.map_citations(extraction, [_source("d1", "Something else", ("Smith",), 2020)])
+    assert mapped[0].document_id is None
+
+
+def test_page_is_the_page_of_the_marker() -> None:
+    extraction = citations.extract(
+        [(1, "First page claim [1]."), (2, "Second page claim [2]."), (3, "References\n\n[1] A. B, \"T\", 2020.")]
+    )
+    assert [(c.key, c.page) for c in extraction.citations] == [("1", 1), ("2", 2)]
+
+
+def test_markers_after_the_reference_list_are_ignored() -> None:
+    pages = [
+        (1, "Claim [1]."),
+        (2, "References\n\n[1] Smith, J. (2020). Title one. Journal.\n[2] Lee, K. (2019). Two. J."),
+        (3, "Appendix A\n\nAn appendix claim [2]."),
+    ]
+    extraction = citations.extract(pages)
+    assert [c.key for c in extraction.citations] == ["1"]
+    assert len(extraction.references) == 2
+
+
+# --- the reference list --------------------------------------------------------------
+
+_NUMBERED = """[1] Smith, J. (2020). Deep learning for citation verification. Journal of Stuff, 3, 1-10.
+[2] Jones, K. and Lee, M. (2019). Another title here. Publisher.
+[3] J. Smith, K. Jones, and M. Lee, "A quoted IEEE title," in Proc. Conf., 2018."""
+
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "References", "REFERENCES", "Bibliography", "Works Cited", "Literature",
+        "Literatur", "Literaturverzeichnis", "Quellenverzeichnis", "7 References",
+        "Literaturverzeichnis:",
+    ],
+)
+def test_each_heading_is_found(heading: str) -> None:
+    extraction = _extract("A claim [1].", _NUMBERED, heading=heading)
+    assert extraction.reference_page == 2
+    assert [e.label for e in extraction.references] == ["1", "2", "3"]
+
+
+def test_heading_must_be_on_its_own_line() -> None:
+    extraction = citations.extract([(1, "The references in this thesis are many [1].\n\nMore text.")])
+    assert extraction.references == ()
+    assert extraction.reference_page is None
+
+
+def test_the_last_heading_wins_over_a_table_of_contents() -> None:
+    pages = [
+        (1, "Contents\n\n1 Introduction\nReferences\n\nIntro claim [1]."),
+        (5, "References\n\n" + _NUMBERED),
+    ]
+    extraction = citations.extract(pages)
+    assert extraction.reference_page == 5
+    assert [c.key for c in extraction.citations] == ["1"]
+
+
+def test_numbered_entries_are_parsed() -> None:
+    entries = citations.parse_reference_list(_NUMBERED)
+    assert [(e.label, e.authors, e.year, e.title) for e in entries] == [
+        ("1", ("Smith",), 2020, "Deep learning for citation verification"),
+        ("2", ("Jones", "Lee"), 2019, "Another title here"),
+        ("3", ("Smith", "Jones", "Lee"), 2018, "A quoted IEEE title"),
+    ]
+    assert entries[0].keys == ("1", "smith2020")
+
+
+def test_dot_numbered_vancouver_entries_are_parsed() -> None:
+    text = (
+        "1. Smith J, Jones KL. Vancouver style title here. BMJ. 2020;12:1-5.\n"
+        "2. Lee M, et al. Second title. Lancet. 2019;3:4."
+    )
+    entries = citations.parse_reference_list(text)
+    assert [(e.label, e.authors, e.year, e.title) for e in entries] == [
+        ("1", ("Smith", "Jones"), 2020, "Vancouver style title here"),
+        ("2", ("Lee",), 2019, "Second title"),
+    ]
+
+
+def test_author_year_entries_one_per_line_start() -> None:
+    text = (
+        "Smith, J., Jones, K. L., & Lee, M. (2020a). Deep learning for citation\n"
+        "verification in theses. Journal of Stuff, 3(2), 1-10.\n"
+        "Müller, Hans; Schmidt, Petra (2018): Inflation und Löhne. Berlin: Springer.\n"
+        "van der Berg, A. 2017. Dutch particles in names. Leiden: Brill.\n"
+        "Lee, M. et al. (2021). Sleep and memory. Nature, 5, 3."
+    )
+    entries = citations.parse_reference_list(text)
+    assert [(e.author_year_key, e.authors, e.title) for e in entries] == [
+        ("smith2020a", ("Smith", "Jones", "Lee"), "Deep learning for citation verification in theses"),
+        ("mueller2018", ("Müller", "Schmidt"), "Inflation und Löhne"),
+        ("vanderberg2017", ("van der Berg",), "Dutch particles in names"),
+        ("lee2021", ("Lee",), "Sleep and memory"),
+    ]
+
+
+def test_author_year_entries_one_per_paragraph_or_run_together() -> None:
+    paragraphs = "Smith, J. (2020). Title one. Journal.\n\nJones, K. (2019). Title two. Publisher, Berlin."
+    joined = "Smith, J. (2020). Title one. Journal. Jones, K. (2019). Title two. Springer, Berlin."
+    for text in (paragraphs, joined):
+        entries = citations.parse_reference_list(text)
+        assert [(e.author_year_key, e.title) for e in entries] == [
+            ("smith2020", "Title one"),
+            ("jones2019", "Title two"),
+        ]
+
+
+# --- mapping -------------------------------------------------------------------------
+
+
+def _source(
+    document_id: str,
+    title: str | None,
+    authors: tuple[str, ...] = (),
+    year: int | None = None,
+    keys: tuple[str, ...] = (),
+    filename: str | None = None,
+) -> citations.SourceInfo:
+    return citations.SourceInfo(
+        document_id=document_id,
+        filename=filename or f"{document_id}.pdf",
+        title=title,
+        authors=authors,
+        year=year,
+        explicit_keys=keys,
+    )
+
+
+_AUTHOR_YEAR_REFS = """Smith, J., & Jones, K. (2020). Deep learning for citation verification in theses. Journal of Stuff, 3, 1-10.
+Müller, H. (2018): Inflation und Löhne in Deutschland. Berlin: Springer.
+Lee, M. (2019). Sleep and memory consolidation in adults. Nature, 5, 3."""
+
+
+def _by_key(mapped: tuple[citations.MappedCitation, ...]) -> dict[str, str | None]:
+    return {m.citation.key: m.document_id for m in mapped}
+
+
+def test_near_miss_title_still_maps_and_unrelated_source_does_not() -> None:
+    extraction = _extract(
+        "Tools check citations (Smith & Jones, 2020). Wages fell (Müller, 2018). Sleep helps (Lee, 2019).",
+        _AUTHOR_YEAR_REFS,
+    )
+    sources = [
+        # Typos, a changed preposition and no subtitle: still the same paper.
+        _source("smith", "Deep Learning for Citation Verfication of Theses", ("John Smith", "Kate Jones"), 2020),
+        _source("mueller", "Inflation und Loehne in Deutschland", (), None),
+        # Same year as Lee 2019, but nothing else in common.
+        _source("roman", "A history of Roman aqueducts", ("Marcus Aurelius",), 2019),
+    ]
+    mapped = citations.map_citations(extraction, sources)
+    assert _by_key(mapped) == {"smith2020": "smith", "mueller2018": "mueller", "lee2019": None}
+    assert mapped[0].method == "reference"
+    assert mapped[0].reference is not None and mapped[0].reference.year == 2020
+
+
+def test_unrelated_source_scores_below_threshold() -> None:
+    entry = citations.parse_entry("Lee, M. (2019). Sleep and memory consolidation in adults. Nature, 5, 3.", 1)
+    unrelated = _source("x", "A history of Roman aqueducts", ("Marcus Aurelius",), 2019)
+    related = _source("y", "Sleep and Memory Consolidation in Adults", ("Mina Lee",), 2019)
+    config = citations.MatchConfig()
+    assert citations.match_score(entry, unrelated, config) < config.threshold
+    assert citations.match_score(entry, related, config) > 95
+
+
+def test_explicit_keys_win_over_fuzzy_matching() -> None:
+    extraction = _extract("A claim [1]. Another claim [2].", _NUMBERED)
+    sources = [
+        # Looks exactly like entry 1, but the user says it is [2].
+        _source("looks-like-1", "Deep learning for citation verification", ("J. Smith",), 2020, keys=("2",)),
+        _source("other", "Completely different", (), None, keys=("[1]",)),
+    ]
+    mapped = citations.map_citations(extraction, sources)
+    assert _by_key(mapped) == {"1": "other", "2": "looks-like-1"}
+    assert {m.method for m in mapped} == {"explicit"}
+
+
+def test_explicit_author_year_key_maps_marker() -> None:
+    extraction = _extract("Tools check citations (Smith & Jones, 2020).", _AUTHOR_YEAR_REFS)
+    mapped = citations.map_citations(extraction, [_source("d", None, keys=("Smith2020",))])
+    assert _by_key(mapped) == {"smith2020": "d"}
+
+
+def test_duplicate_explicit_key_is_an_error() -> None:
+    with pytest.raises(citations.DuplicateKeyError, match="'1'"):
+        citations.map_citations(
+            _extract("A claim [1]."), [_source("a", None, keys=("1",)), _source("b", None, keys=("1",))]
+        )
+
+
+def test_one_source_goes_to_at_most_one_entry() -> None:
+    refs = (
+        "[1] Smith, J. (2020). Deep learning for citation verification. Journal.\n"
+        "[2] Smith, J. (2020). Deep learning for citation verification, part two. Journal."
+    )
+    extraction = _extract("Claim one [1]. Claim two [2].", refs)
+    source = _source("only", "Deep learning for citation verification", ("J. Smith",), 2020)
+    mapped = citations.map_citations(extraction, [source])
+    assert _by_key(mapped) == {"1": "only", "2": None}
+
+
+def test_unmapped_citations_are_kept() -> None:
+    extraction = _extract("A claim [1]. Another one [9]. A third (Nobody, 2001).", _NUMBERED)
+    mapped = citations.map_citations(extraction, [])
+    assert [(m.citation.key, m.document_id, m.method) for m in mapped] == [
+        ("1", None, None),
+        ("9", None, None),
+        ("nobody2001", None, None),
+    ]
+    assert mapped[0].reference is not None and mapped[1].reference is None
+
+
+def test_marker_without_entry_matches_source_by_surname_and_year() -> None:
+    extraction = _extract("Sleep helps (Lee, 2019). Rest helps (Lee, 2018).")
+    assert extraction.references == ()
+    sources = [_source("lee", "Sleep and memory", ("Mina Lee",), 2019)]
+    mapped = citations.map_citations(extraction, sources)
+    assert _by_key(mapped) == {"lee2019": "lee", "lee2018": None}
+    assert mapped[0].method == "marker"
+
+
+def test_source_named_by_key_maps() -> None:
+    extraction = _extract("Wages fell (Müller, 2018).", _AUTHOR_YEAR_REFS)
+    mapped = citations.map_citations(extraction, [_source("m", None, filename="Mueller2018.pdf")])
+    assert _by_key(mapped) == {"mueller2018": "m"}
+
+
+def test_match_config_is_validated() -> None:
+    with pytest.raises(ValueError):
+        citations.MatchConfig(threshold=120)
