@@ -1,0 +1,136 @@
+"""PDFs built at test time, good and bad, so that no binary test data is checked in.
+
+Each builder returns bytes and is deterministic; the bad ones are the inputs that
+:func:`citerun.worker.pipeline.pdf.parse_pdf` must turn into a ``DocumentError`` with
+the right ``reason``.
+"""
+
+# pymupdf's annotations are partial; its untyped calls are fine in test helpers.
+# mypy: disable-error-code="no-untyped-call,attr-defined"
+
+from __future__ import annotations
+
+import random
+import typing
+
+import pymupdf
+
+A4_WIDTH, A4_HEIGHT = pymupdf.paper_size("a4")
+_MARGIN = 72.0
+
+
+def _save(doc: pymupdf.Document, **options: typing.Any) -> bytes:
+    data: bytes = doc.tobytes(garbage=3, deflate=True, no_new_id=True, **options)
+    doc.close()
+    return data
+
+
+def text_pdf(
+    pages: typing.Sequence[typing.Sequence[str]],
+    *,
+    header: str | None = None,
+    page_numbers: bool = False,
+    metadata: dict[str, str] | None = None,
+    title_line: str | None = None,
+    fontsize: float = 11.0,
+) -> bytes:
+    """A PDF whose page ``i`` shows the lines ``pages[i]``, one text line each.
+
+    ``header`` is printed at the top of every page and ``page_numbers`` puts a bare page
+    number at the bottom; ``title_line`` goes on top of the first page in a big font.
+    An empty string in a page's lines leaves a blank line (a paragraph break).
+    """
+    doc = pymupdf.open()
+    for index, lines in enumerate(pages):
+        page = doc.new_page(width=A4_WIDTH, height=A4_HEIGHT)
+        if header:
+            page.insert_text((_MARGIN, _MARGIN - 30), header, fontsize=9)
+        if page_numbers:
+            page.insert_text((A4_WIDTH / 2, A4_HEIGHT - _MARGIN + 30), str(index + 1), fontsize=9)
+        y = _MARGIN
+        if index == 0 and title_line:
+            y += 24
+            page.insert_text((_MARGIN, y), title_line, fontsize=22)
+            y += 12
+        for line in lines:
+            y += fontsize * 1.4
+            if line:
+                page.insert_text((_MARGIN, y), line, fontsize=fontsize)
+    if metadata is not None:
+        doc.set_metadata(metadata)
+    return _save(doc)
+
+
+def corrupt_pdf() -> bytes:
+    """Starts like a PDF, then garbage: no xref, no objects a reader could repair."""
+    rng = random.Random(7)
+    return b"%PDF-1.7\n" + bytes(rng.randrange(256) for _ in range(4096))
+
+
+def truncated_pdf() -> bytes:
+    """A real PDF cut off after its header line."""
+    return text_pdf([["Some text that is lost."]])[:40]
+
+
+def not_pdf() -> bytes:
+    """A zip archive (what a .docx is) handed in as a PDF."""
+    return b"PK\x03\x04\x14\x00\x06\x00" + b"word/document.xml" + bytes(200)
+
+
+def encrypted_pdf() -> bytes:
+    """A PDF that needs a user password to open (AES-256)."""
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "Secret text.")
+    return _save(
+        doc, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="user", owner_pw="owner"
+    )
+
+
+def zero_page_pdf() -> bytes:
+    """A well-formed PDF whose page tree is empty (pymupdf refuses to save one)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [] /Count 0 >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def scanned_pdf(pages: int = 2, *, text_on_last: str | None = None) -> bytes:
+    """Pages that carry only an image, as a scanner writes them: no text layer.
+
+    ``text_on_last`` adds a text layer to the last page only (a typed appendix).
+    """
+    pixmap = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, 64, 64), False)
+    pixmap.set_rect(pixmap.irect, (200,))
+    png = pixmap.tobytes("png")
+    doc = pymupdf.open()
+    for _ in range(pages):
+        page = doc.new_page(width=A4_WIDTH, height=A4_HEIGHT)
+        page.insert_image(pymupdf.Rect(72, 72, A4_WIDTH - 72, A4_HEIGHT - 72), stream=png)
+    if text_on_last:
+        page.insert_text((72, 60), text_on_last)
+    return _save(doc)
+
+
+def oversized_pdf(min_bytes: int) -> bytes:
+    """A valid PDF with text, padded with an incompressible attachment to ``min_bytes``."""
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "A perfectly fine page.")
+    filler = random.Random(3).randbytes(min_bytes)
+    doc.embfile_add("filler.bin", filler)
+    data = _save(doc)
+    assert len(data) > min_bytes
+    return data
