@@ -1,0 +1,406 @@
+"""The embedded judge on hand-written pairs, and the OpenAI judge against a real local server."""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import email.utils
+import http.server
+import json
+import pathlib
+import threading
+import time
+import typing
+
+import pytest
+
+from citerun import errors
+from citerun.worker.pipeline import embed, judge
+
+Verdict = judge.Verdict
+
+# --- the embedded judge --------------------------------------------------------------
+
+_TRIAL = judge.Passage(
+    chunk_id=11,
+    text=(
+        "We recruited 240 adults from three clinics. Adults who exercised regularly for "
+        "twelve weeks reported fewer symptoms of anxiety than the control group. Sleep "
+        "quality was measured with a questionnaire."
+    ),
+    page_start=3,
+    page_end=4,
+    score=0.9,
+)
+_COHORT = judge.Passage(
+    chunk_id=12,
+    text=(
+        "In this cohort, coffee consumption was not associated with the risk of liver "
+        "cancer. Tea drinkers were studied as well."
+    ),
+    page_start=7,
+    page_end=7,
+    score=0.5,
+)
+
+
+@pytest.fixture(scope="module")
+def embedded() -> judge.EmbeddedJudge:
+    return judge.EmbeddedJudge(embed.WordLlamaEmbedder())
+
+
+async def test_supported_claim_quotes_the_supporting_sentence(embedded: judge.EmbeddedJudge) -> None:
+    result = await embedded.judge(
+        "Adults who exercised regularly reported fewer symptoms of anxiety than the control group.",
+        [_COHORT, _TRIAL],
+    )
+    assert result.verdict == Verdict.SUPPORTED
+    assert result.confidence > 0.8
+    best = result.evidence[0]
+    assert best.quote == (
+        "Adults who exercised regularly for twelve weeks reported fewer symptoms of anxiety "
+        "than the control group."
+    )
+    assert (best.page_start, best.page_end, best.chunk_id) == (3, 4, 11)
+    assert result.tokens_used == 0
+
+
+async def test_paraphrased_claim_is_supported(embedded: judge.EmbeddedJudge) -> None:
+    result = await embedded.judge("Regular exercise reduces anxiety symptoms in adults.", [_TRIAL])
+    assert result.verdict == Verdict.SUPPORTED
+    assert "twelve weeks" in result.evidence[0].quote
+
+
+async def test_claim_saying_more_than_the_source_is_partially_supported(
+    embedded: judge.EmbeddedJudge,
+) -> None:
+    result = await embedded.judge(
+        "Regular exercise reduces anxiety symptoms and depression in adults and adolescents.",
+        [_TRIAL],
+    )
+    assert result.verdict == Verdict.PARTIALLY_SUPPORTED
+
+
+async def test_unrelated_claim_is_unsupported(embedded: judge.EmbeddedJudge) -> None:
+    result = await embedded.judge("The printing press was invented in Mainz around 1450.", [_TRIAL, _COHORT])
+    assert result.verdict == Verdict.UNSUPPORTED
+    assert result.confidence > 0.8
+
+
+@pytest.mark.parametrize(
+    ("claim", "passage"),
+    [
+        # The source negates what the claim asserts.
+        ("Coffee consumption is associated with the risk of liver cancer.", _COHORT),
+        # Opposite direction words.
+        ("Regular exercise increases symptoms of anxiety in adults.", _TRIAL),
+        # The claim negates what the source asserts.
+        (
+            "Adults who exercised regularly did not report fewer symptoms of anxiety.",
+            _TRIAL,
+        ),
+        (
+            "Die Inflation ist im Jahr 2022 nicht gestiegen.",
+            judge.Passage(1, "Die Inflation ist im Jahr 2022 stark gestiegen.", 2, 2, 0.4),
+        ),
+    ],
+)
+async def test_contradicted_claims(
+    embedded: judge.EmbeddedJudge, claim: str, passage: judge.Passage
+) -> None:
+    result = await embedded.judge(claim, [passage])
+    assert result.verdict == Verdict.CONTRADICTED, result.rationale
+    assert "opposite polarity" in result.rationale
+    assert result.evidence and result.evidence[0].page_start == passage.page_start
+
+
+async def test_no_passages_is_unsupported(embedded: judge.EmbeddedJudge) -> None:
+    result = await embedded.judge("Anything at all.", [])
+    assert (result.verdict, result.evidence) == (Verdict.UNSUPPORTED, ())
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "conflict"),
+    [
+        ("X reduces Y.", "X did not reduce Y.", True),
+        ("X reduces Y.", "X increased Y.", True),
+        ("X reduces Y.", "X lowered Y.", False),
+        ("X is associated with Y.", "X was not associated with Y.", True),
+        ("X improves Y.", "X failed to improve Y.", True),
+        ("X improves Y.", "X didn't improve Y.", True),
+        ("X improves Y.", "X not only improves Y but also Z.", False),
+        ("X raises Y.", "X did not lower Y.", False),
+        ("X affects Y.", "X affects Y in adults.", False),
+    ],
+)
+def test_polarity_conflict(claim: str, sentence: str, conflict: bool) -> None:
+    assert (judge.polarity_conflict(claim, sentence) is not None) == conflict
+
+
+def test_embedded_config_rejects_inverted_thresholds() -> None:
+    with pytest.raises(ValueError, match="partially_supported"):
+        judge.EmbeddedJudgeConfig(supported=0.4, partially_supported=0.6)
+
+
+def test_make_judge_builds_the_configured_judge() -> None:
+    embedder = embed.WordLlamaEmbedder()
+    assert isinstance(judge.make_judge(judge.JudgeConfig(), embedder), judge.EmbeddedJudge)
+    openai = judge.make_judge(
+        judge.JudgeConfig.model_validate({"kind": "openai", "openai": {"token_budget": 5}}), embedder
+    )
+    assert isinstance(openai, judge.OpenAIJudge) and openai.budget.limit == 5
+
+
+# --- a real chat-completions server --------------------------------------------------
+
+
+@dataclasses.dataclass
+class Reply:
+    status: int = 200
+    content: str | None = None  # the model's message; None for a raw body
+    body: str = ""
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    tokens: int = 100
+    delay_s: float = 0.0
+
+
+@dataclasses.dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, typing.Any]
+    at: float
+
+
+class ChatServer:
+    """A chat-completions endpoint on 127.0.0.1 that plays a script of replies."""
+
+    def __init__(self) -> None:
+        self.script: list[Reply] = []
+        self.seen: list[Seen] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.seen.append(Seen(self.path, dict(self.headers), body, time.monotonic()))
+                reply = outer.script.pop(0) if outer.script else Reply(status=500, body="script empty")
+                time.sleep(reply.delay_s)
+                payload = reply.body
+                if reply.content is not None:
+                    payload = json.dumps(
+                        {
+                            "id": "chatcmpl-1",
+                            "object": "chat.completion",
+                            "model": body["model"],
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": reply.content},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                            "usage": {"prompt_tokens": reply.tokens - 20, "completion_tokens": 20,
+                                      "total_tokens": reply.tokens},
+                        }
+                    )
+                data = payload.encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and went away
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+
+@pytest.fixture
+def server() -> collections.abc.Iterator[ChatServer]:
+    chat = ChatServer()
+    yield chat
+    chat.close()
+
+
+def _config(server: ChatServer, **overrides: typing.Any) -> judge.OpenAIConfig:
+    settings: dict[str, typing.Any] = {
+        "base_url": server.url,
+        "model": "test-model",
+        "api_key_env": None,
+        "timeout_s": 5.0,
+        "max_retries": 2,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.05,
+    }
+    settings.update(overrides)
+    return judge.OpenAIConfig(**settings)
+
+
+_GOOD = json.dumps(
+    {"verdict": "supported", "confidence": 0.85, "evidence": [2], "rationale": "Passage 2 states it."}
+)
+_CLAIM = "Regular exercise reduces anxiety symptoms in adults."
+
+
+async def test_openai_good_answer(server: ChatServer) -> None:
+    server.script = [Reply(content=_GOOD, tokens=321)]
+    budget = judge.TokenBudget(limit=10_000)
+    async with judge.OpenAIJudge(_config(server), budget) as openai:
+        result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert (result.verdict, result.confidence, result.tokens_used) == (Verdict.SUPPORTED, 0.85, 321)
+    assert result.rationale == "Passage 2 states it."
+    assert [e.chunk_id for e in result.evidence] == [11]
+    assert result.evidence[0].quote.startswith("Adults who exercised regularly")
+    assert budget.spent == 321
+
+    (request,) = server.seen
+    assert request.path == "/v1/chat/completions"
+    assert request.body["model"] == "test-model"
+    assert request.body["response_format"] == {"type": "json_object"}
+    system, user = request.body["messages"]
+    assert system["role"] == "system" and "contradicted" in system["content"]
+    assert _CLAIM in user["content"]
+    assert "[1] (p. 7)" in user["content"] and "[2] (pp. 3-4)" in user["content"]
+    assert "authorization" not in {k.lower() for k in request.headers}
+
+
+async def test_openai_base_url_with_v1_is_accepted(server: ChatServer) -> None:
+    server.script = [Reply(content=_GOOD)]
+    async with judge.OpenAIJudge(_config(server, base_url=server.url + "/v1/"), judge.TokenBudget(None)) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert server.seen[0].path == "/v1/chat/completions"
+
+
+async def test_openai_invalid_answer_is_asked_again(server: ChatServer) -> None:
+    server.script = [Reply(content="Sure! It is supported.", tokens=50), Reply(content=_GOOD, tokens=70)]
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None)) as openai:
+        result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert result.verdict == Verdict.SUPPORTED
+    assert result.tokens_used == 120
+    assert len(server.seen) == 2
+    retry_messages = server.seen[1].body["messages"]
+    assert retry_messages[2] == {"role": "assistant", "content": "Sure! It is supported."}
+    assert "invalid" in retry_messages[3]["content"]
+
+
+async def test_openai_invalid_answer_twice_is_a_clear_error(server: ChatServer) -> None:
+    out_of_range = json.dumps({"verdict": "supported", "confidence": 0.9, "evidence": [7], "rationale": "x"})
+    server.script = [Reply(content='{"verdict": "maybe"}'), Reply(content=out_of_range)]
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None)) as openai:
+        with pytest.raises(judge.JudgeAnswerError, match=r"invalid answer twice.*\[7\]"):
+            await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 2
+
+
+async def test_openai_honours_retry_after_seconds(server: ChatServer) -> None:
+    server.script = [
+        Reply(status=429, body='{"error": "slow down"}', headers={"Retry-After": "1"}),
+        Reply(content=_GOOD),
+    ]
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None)) as openai:
+        result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert result.verdict == Verdict.SUPPORTED
+    waited = server.seen[1].at - server.seen[0].at
+    # The backoff alone would wait at most 0.05 s.
+    assert 0.95 <= waited < 3.0
+
+
+def test_retry_after_accepts_seconds_and_http_dates() -> None:
+    now = 1_700_000_000.0
+    assert judge.retry_after_seconds("7", now=now) == 7.0
+    assert judge.retry_after_seconds(email.utils.formatdate(now + 30, usegmt=True), now=now) == 30.0
+    assert judge.retry_after_seconds(email.utils.formatdate(now - 30, usegmt=True), now=now) == 0.0
+    assert judge.retry_after_seconds("soon", now=now) is None
+    assert judge.retry_after_seconds(None) is None
+
+
+async def test_openai_server_errors_exhaust_retries(server: ChatServer) -> None:
+    server.script = [Reply(status=500, body="boom"), Reply(status=502, body="bad gateway"),
+                     Reply(status=503, body="overloaded")]
+    async with judge.OpenAIJudge(_config(server, max_retries=2), judge.TokenBudget(None)) as openai:
+        with pytest.raises(judge.JudgeUnavailable, match=r"failed 3 times; last: HTTP 503: overloaded"):
+            await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 3
+
+
+async def test_openai_timeout_is_retried(server: ChatServer) -> None:
+    server.script = [Reply(content=_GOOD, delay_s=1.0), Reply(content=_GOOD)]
+    async with judge.OpenAIJudge(_config(server, timeout_s=0.3), judge.TokenBudget(None)) as openai:
+        result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert result.verdict == Verdict.SUPPORTED
+    assert len(server.seen) == 2
+
+
+async def test_openai_client_error_is_not_retried(server: ChatServer) -> None:
+    server.script = [Reply(status=401, body='{"error": "bad key"}')]
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None)) as openai:
+        with pytest.raises(judge.JudgeRequestError, match="HTTP 401"):
+            await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 1
+
+
+async def test_openai_budget_exhausted(server: ChatServer) -> None:
+    server.script = [Reply(content=_GOOD, tokens=150), Reply(content=_GOOD)]
+    budget = judge.TokenBudget(limit=100)
+    async with judge.OpenAIJudge(_config(server), budget) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])  # the request that crosses the limit counts
+        assert (budget.spent, budget.remaining, budget.exhausted) == (150, 0, True)
+        with pytest.raises(judge.BudgetExhausted, match="150 of 100"):
+            await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 1
+
+
+async def test_openai_budget_resumes_from_a_stored_count(server: ChatServer) -> None:
+    budget = judge.TokenBudget(limit=1000, spent=1000)
+    async with judge.OpenAIJudge(_config(server), budget) as openai:
+        with pytest.raises(judge.BudgetExhausted):
+            await openai.judge(_CLAIM, [_TRIAL])
+    assert server.seen == []
+    assert issubclass(judge.BudgetExhausted, errors.CiterunError)
+
+
+async def test_openai_api_key_from_file(server: ChatServer, tmp_path: pathlib.Path) -> None:
+    key_file = tmp_path / "api-key"
+    key_file.write_text("sk-from-secret\n")
+    server.script = [Reply(content=_GOOD)]
+    async with judge.OpenAIJudge(_config(server, api_key_file=key_file), judge.TokenBudget(None)) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert server.seen[0].headers["Authorization"] == "Bearer sk-from-secret"
+
+
+async def test_openai_api_key_from_env(server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CITERUN_TEST_JUDGE_KEY", "sk-env")
+    server.script = [Reply(content=_GOOD)]
+    config = _config(server, api_key_env="CITERUN_TEST_JUDGE_KEY")
+    async with judge.OpenAIJudge(config, judge.TokenBudget(None)) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert server.seen[0].headers["Authorization"] == "Bearer sk-env"
+
+
+async def test_openai_missing_key_file_is_a_config_error(server: ChatServer, tmp_path: pathlib.Path) -> None:
+    config = _config(server, api_key_file=tmp_path / "missing")
+    async with judge.OpenAIJudge(config, judge.TokenBudget(None)) as openai:
+        with pytest.raises(judge.JudgeConfigError, match="missing"):
+            await openai.judge(_CLAIM, [_TRIAL])
+    assert server.seen == []
+
+
+def test_token_budget_rejects_negative_counts() -> None:
+    with pytest.raises(ValueError):
+        judge.TokenBudget(limit=10, spent=-1)

@@ -1,0 +1,906 @@
+"""Judges: does a passage of the cited source support the claim of the thesis?
+
+A judge is anything with ``async judge(claim, passages) -> Judgement``; the
+``judge_citation`` task retrieves the passages and stores the judgement. Two judges
+ship, chosen by :class:`JudgeConfig`:
+
+- :class:`EmbeddedJudge` needs no network and no GPU: it compares the claim with every
+  sentence of the passages (static word embeddings plus content-word overlap) and looks
+  for a polarity conflict in the closest sentence. It is fast and predictable, and its
+  limits are spelled out in its docstring.
+- :class:`OpenAIJudge` asks any OpenAI-compatible chat-completions endpoint and
+  validates its JSON answer. Everything that talks to the network is bounded: a timeout
+  per request, retries with backoff on 429/5xx (honouring ``Retry-After``), one retry for
+  an invalid answer, and a per-run :class:`TokenBudget` whose ``spent`` count the caller
+  persists, so a redeployed worker carries on counting where the last one stopped.
+
+Only ``supported``, ``partially_supported``, ``unsupported`` and ``contradicted`` come
+from a judge; ``source_unavailable`` and ``unresolved_citation`` are decided by the
+pipeline before any judge runs. Evidence quotes the best matching *sentence* of a
+passage, with the passage's pages, because a reader checks a sentence, not a chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import dataclasses
+import email.utils
+import enum
+import json
+import logging
+import math
+import os
+import pathlib
+import random
+import re
+import time
+import typing
+
+import httpx
+import numpy
+import numpy.typing
+import pydantic
+import rapidfuzz.fuzz
+
+from citerun import errors
+from citerun.worker.pipeline import pdf
+
+logger = logging.getLogger(__name__)
+
+
+class Verdict(enum.StrEnum):
+    """What the report says about one citation."""
+
+    SUPPORTED = "supported"
+    PARTIALLY_SUPPORTED = "partially_supported"
+    UNSUPPORTED = "unsupported"
+    CONTRADICTED = "contradicted"
+    SOURCE_UNAVAILABLE = "source_unavailable"
+    UNRESOLVED_CITATION = "unresolved_citation"
+
+
+@dataclasses.dataclass(frozen=True)
+class Passage:
+    """A retrieved chunk of the cited source; pages are 1-based and inclusive."""
+
+    chunk_id: int
+    text: str
+    page_start: int
+    page_end: int
+    score: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """The sentence of a passage that bears on the claim, and where it is.
+
+    ``score`` (0-1) is how closely the quote matches the claim, as the judge measured it.
+    """
+
+    quote: str
+    page_start: int
+    page_end: int
+    score: float
+    chunk_id: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """A verdict with its confidence (0-1), evidence and a one-paragraph rationale."""
+
+    verdict: Verdict
+    confidence: float
+    evidence: tuple[Evidence, ...]
+    rationale: str
+    tokens_used: int = 0
+
+
+class Judge(typing.Protocol):
+    """Decides whether ``passages`` of a source support ``claim``."""
+
+    async def judge(
+        self, claim: str, passages: collections.abc.Sequence[Passage]
+    ) -> Judgement: ...
+
+
+class Embedder(typing.Protocol):
+    """What the embedded judge needs: one row per text, float, any norm.
+
+    ``citerun.worker.pipeline.embed.WordLlamaEmbedder`` fits; rows are L2-normalised
+    here again, so an embedder that does not normalise works as well.
+    """
+
+    def embed(self, texts: list[str]) -> numpy.typing.NDArray[typing.Any]: ...
+
+
+class JudgeError(errors.CiterunError):
+    """The judge failed."""
+
+
+class JudgeConfigError(JudgeError):
+    """The judge is not configured correctly."""
+
+
+class JudgeRequestError(JudgeError):
+    """The judge endpoint rejected the request."""
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge endpoint kept failing; retries are exhausted."""
+
+
+class JudgeAnswerError(JudgeError):
+    """The judge model returned an invalid answer twice."""
+
+
+class BudgetExhausted(errors.CiterunError):
+    """The run's token budget for the judge is used up."""
+
+
+# --- text helpers --------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+(?:[.,]\d+)?")
+
+_STOPWORDS = frozenset(
+    """
+    a an the and or but if then than that this these those there here of in on at to
+    for from by with as into onto about over under between among through during is are
+    was were be been being am has have had do does did can could may might must shall
+    should will would it its it's they them their we our us you your he she his her i
+    me my which who whom whose what when where why how also such so very much many
+    most some any all each both other another one two per via et al e g i ie eg
+    der die das den dem des ein eine einer eines einem einen und oder aber wenn dann
+    als dass daß dies diese dieser dieses diesem im in am an auf aus bei mit nach von
+    vom zu zum zur für über unter ist sind war waren wird werden wurde wurden sein hat
+    haben hatte es sie er wir ihr auch sich so sehr durch um bzw vgl
+    """.split()
+)
+
+_NEGATIONS = frozenset(
+    """
+    not no never without neither nor none cannot nobody nothing nowhere unable
+    nicht kein keine keinen keinem keiner keines nie niemals ohne weder nichts
+    """.split()
+)
+_FAIL = re.compile(r"\b(?:fail|fails|failed|failing)\s+to\b", re.IGNORECASE)
+_CONTRACTED_NOT = re.compile(r"\w+n['’]t\b", re.IGNORECASE)
+_NOT_ONLY = re.compile(r"\b(?:not\s+only|nicht\s+nur)\b", re.IGNORECASE)
+
+_UP = re.compile(
+    r"^(?:increas\w*|higher|more|greater|larger|improv\w*|enhanc\w*|rais(?:e|es|ed|ing)|"
+    r"ris(?:e|es|en|ing)|rose|boost\w*|promot\w*|strengthen\w*|gain(?:s|ed)?|"
+    r"positive(?:ly)?|accelerat\w*|elevat\w*|grow(?:s|n|ing)?|grew|exceed\w*|"
+    r"erhöh\w*|steiger\w*|stieg\w*|verbesser\w*|zunehm\w*|zugenommen|wächst|wuchs|"
+    r"höher\w*|mehr|positiv\w*|stärker\w*)$"
+)
+_DOWN = re.compile(
+    r"^(?:decreas\w*|lower\w*|less|fewer|smaller|reduc\w*|declin\w*|worse\w*|worsen\w*|"
+    r"impair\w*|diminish\w*|inhibit\w*|weaken\w*|drop(?:s|ped|ping)?|fell|fall(?:s|en|ing)?|"
+    r"negative(?:ly)?|suppress\w*|slow(?:s|ed|er|ing)?|shrink\w*|shrank|"
+    r"verringer\w*|senk\w*|sank|gesunken|reduzier\w*|verschlechter\w*|vermindert\w*|"
+    r"abnehm\w*|abgenommen|niedriger\w*|weniger|negativ\w*|schwächer\w*)$"
+)
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.casefold().replace("’", "'") for t in _TOKEN.findall(text)]
+
+
+def _is_polarity_word(token: str) -> bool:
+    return token in _NEGATIONS or bool(_UP.match(token) or _DOWN.match(token))
+
+
+def _content_words(text: str) -> list[str]:
+    """Words that carry the claim's content: no stopwords, no negation/direction words."""
+    return list(
+        dict.fromkeys(
+            t
+            for t in _tokens(text)
+            if t not in _STOPWORDS and not _is_polarity_word(t) and (len(t) > 1 or t.isdigit())
+        )
+    )
+
+
+def _same_word(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if a[0].isdigit() or b[0].isdigit() or min(len(a), len(b)) < 4:
+        return False
+    # "exercise"/"exercised", "regular"/"regularly", "symptom"/"symptoms".
+    return rapidfuzz.fuzz.ratio(a, b) >= 80 or (len(a) >= 5 and a[:5] == b[:5])
+
+
+def coverage(claim: str, sentence: str) -> float:
+    """Share (0-1) of the claim's content words found, loosely, in the sentence."""
+    wanted = _content_words(claim)
+    if not wanted:
+        return 0.0
+    present = set(_tokens(sentence))
+    found = sum(1 for w in wanted if w in present or any(_same_word(w, p) for p in present))
+    return found / len(wanted)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Polarity:
+    negated: bool
+    direction: int  # +1 up, -1 down, 0 none or mixed
+    cues: tuple[str, ...]
+
+
+def _polarity(text: str) -> _Polarity:
+    lowered = _NOT_ONLY.sub(" ", text)
+    tokens = _tokens(lowered)
+    cues = [t for t in tokens if t in _NEGATIONS]
+    cues += [m.group(0).casefold() for m in _CONTRACTED_NOT.finditer(lowered)]
+    cues += [m.group(0).casefold() for m in _FAIL.finditer(lowered)]
+    up = [t for t in tokens if _UP.match(t)]
+    down = [t for t in tokens if _DOWN.match(t)]
+    direction = (len(up) > len(down)) - (len(down) > len(up))
+    return _Polarity(len(cues) % 2 == 1, direction, tuple(cues + up + down))
+
+
+def polarity_conflict(claim: str, sentence: str) -> str | None:
+    """Why ``sentence`` says the opposite of ``claim``, or ``None`` if it does not.
+
+    With a direction word on both sides (increase/decrease, higher/lower, ...) the
+    directions, each flipped by an odd number of negations, must agree; otherwise the
+    negations alone must agree ("associated" vs "not associated").
+    """
+    a, b = _polarity(claim), _polarity(sentence)
+    if a.direction and b.direction:
+        if a.direction * (-1 if a.negated else 1) == b.direction * (-1 if b.negated else 1):
+            return None
+    elif a.negated == b.negated:
+        return None
+    return f"the claim has {_cue_text(a)} where the source has {_cue_text(b)}"
+
+
+def _cue_text(polarity: _Polarity) -> str:
+    if not polarity.cues:
+        return "no negation"
+    return " … ".join(f'"{cue}"' for cue in polarity.cues)
+
+
+def _sentences(passage: Passage) -> list[str]:
+    return [s for s in pdf.sentences(passage.text) if len(_tokens(s)) >= 3]
+
+
+# --- the embedded judge --------------------------------------------------------------
+
+
+class EmbeddedJudgeConfig(pydantic.BaseModel):
+    """Thresholds of :class:`EmbeddedJudge`; scores are 0-1."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    similarity_weight: float = pydantic.Field(
+        default=0.6,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Weight of the cosine similarity in a sentence's score; the rest is the "
+            "content-word coverage. 0.6 lets a paraphrase with other words score well "
+            "while a sentence that merely shares the topic does not."
+        ),
+    )
+    supported: float = pydantic.Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description="Lowest score of the best sentence for `supported`.",
+    )
+    partially_supported: float = pydantic.Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Lowest score for `partially_supported`; below it, `unsupported`. A sentence "
+            "on the same topic saying something else scores about 0.4."
+        ),
+    )
+    contradiction_similarity: float = pydantic.Field(
+        default=0.55,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Lowest cosine similarity at which a polarity conflict counts as a "
+            "contradiction; word embeddings barely see a negation, so a contradiction "
+            "looks as similar as a support."
+        ),
+    )
+    contradiction_coverage: float = pydantic.Field(
+        default=0.6,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Lowest content-word coverage (negation and direction words left out) for a "
+            "contradiction: the sentence must talk about the same things."
+        ),
+    )
+    max_evidence: int = pydantic.Field(
+        default=3, ge=1, description="Most evidence sentences kept for one claim."
+    )
+
+    @pydantic.model_validator(mode="after")
+    def _ordered(self) -> EmbeddedJudgeConfig:
+        if self.partially_supported > self.supported:
+            raise ValueError("partially_supported must not be above supported")
+        return self
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scored:
+    sentence: str
+    passage: Passage
+    similarity: float
+    coverage: float
+    score: float
+
+
+class EmbeddedJudge:
+    """A judge that needs no network: sentence embeddings plus word overlap.
+
+    Each passage is split into sentences; a sentence's score is
+    ``w * cosine(claim, sentence) + (1 - w) * coverage``, where coverage is the share of
+    the claim's content words (stopwords, negations and direction words left out) that
+    the sentence contains, loosely matched. The best sentence decides:
+
+    - a polarity conflict with the claim, at high similarity and coverage ->
+      ``contradicted``;
+    - score >= ``supported`` -> ``supported``; >= ``partially_supported`` ->
+      ``partially_supported``; else ``unsupported``.
+
+    What it can detect: a claim restated or closely paraphrased in one sentence of the
+    source; a claim only partly covered by the closest sentence; a source that is about
+    something else; a contradiction made by an explicit negation ("did not reduce",
+    "no association", "failed to", "kein", "nicht") or by a direction word of the
+    opposite sign (increase/decrease, higher/lower, more/less, improve/impair,
+    positive/negative, raise/reduce, erhöhen/senken).
+
+    What it cannot detect: support spread over several sentences; paraphrases with no
+    shared words and distant vocabulary (static word embeddings are a bag of words);
+    numbers that differ but are both present ("30 %" vs "40 %" only lowers coverage);
+    contradictions without a negation or direction word (antonyms like
+    "safe"/"dangerous", different quantities, different populations); hedging
+    ("may reduce" vs "reduces"); negation scope ("not only", double negation,
+    negations in a subordinate clause can fool it); sarcasm, tables and figures. Its
+    confidence is a heuristic distance from the thresholds, not a probability.
+    """
+
+    def __init__(self, embedder: Embedder, config: EmbeddedJudgeConfig | None = None) -> None:
+        self._embedder = embedder
+        self._config = config or EmbeddedJudgeConfig()
+
+    async def judge(
+        self, claim: str, passages: collections.abc.Sequence[Passage]
+    ) -> Judgement:
+        """Judge ``claim`` against the sentences of ``passages`` (no I/O)."""
+        candidates = [(s, p) for p in passages for s in _sentences(p)]
+        if not candidates:
+            return Judgement(
+                Verdict.UNSUPPORTED,
+                0.5,
+                (),
+                "No sentence of the source was retrieved for this claim.",
+            )
+        scored = await self._score(claim, candidates)
+        best = scored[0]
+        config = self._config
+        conflict = polarity_conflict(claim, best.sentence)
+        if (
+            conflict
+            and best.similarity >= config.contradiction_similarity
+            and best.coverage >= config.contradiction_coverage
+        ):
+            confidence = 0.5 + 0.5 * min(best.similarity, best.coverage)
+            return Judgement(
+                Verdict.CONTRADICTED,
+                round(min(confidence, 0.95), 3),
+                (_evidence(best),),
+                f"The closest sentence of the source ({_pages(best.passage)}) talks about the "
+                f"same things (similarity {best.similarity:.2f}, {best.coverage:.0%} of the "
+                f"claim's content words) but with the opposite polarity: {conflict}.",
+            )
+        if best.score >= config.supported:
+            verdict = Verdict.SUPPORTED
+            confidence = 0.6 + 0.4 * (best.score - config.supported) / max(1 - config.supported, 1e-9)
+            floor = config.partially_supported
+            how = "states the claim"
+        elif best.score >= config.partially_supported:
+            verdict = Verdict.PARTIALLY_SUPPORTED
+            span = max(config.supported - config.partially_supported, 1e-9)
+            middle = (config.supported + config.partially_supported) / 2
+            confidence = 0.6 - 0.2 * abs(best.score - middle) / (span / 2)
+            floor = config.partially_supported
+            how = "covers only part of the claim"
+        else:
+            verdict = Verdict.UNSUPPORTED
+            confidence = 0.6 + 0.4 * (config.partially_supported - best.score) / max(
+                config.partially_supported, 1e-9
+            )
+            floor = math.inf
+            how = "is the closest, but does not state the claim"
+        evidence = [best] + [s for s in scored[1:] if s.score >= floor]
+        return Judgement(
+            verdict,
+            round(min(max(confidence, 0.0), 0.99), 3),
+            tuple(_evidence(s) for s in evidence[: config.max_evidence]),
+            f"The best sentence of the source ({_pages(best.passage)}) {how}: similarity "
+            f"{best.similarity:.2f}, {best.coverage:.0%} of the claim's content words, "
+            f"score {best.score:.2f}.",
+        )
+
+    async def _score(self, claim: str, candidates: list[tuple[str, Passage]]) -> list[_Scored]:
+        # In a thread: an embedder may be a blocking HTTP client.
+        raw = await asyncio.to_thread(self._embedder.embed, [claim, *(s for s, _ in candidates)])
+        vectors = numpy.asarray(raw, dtype=numpy.float32)
+        norms = numpy.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = (vectors / numpy.where(norms == 0, 1, norms)).astype(numpy.float32)
+        similarities = vectors[1:] @ vectors[0]
+        weight = self._config.similarity_weight
+        scored = []
+        for (sentence, passage), similarity in zip(candidates, similarities.tolist()):
+            similarity = max(float(similarity), 0.0)
+            covered = coverage(claim, sentence)
+            scored.append(
+                _Scored(sentence, passage, similarity, covered,
+                        weight * similarity + (1 - weight) * covered)
+            )
+        return sorted(scored, key=lambda s: -s.score)
+
+
+def _evidence(scored: _Scored) -> Evidence:
+    return Evidence(
+        quote=scored.sentence,
+        page_start=scored.passage.page_start,
+        page_end=scored.passage.page_end,
+        score=round(scored.score, 3),
+        chunk_id=scored.passage.chunk_id,
+    )
+
+
+def _pages(passage: Passage) -> str:
+    if passage.page_start == passage.page_end:
+        return f"p. {passage.page_start}"
+    return f"pp. {passage.page_start}-{passage.page_end}"
+
+
+def best_sentence(claim: str, passage: Passage) -> Evidence:
+    """The sentence of ``passage`` that shares most words with ``claim`` (no embedder)."""
+    sentences = _sentences(passage) or [" ".join(passage.text.split())]
+    scored = [
+        (0.7 * coverage(claim, s) + 0.3 * rapidfuzz.fuzz.token_set_ratio(claim, s) / 100, s)
+        for s in sentences
+    ]
+    score, sentence = max(scored, key=lambda item: item[0])
+    return Evidence(sentence, passage.page_start, passage.page_end, round(score, 3), passage.chunk_id)
+
+
+# --- the OpenAI-compatible judge -----------------------------------------------------
+
+
+class TokenBudget:
+    """Tokens a run may spend on the judge; ``limit=None`` means no limit.
+
+    ``spent`` is the only state: the caller stores it with the run and passes it back
+    in when a worker resumes the run, so a redeploy does not reset the count. The
+    check is made before each request, so the request that crosses the limit still
+    completes and is counted; the next one raises :class:`BudgetExhausted`.
+    """
+
+    def __init__(self, limit: int | None, spent: int = 0) -> None:
+        if limit is not None and limit < 0:
+            raise ValueError("limit must not be negative")
+        if spent < 0:
+            raise ValueError("spent must not be negative")
+        self._limit = limit
+        self._spent = spent
+
+    @property
+    def limit(self) -> int | None:
+        return self._limit
+
+    @property
+    def spent(self) -> int:
+        return self._spent
+
+    @property
+    def remaining(self) -> int | None:
+        return None if self._limit is None else max(self._limit - self._spent, 0)
+
+    @property
+    def exhausted(self) -> bool:
+        return self._limit is not None and self._spent >= self._limit
+
+    def check(self) -> None:
+        """Raise :class:`BudgetExhausted` if no tokens are left."""
+        if self.exhausted:
+            raise BudgetExhausted(
+                f"the run's judge token budget is used up: {self._spent} of {self._limit} tokens spent"
+            )
+
+    def charge(self, tokens: int) -> None:
+        """Count ``tokens`` as spent (negative counts are ignored)."""
+        self._spent += max(tokens, 0)
+
+
+class OpenAIConfig(pydantic.BaseModel):
+    """Settings of the OpenAI-compatible judge."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = pydantic.Field(
+        default="https://api.openai.com",
+        description=(
+            "Root URL of the endpoint; requests go to {base_url}/v1/chat/completions (a "
+            "trailing /v1 is accepted). Any compatible server works: vLLM, llama.cpp, Ollama."
+        ),
+    )
+    model: str = pydantic.Field(
+        default="gpt-4o-mini",
+        min_length=1,
+        description="Model name sent with each request; the default is cheap and supports JSON mode.",
+    )
+    api_key_env: str | None = pydantic.Field(
+        default="OPENAI_API_KEY",
+        description="Environment variable holding the API key; used when api_key_file is not set.",
+    )
+    api_key_file: pathlib.Path | None = pydantic.Field(
+        default=None,
+        description=(
+            "File holding the API key, e.g. a Kubernetes Secret mounted as a volume; read "
+            "on every request so a rotated Secret is picked up. Wins over api_key_env."
+        ),
+    )
+    timeout_s: float = pydantic.Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "Seconds one request may take, connect to last byte; a judge answer of a few "
+            "hundred tokens takes seconds, 60 leaves room for a loaded server."
+        ),
+    )
+    max_retries: int = pydantic.Field(
+        default=4,
+        ge=0,
+        description=(
+            "Retries after a 429, a 5xx, a timeout or a connection error (so at most "
+            "max_retries + 1 requests); 4 with the default backoff waits about 15 s in all."
+        ),
+    )
+    backoff_base_s: float = pydantic.Field(
+        default=1.0,
+        ge=0,
+        description="Seconds before the first retry; doubles each retry, with jitter.",
+    )
+    backoff_max_s: float = pydantic.Field(
+        default=30.0, ge=0, description="Seconds; cap of one backoff wait."
+    )
+    retry_after_max_s: float = pydantic.Field(
+        default=120.0,
+        ge=0,
+        description=(
+            "Seconds; cap of a wait the server asks for with Retry-After, so one rate "
+            "limit cannot stall a task beyond its lease."
+        ),
+    )
+    token_budget: int | None = pydantic.Field(
+        default=1_000_000,
+        ge=0,
+        description=(
+            "Tokens (usage.total_tokens) one run may spend on the judge; None for no "
+            "limit. A citation costs about 1,500 tokens with five passages, so the "
+            "default covers some 600 citations and stops a runaway run."
+        ),
+    )
+    max_passage_chars: int = pydantic.Field(
+        default=2000,
+        ge=100,
+        description="Characters of each passage put into the prompt; about 500 tokens.",
+    )
+    max_answer_tokens: int = pydantic.Field(
+        default=400,
+        ge=16,
+        description="max_tokens of the answer; the JSON answer needs about 100-200.",
+    )
+
+    @property
+    def url(self) -> str:
+        base = self.base_url.rstrip("/")
+        if base.endswith("/v1"):
+            base = base[: -len("/v1")]
+        return f"{base}/v1/chat/completions"
+
+
+class JudgeAnswer(pydantic.BaseModel):
+    """The JSON object the model must answer with."""
+
+    model_config = pydantic.ConfigDict(extra="ignore")
+
+    verdict: typing.Literal["supported", "partially_supported", "unsupported", "contradicted"]
+    confidence: float = pydantic.Field(ge=0.0, le=1.0)
+    evidence: list[int] = pydantic.Field(
+        default_factory=list, description="1-based numbers of the passages that bear on the claim."
+    )
+    rationale: str = pydantic.Field(min_length=1)
+
+
+class _Message(pydantic.BaseModel):
+    content: str
+
+
+class _Choice(pydantic.BaseModel):
+    message: _Message
+
+
+class _Usage(pydantic.BaseModel):
+    total_tokens: int = 0
+
+
+class _ChatResponse(pydantic.BaseModel):
+    choices: list[_Choice] = pydantic.Field(min_length=1)
+    usage: _Usage | None = None
+
+
+SYSTEM_PROMPT = """\
+You check citations in academic theses. You get one claim from a thesis and numbered \
+passages from the source the thesis cites for it. Decide, from the passages alone, \
+whether the source supports the claim:
+
+- "supported": the passages state the claim, or something that clearly entails it.
+- "partially_supported": the passages support part of the claim, or a weaker or \
+narrower version of it (other population, hedged, fewer conditions).
+- "unsupported": the passages do not say what the claim says (silent, or on another topic).
+- "contradicted": the passages say the opposite of the claim, or something incompatible \
+with it.
+
+Do not use outside knowledge. Answer with one JSON object and nothing else:
+{"verdict": "<one of the four>", "confidence": <0.0-1.0>, "evidence": [<numbers of the \
+passages that bear on the claim>], "rationale": "<one or two sentences>"}"""
+
+
+def _user_prompt(claim: str, passages: collections.abc.Sequence[Passage], limit: int) -> str:
+    lines = [f"Claim: {claim}", "", "Passages:"]
+    for number, passage in enumerate(passages, 1):
+        text = " ".join(passage.text.split())
+        if len(text) > limit:
+            text = text[:limit].rsplit(" ", 1)[0] + " …"
+        lines.append(f"[{number}] ({_pages(passage)}) {text}")
+    return "\n".join(lines)
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+
+
+class OpenAIJudge:
+    """A judge backed by an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    The model answers in JSON mode; the answer is validated against
+    :class:`JudgeAnswer` and asked for once more if invalid, then
+    :class:`JudgeAnswerError`. 429, 5xx, timeouts and connection errors are retried
+    with exponential backoff and jitter (or the server's ``Retry-After``), then
+    :class:`JudgeUnavailable`; other 4xx raise :class:`JudgeRequestError` at once.
+    Every response's ``usage.total_tokens`` is charged to ``budget``.
+    """
+
+    def __init__(
+        self,
+        config: OpenAIConfig,
+        budget: TokenBudget,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._config = config
+        self._budget = budget
+        self._client = client
+        self._owns_client = client is None
+
+    @property
+    def budget(self) -> TokenBudget:
+        return self._budget
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this judge created it."""
+        if self._client is not None and self._owns_client:
+            await self._client.aclose()
+            self._client = None
+
+    async def __aenter__(self) -> OpenAIJudge:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def judge(
+        self, claim: str, passages: collections.abc.Sequence[Passage]
+    ) -> Judgement:
+        """Ask the model; raises :class:`BudgetExhausted` before a request over budget."""
+        if not passages:
+            return Judgement(
+                Verdict.UNSUPPORTED, 0.5, (), "No passage of the source was retrieved for this claim."
+            )
+        messages: list[dict[str, str]] = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": _user_prompt(claim, passages, self._config.max_passage_chars)},
+        ]
+        tokens = 0
+        problem = ""
+        for attempt in range(2):
+            response = await self._complete(messages)
+            tokens += response.usage.total_tokens if response.usage else 0
+            content = response.choices[0].message.content if response.choices else ""
+            try:
+                answer = JudgeAnswer.model_validate_json(_strip_fences(content))
+                bad = [n for n in answer.evidence if not 1 <= n <= len(passages)]
+                if bad:
+                    raise ValueError(f"evidence numbers {bad} are not among 1..{len(passages)}")
+            except (pydantic.ValidationError, ValueError) as err:
+                problem = _short(str(err))
+                logger.info(
+                    "invalid judge answer",
+                    extra={"action": "judge_answer_invalid", "attempt": attempt + 1, "error": problem},
+                )
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": content},
+                    {
+                        "role": "user",
+                        "content": f"That answer is invalid ({problem}). Answer again with only "
+                        "the JSON object described in the instructions.",
+                    },
+                ]
+                continue
+            evidence = tuple(best_sentence(claim, passages[n - 1]) for n in dict.fromkeys(answer.evidence))
+            return Judgement(
+                Verdict(answer.verdict), answer.confidence, evidence, answer.rationale.strip(), tokens
+            )
+        raise JudgeAnswerError(
+            f"the judge model {self._config.model!r} returned an invalid answer twice; last problem: {problem}"
+        )
+
+    async def _complete(self, messages: list[dict[str, str]]) -> _ChatResponse:
+        config = self._config
+        body = {
+            "model": config.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": config.max_answer_tokens,
+            "response_format": {"type": "json_object"},
+        }
+        last = ""
+        for attempt in range(config.max_retries + 1):
+            self._budget.check()
+            delay: float | None = None
+            try:
+                response = await self._http().post(
+                    config.url, json=body, headers=self._headers(), timeout=config.timeout_s
+                )
+            except httpx.TransportError as err:
+                last = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            else:
+                if response.status_code == 200:
+                    return self._parse(response)
+                last = f"HTTP {response.status_code}: {_short(response.text)}"
+                if response.status_code != 429 and response.status_code < 500:
+                    raise JudgeRequestError(f"the judge endpoint {config.url} refused the request: {last}")
+                delay = retry_after_seconds(response.headers.get("retry-after"))
+                if delay is not None:
+                    delay = min(delay, config.retry_after_max_s)
+            if attempt == config.max_retries:
+                break
+            if delay is None:
+                delay = _backoff(attempt, config.backoff_base_s, config.backoff_max_s)
+            logger.info(
+                "judge request failed, retrying",
+                extra={"action": "judge_retry", "attempt": attempt + 1, "delay_s": delay, "error": last},
+            )
+            await asyncio.sleep(delay)
+        raise JudgeUnavailable(
+            f"the judge endpoint {config.url} failed {config.max_retries + 1} times; last: {last}"
+        )
+
+    def _parse(self, response: httpx.Response) -> _ChatResponse:
+        try:
+            data = response.json()
+        except json.JSONDecodeError as err:
+            raise JudgeRequestError(
+                f"the judge endpoint answered with non-JSON: {_short(response.text)}"
+            ) from err
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
+            self._budget.charge(usage["total_tokens"])
+        try:
+            return _ChatResponse.model_validate(data)
+        except pydantic.ValidationError as err:
+            raise JudgeRequestError(
+                f"the judge endpoint's answer is not a chat completion: {_short(str(err))}"
+            ) from err
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient()
+        return self._client
+
+    def _headers(self) -> dict[str, str]:
+        key = self._api_key()
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def _api_key(self) -> str | None:
+        config = self._config
+        if config.api_key_file is not None:
+            try:
+                return config.api_key_file.read_text(encoding="utf-8").strip() or None
+            except OSError as err:
+                raise JudgeConfigError(
+                    f"cannot read the judge API key file {str(config.api_key_file)!r}: {err.strerror}"
+                ) from err
+        if config.api_key_env:
+            return os.environ.get(config.api_key_env) or None
+        return None
+
+
+def _backoff(attempt: int, base: float, cap: float) -> float:
+    """Exponential backoff with "equal jitter": half fixed, half random."""
+    ceiling = min(cap, base * 2.0**attempt)
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def _strip_fences(content: str) -> str:
+    """Some servers wrap JSON mode output in ```json fences anyway."""
+    content = content.strip()
+    match = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", content, re.DOTALL)
+    return match.group(1) if match else content
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# --- configuration -------------------------------------------------------------------
+
+
+class JudgeConfig(pydantic.BaseModel):
+    """Which judge a run uses, and its settings."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    kind: typing.Literal["embedded", "openai"] = pydantic.Field(
+        default="embedded",
+        description="`embedded` needs no network (the default, so a laptop run works offline); "
+        "`openai` calls a chat-completions endpoint.",
+    )
+    embedded: EmbeddedJudgeConfig = pydantic.Field(default_factory=EmbeddedJudgeConfig)
+    openai: OpenAIConfig = pydantic.Field(default_factory=OpenAIConfig)
+
+
+def make_judge(
+    config: JudgeConfig,
+    embedder: Embedder,
+    *,
+    budget: TokenBudget | None = None,
+    client: httpx.AsyncClient | None = None,
+) -> Judge:
+    """The judge ``config`` asks for.
+
+    For ``openai``, pass the run's ``budget`` (built with the ``spent`` count stored
+    for the run); without one, a fresh budget of ``config.openai.token_budget``.
+    """
+    if config.kind == "embedded":
+        return EmbeddedJudge(embedder, config.embedded)
+    return OpenAIJudge(
+        config.openai, budget or TokenBudget(config.openai.token_budget), client=client
+    )
