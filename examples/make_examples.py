@@ -69,17 +69,20 @@ class DocumentSpec:
 
 
 def _wrap(text: str, font: str, size: float, width: float) -> list[str]:
+    # Base-14 fonts have no kerning, so a line's width is the sum of its words' widths.
+    space = pymupdf.get_text_length(" ", fontname=font, fontsize=size)
     lines: list[str] = []
-    line = ""
+    words: list[str] = []
+    used = 0.0
     for word in text.split():
-        candidate = f"{line} {word}" if line else word
-        if line and pymupdf.get_text_length(candidate, fontname=font, fontsize=size) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = candidate
-    if line:
-        lines.append(line)
+        word_width = pymupdf.get_text_length(word, fontname=font, fontsize=size)
+        if words and used + space + word_width > width:
+            lines.append(" ".join(words))
+            words, used = [], 0.0
+        used += word_width + (space if words else 0.0)
+        words.append(word)
+    if words:
+        lines.append(" ".join(words))
     return lines
 
 
