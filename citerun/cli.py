@@ -42,10 +42,43 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     settings = _settings_with(args)
     tasks = registry.load(args.tasks)
-    on_dead = getattr(tasks, "on_dead", None)
     with localdb.database(settings) as url:
-        worker = runtime.Worker(url, tasks, settings, on_dead=on_dead)
+        worker = runtime.Worker(url, tasks, settings)
         asyncio.run(worker.run())
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from citerun import verify
+
+    console = Console(stderr=False)
+    try:
+        thesis, sources = verify.check_arguments(args.thesis, args.sources, args.workers)
+        keys = verify.parse_keys(args.key or [])
+    except verify.UsageError as err:
+        print(f"citerun verify: error: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else Path.cwd() / f"{thesis.stem}.citerun.html"
+    settings = Settings()
+    with localdb.database(settings) as url:
+        result = verify.verify(settings, url, thesis, sources, keys=keys, out=out,
+                               workers=args.workers, concurrency=args.concurrency,
+                               timeout_s=args.timeout, console=console)
+    counts = ", ".join(f"{k}: {v}" for k, v in sorted(result.verdicts.items())) or "none"
+    if result.state != "succeeded":
+        print(f"citerun verify: run {result.run_id} {result.state}: {result.error}",
+              file=sys.stderr)
+        return 1
+    import json
+    assert result.json_path is not None
+    verify.print_summary(console, json.loads(result.json_path.read_text()))
+    console.print(f"verdicts: {counts}")
+    console.print(f"report: {result.html_path}")
+    console.print(f"json:   {result.json_path}")
     return 0
 
 
@@ -64,6 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, help="tasks run at once")
     p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
     p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("verify", help="verify the citations of a thesis on this machine")
+    p.add_argument("thesis", help="the thesis PDF")
+    p.add_argument("--sources", nargs="+", required=True,
+                   help="source PDFs, or directories holding them")
+    p.add_argument("--out", help="where to write the HTML report (JSON goes beside it)")
+    p.add_argument("--workers", type=int, default=2, help="local worker processes")
+    p.add_argument("--concurrency", type=int, default=2, help="tasks per worker")
+    p.add_argument("--key", action="append", metavar="KEY=FILE",
+                   help="explicit citation key of a source, e.g. --key 3=smith2020.pdf")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the run")
+    p.set_defaults(func=cmd_verify)
     return parser
 
 

@@ -22,6 +22,14 @@ CREATE TABLE documents (
 );
 CREATE INDEX documents_staged_idx ON documents (staged_at) WHERE raw IS NOT NULL;
 
+-- The cleaned text of each page of a parsed document (citation extraction reads these).
+CREATE TABLE document_pages (
+    digest  text NOT NULL REFERENCES documents (digest) ON DELETE CASCADE,
+    number  integer NOT NULL CHECK (number >= 1),
+    text    text NOT NULL,
+    PRIMARY KEY (digest, number)
+);
+
 -- Text chunks of parsed documents. An in-memory BM25 index is only a cache of these rows.
 CREATE TABLE chunks (
     id          bigserial PRIMARY KEY,
@@ -106,6 +114,8 @@ CREATE TABLE citations (
     locator   text,
     digest    text REFERENCES documents (digest),
     reference text,
+    match_method text,
+    match_score  real,
     UNIQUE (run_id, ordinal)
 );
 

@@ -62,6 +62,7 @@ class TaskContext:
 
 
 Handler = Callable[[TaskContext, Any], Awaitable[Any]]
+DeadHook = Callable[[asyncpg.Pool, list[int]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ class Registry:
 
     def __init__(self) -> None:
         self._specs: dict[str, TaskSpec[Any]] = {}
+        #: Called with the ids of tasks that were dead-lettered (out of attempts).
+        self.on_dead: DeadHook | None = None
 
     def task(self, kind: str, *, payload: type[P],
              max_attempts: int | None = None) -> Callable[[Handler], Handler]:

@@ -45,9 +45,6 @@ DB_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.TooManyConnectionsError, asyncio.TimeoutError, db.DatabaseError,
 )
 
-DeadHook = Callable[[asyncpg.Pool, list[int]], Awaitable[None]]
-
-
 @dataclass
 class _Running:
     task: queue.ClaimedTask
@@ -59,15 +56,14 @@ class _Running:
 class Worker:
     """A queue worker. ``await Worker(...).run()`` returns after a drain."""
 
-    def __init__(self, url: str, tasks: registry.Registry, settings: Settings, *,
-                 on_dead: DeadHook | None = None) -> None:
+    def __init__(self, url: str, tasks: registry.Registry, settings: Settings) -> None:
         self.url = url
         self.registry = tasks
         self.settings = settings
         self.id = settings.worker.id
         self.metrics = metrics.WorkerMetrics()
         self.kinds = settings.worker.kinds or None
-        self._on_dead = on_dead
+        self._on_dead = tasks.on_dead
         self._pool: asyncpg.Pool | None = None
         self._held: dict[int, _Running] = {}
         self._wake = asyncio.Event()

@@ -1,0 +1,93 @@
+-- name: document_stage --
+-- Stage a PDF's bytes under its digest; a document seen before keeps its state and bytes.
+INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (digest) DO UPDATE
+SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
+               THEN excluded.raw ELSE documents.raw END
+RETURNING state;
+
+-- name: document_get --
+-- One document's metadata (no bytes).
+SELECT digest, filename, size_bytes, state, error_reason, error, title, authors, year,
+       page_count, raw IS NOT NULL AS has_bytes
+FROM documents WHERE digest = $1;
+
+-- name: run_insert --
+-- Create a run; an existing run of the same id is left as it is (idempotent create).
+INSERT INTO runs (id, name, namespace, tenant, generation, spec, priority, state)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'running')
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- name: run_source_insert --
+-- Attach one document (thesis or source) to a run, with its citation keys.
+INSERT INTO run_sources (run_id, digest, role, filename, keys)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT DO NOTHING;
+
+-- name: run_lock --
+-- Lock a run's row: serialises the stage transitions of one run.
+SELECT id, state, priority FROM runs WHERE id = $1 FOR UPDATE;
+
+-- name: run_lock_by_documents --
+-- Lock every running run that uses one of these documents, in a fixed order.
+SELECT r.id, r.priority FROM runs AS r
+WHERE r.state = 'running'
+  AND EXISTS (SELECT 1 FROM run_sources AS s WHERE s.run_id = r.id AND s.digest = ANY($1::text[]))
+ORDER BY r.id
+FOR UPDATE OF r;
+
+-- name: run_documents_pending --
+-- Documents of a run that are not parsed or failed yet, and whether their bytes are here.
+SELECT s.digest, d.state, d.raw IS NOT NULL AS has_bytes
+FROM run_sources AS s JOIN documents AS d USING (digest)
+WHERE s.run_id = $1 AND d.state NOT IN ('parsed', 'failed');
+
+-- name: run_get --
+-- One run.
+SELECT id, name, namespace, tenant, generation, spec, state, priority, error, tokens_spent,
+       created_at, updated_at, finished_at
+FROM runs WHERE id = $1;
+
+-- name: run_progress --
+-- A run's state and counts: citations found, judged, and per verdict.
+SELECT r.state, r.error, r.generation,
+       (SELECT count(*) FROM citations c WHERE c.run_id = r.id) AS citations,
+       (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id) AS judged,
+       (SELECT coalesce(jsonb_object_agg(verdict, n), '{}') FROM
+           (SELECT verdict, count(*) AS n FROM verdicts v WHERE v.run_id = r.id
+            GROUP BY verdict) AS per) AS verdicts,
+       (SELECT count(*) FROM tasks t WHERE t.run_id = r.id
+          AND t.state IN ('queued', 'running')) AS tasks_open,
+       (SELECT count(*) FROM run_sources s JOIN documents d USING (digest)
+         WHERE s.run_id = r.id AND d.state IN ('parsed', 'failed')) AS documents_done,
+       (SELECT count(*) FROM run_sources s WHERE s.run_id = r.id) AS documents
+FROM runs AS r WHERE r.id = $1;
+
+-- name: run_finish --
+-- Move a running run to a terminal state and tell the listeners.
+WITH done AS (
+    UPDATE runs SET state = $2, error = $3, updated_at = now(), finished_at = now()
+    WHERE id = $1 AND state IN ('pending', 'running')
+    RETURNING id
+)
+SELECT pg_notify('citerun_runs', id::text) FROM done;
+
+-- name: run_touch --
+-- Bump a run's updated_at and tell the listeners that its progress changed.
+WITH touched AS (UPDATE runs SET updated_at = now() WHERE id = $1 RETURNING id)
+SELECT pg_notify('citerun_runs', id::text) FROM touched;
+
+-- name: run_drop_staged_bytes --
+-- Drop the staged bytes of a run's documents that no other active run still needs.
+UPDATE documents AS d SET raw = NULL
+WHERE d.raw IS NOT NULL
+  AND d.digest IN (SELECT digest FROM run_sources WHERE run_id = $1)
+  AND NOT EXISTS (SELECT 1 FROM run_sources s JOIN runs r ON r.id = s.run_id
+                  WHERE s.digest = d.digest AND r.id <> $1 AND r.state IN ('pending', 'running'))
+RETURNING d.digest;
+
+-- name: report_get --
+-- A run's stored report.
+SELECT json, html, created_at FROM reports WHERE run_id = $1;

@@ -1,0 +1,152 @@
+"""Runs: staging documents, creating a run idempotently, and moving it between stages.
+
+A run is created in one transaction with its documents and its first tasks, keyed by
+the run id (a CitationRun's uid on a cluster), so a retried or duplicated create
+changes nothing. The pipeline's stage transitions that involve several tasks ("all
+documents of this run are parsed" -> extract) lock the run's row first, so two tasks
+finishing at once cannot both miss, or both take, the transition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from citerun import errors, queue, sql
+
+_Q = sql.load("citerun", "queries/runs.sql")
+
+# Task kinds of the pipeline (keep in sync with citerun.worker.tasks).
+PARSE_DOCUMENT = "parse_document"
+EXTRACT_CITATIONS = "extract_citations"
+JUDGE_CITATION = "judge_citation"
+FINALIZE_RUN = "finalize_run"
+
+
+class RunError(errors.CiterunError):
+    """The run could not be created or changed."""
+
+
+@dataclass(frozen=True)
+class StagedDocument:
+    digest: str
+    filename: str
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything needed to start a run."""
+
+    id: uuid.UUID
+    name: str
+    thesis: StagedDocument
+    sources: tuple[StagedDocument, ...]
+    spec: dict[str, Any] = field(default_factory=dict)
+    tenant: str = "default"
+    namespace: str | None = None
+    generation: int = 1
+    priority: int = 0
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, filename: str,
+                         *, tenant: str = "default") -> StagedDocument:
+    """Store a PDF's bytes under its sha256 (a document seen before is reused)."""
+    digest = digest_of(data)
+    await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant)
+    return StagedDocument(digest, filename)
+
+
+async def create(pool: asyncpg.Pool, request: RunRequest, *,
+                 max_attempts: int = 5) -> bool:
+    """Create the run and its first tasks in one transaction; False if it existed."""
+    async with pool.acquire() as conn, conn.transaction():
+        created = await conn.fetchval(
+            _Q["run_insert"], request.id, request.name, request.namespace, request.tenant,
+            request.generation, request.spec, request.priority)
+        if created is None:
+            return False
+        rows = [(request.id, request.thesis.digest, "thesis", request.thesis.filename,
+                 list(request.thesis.keys))]
+        rows += [(request.id, s.digest, "source", s.filename, list(s.keys))
+                 for s in request.sources]
+        await conn.executemany(_Q["run_source_insert"], rows)
+        await conn.fetchrow(_Q["run_lock"], request.id)
+        await advance(conn, request.id, priority=request.priority, max_attempts=max_attempts)
+        await conn.execute(_Q["run_touch"], request.id)
+    return True
+
+
+async def advance(conn: asyncpg.Connection, run_id: uuid.UUID, *, priority: int,
+                  max_attempts: int = 5) -> None:
+    """Enqueue what a run needs next; call with the run's row locked.
+
+    Documents not parsed yet get a ``parse_document`` task; once none is pending, the run
+    gets its ``extract_citations`` task. Dedupe keys make a repeated call harmless.
+    """
+    pending = await conn.fetch(_Q["run_documents_pending"], run_id)
+    if pending:
+        await queue.enqueue(conn, [
+            queue.NewTask(PARSE_DOCUMENT, {"digest": r["digest"]}, priority=priority,
+                          dedupe_key=f"parse:{r['digest']}:{run_id}", run_id=run_id,
+                          max_attempts=max_attempts)
+            for r in pending])
+        return
+    await queue.enqueue(conn, [queue.NewTask(
+        EXTRACT_CITATIONS, {"run_id": str(run_id)}, priority=priority,
+        dedupe_key=f"extract:{run_id}", run_id=run_id, max_attempts=max_attempts)])
+
+
+async def advance_for_documents(conn: asyncpg.Connection, digests: Sequence[str]) -> None:
+    """After documents reached a terminal state: advance every running run using them."""
+    for row in await conn.fetch(_Q["run_lock_by_documents"], list(digests)):
+        await advance(conn, row["id"], priority=row["priority"])
+
+
+async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, state: str,
+                 error: str | None = None) -> None:
+    """Move the run to ``state`` (succeeded, failed, cancelled) and notify."""
+    await conn.execute(_Q["run_finish"], run_id, state, error)
+
+
+async def touch(conn: asyncpg.Connection, run_id: uuid.UUID) -> None:
+    """Tell ``citerun_runs`` listeners that the run's progress changed."""
+    await conn.execute(_Q["run_touch"], run_id)
+
+
+async def lock(conn: asyncpg.Connection, run_id: uuid.UUID) -> asyncpg.Record | None:
+    return await conn.fetchrow(_Q["run_lock"], run_id)
+
+
+async def get(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID) -> asyncpg.Record | None:
+    return await conn.fetchrow(_Q["run_get"], run_id)
+
+
+async def progress(conn: asyncpg.Connection | asyncpg.Pool,
+                   run_id: uuid.UUID) -> asyncpg.Record | None:
+    """State and counts of a run (citations, judged, per verdict, open tasks)."""
+    return await conn.fetchrow(_Q["run_progress"], run_id)
+
+
+async def report(conn: asyncpg.Connection | asyncpg.Pool,
+                 run_id: uuid.UUID) -> asyncpg.Record | None:
+    return await conn.fetchrow(_Q["report_get"], run_id)
+
+
+async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str) -> list[int]:
+    """Cancel a run: its open tasks, its state, and the staged bytes only it needed."""
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.fetchrow(_Q["run_lock"], run_id)
+        cancelled = await queue.cancel_run(conn, run_id, reason)
+        await finish(conn, run_id, "cancelled", reason)
+        await conn.fetch(_Q["run_drop_staged_bytes"], run_id)
+    return cancelled

@@ -1,0 +1,112 @@
+-- name: document_claim_bytes --
+-- A document's bytes and state, for parsing.
+SELECT digest, filename, state, raw FROM documents WHERE digest = $1;
+
+-- name: document_mark_parsed --
+-- Record a parsed document's metadata and drop its staged bytes.
+UPDATE documents
+SET state = 'parsed', raw = NULL, title = $2, authors = $3, year = $4, page_count = $5,
+    error = NULL, error_reason = NULL, finished_at = now()
+WHERE digest = $1 AND state <> 'parsed';
+
+-- name: document_mark_failed --
+-- Record why a document could not be parsed and drop its staged bytes.
+UPDATE documents
+SET state = 'failed', raw = NULL, error_reason = $2, error = $3, finished_at = now()
+WHERE digest = $1 AND state <> 'parsed';
+
+-- name: document_page_insert --
+-- Store the cleaned text of one page.
+INSERT INTO document_pages (digest, number, text) VALUES ($1, $2, $3)
+ON CONFLICT DO NOTHING;
+
+-- name: chunk_insert --
+-- Store one chunk with its embedding.
+INSERT INTO chunks (digest, ordinal, page_start, page_end, text, embedding)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (digest, ordinal) DO NOTHING;
+
+-- name: run_documents --
+-- The documents of a run with their role, keys and parse outcome.
+SELECT s.digest, s.role, s.filename, s.keys, d.state, d.title, d.authors, d.year,
+       d.page_count, d.error_reason, d.error
+FROM run_sources AS s JOIN documents AS d USING (digest)
+WHERE s.run_id = $1 ORDER BY s.role DESC, s.filename;
+
+-- name: document_pages_all --
+-- Every page of a document, in order.
+SELECT number, text FROM document_pages WHERE digest = $1 ORDER BY number;
+
+-- name: citation_insert --
+-- Store one (claim, cited key) of a run.
+INSERT INTO citations (run_id, ordinal, key, marker, claim, page, locator, digest, reference,
+                       match_method, match_score)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+ON CONFLICT (run_id, ordinal) DO UPDATE SET ordinal = excluded.ordinal
+RETURNING id;
+
+-- name: citation_get --
+-- One citation with its run and source document state.
+SELECT c.id, c.run_id, c.claim, c.digest, d.state AS document_state, r.spec, r.priority,
+       r.state AS run_state, r.tokens_spent
+FROM citations AS c JOIN runs AS r ON r.id = c.run_id
+LEFT JOIN documents AS d ON d.digest = c.digest
+WHERE c.id = $1;
+
+-- name: verdict_insert --
+-- Record a citation's verdict (the first one recorded wins).
+INSERT INTO verdicts (citation_id, run_id, verdict, confidence, rationale, evidence, judge)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (citation_id) DO NOTHING;
+
+-- name: run_unjudged_count --
+-- Citations of a run without a verdict yet.
+SELECT count(*) FROM citations AS c
+WHERE c.run_id = $1 AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.citation_id = c.id);
+
+-- name: run_add_tokens --
+-- Add judge tokens to a run's spent count.
+UPDATE runs SET tokens_spent = tokens_spent + $2 WHERE id = $1;
+
+-- name: run_report_rows --
+-- Every citation of a run with its verdict and source document, in reading order.
+SELECT c.id, c.ordinal, c.key, c.marker, c.claim, c.page, c.locator, c.digest,
+       c.reference, c.match_method, c.match_score,
+       d.filename AS source_filename, d.title AS source_title,
+       v.verdict, v.confidence, v.rationale, v.evidence, v.judge
+FROM citations AS c
+LEFT JOIN verdicts AS v ON v.citation_id = c.id
+LEFT JOIN documents AS d ON d.digest = c.digest
+WHERE c.run_id = $1 ORDER BY c.ordinal;
+
+-- name: report_insert --
+-- Store a run's report.
+INSERT INTO reports (run_id, json, html) VALUES ($1, $2, $3)
+ON CONFLICT (run_id) DO UPDATE SET json = excluded.json, html = excluded.html,
+    created_at = now();
+
+-- name: task_runs_of --
+-- The runs and kinds of some tasks (to react to dead-lettered ones).
+SELECT id, kind, run_id, payload, last_error FROM tasks WHERE id = ANY($1::bigint[]);
+
+-- name: chunk_vector_search --
+-- Nearest chunks of the given documents by cosine distance.
+SELECT id, 1 - (embedding <=> $1) AS score
+FROM chunks WHERE digest = ANY($2::text[])
+ORDER BY embedding <=> $1 LIMIT $3;
+
+-- name: chunk_texts_of_documents --
+-- Chunk ids and texts of documents, in a stable order (what a BM25 index is built from).
+SELECT id, text FROM chunks WHERE digest = ANY($1::text[]) ORDER BY id;
+
+-- name: chunk_get_many --
+-- Chunks by id.
+SELECT id, text, page_start, page_end, digest FROM chunks WHERE id = ANY($1::bigint[]);
+
+-- name: hnsw_iterative_scan --
+-- Let a filtered HNSW scan keep searching until it has enough rows (pgvector >= 0.8).
+SET LOCAL hnsw.iterative_scan = strict_order;
+
+-- name: hnsw_ef_search --
+-- Candidate list size of an HNSW scan for this transaction.
+SELECT set_config('hnsw.ef_search', $1::text, true);

@@ -1,0 +1,259 @@
+"""The pipeline's task kinds: parse_document -> extract_citations -> judge_citation ->
+finalize_run.
+
+Each handler does its slow work first (parsing, embedding, retrieval, judging), then
+records its results and enqueues the next stage in ONE fenced transaction, so a worker
+that lost its lease writes nothing and a crash between stages loses nothing. Stage
+transitions that depend on several tasks (the last document parsed, the last citation
+judged) lock the run's row, so exactly one task takes them. A per-document problem (a
+corrupt or scanned PDF) is a result, not a task failure: the run goes on and the
+citations that need the document get ``source_unavailable``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import uuid
+from typing import Any
+
+import asyncpg
+import numpy as np
+import pydantic
+
+from citerun import queue, runs, sql
+from citerun.worker import registry as registry_mod
+from citerun.worker.pipeline import citations, embed, judge, pdf, report, retrieval
+from citerun.worker.pipeline.settings import PipelineSettings, RetrievalConfig
+
+logger = logging.getLogger(__name__)
+
+_Q = sql.load("citerun.worker", "queries/pipeline.sql")
+
+registry = registry_mod.Registry()
+
+
+# -- per-process caches (rebuilt from Postgres or the package on a miss) -----------------
+
+@functools.cache
+def pipeline_settings() -> PipelineSettings:
+    return PipelineSettings()
+
+
+@functools.cache
+def embedder() -> embed.Embedder:
+    return embed.make_embedder(pipeline_settings().embedding)
+
+
+_bm25_cache = retrieval.Bm25Cache()
+
+
+def _run_config(spec: dict[str, Any]) -> tuple[judge.JudgeConfig, RetrievalConfig]:
+    """The run's judge and retrieval settings: its spec over the process defaults."""
+    base = pipeline_settings()
+    judge_config = base.judge
+    if spec.get("judge"):
+        judge_config = judge.JudgeConfig.model_validate(
+            {**base.judge.model_dump(), **spec["judge"]})
+    retrieval_config = base.retrieval
+    if spec.get("retrieval"):
+        retrieval_config = RetrievalConfig.model_validate(
+            {**base.retrieval.model_dump(), **spec["retrieval"]})
+    return judge_config, retrieval_config
+
+
+# -- parse_document ----------------------------------------------------------------------
+
+class ParsePayload(pydantic.BaseModel):
+    digest: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
+
+
+@registry.task(runs.PARSE_DOCUMENT, payload=ParsePayload)
+async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -> None:
+    """Parse, chunk and embed one document; store pages and chunks; advance its runs."""
+    row = await ctx.pool.fetchrow(_Q["document_claim_bytes"], payload.digest)
+    if row is None:
+        raise registry_mod.PermanentError(f"document {payload.digest} does not exist")
+    if row["state"] in ("parsed", "failed"):
+        async with ctx.fenced() as conn:  # parsed for another run meanwhile
+            await runs.advance_for_documents(conn, [payload.digest])
+        return
+    if row["raw"] is None:
+        async with ctx.fenced() as conn:
+            await conn.execute(_Q["document_mark_failed"], payload.digest, "missing",
+                               "the document's bytes are gone (staging expired or dropped)")
+            await runs.advance_for_documents(conn, [payload.digest])
+        return
+    settings = pipeline_settings().documents
+    try:
+        parsed = await ctx.run_cpu(functools.partial(pdf.parse_pdf, bytes(row["raw"]),
+                                                     max_bytes=settings.max_bytes))
+    except pdf.DocumentError as err:
+        logger.info("document %s (%s) rejected: %s", row["filename"], payload.digest[:12], err,
+                    extra={"action": "parse", "reason": err.reason})
+        async with ctx.fenced() as conn:
+            await conn.execute(_Q["document_mark_failed"], payload.digest, err.reason, str(err))
+            await runs.advance_for_documents(conn, [payload.digest])
+        return
+    chunks = pdf.chunk_pages(parsed.pages, target_chars=settings.chunk_chars,
+                             overlap_chars=settings.overlap_chars)
+    vectors = await ctx.run_cpu(embedder().embed, [c.text for c in chunks]) if chunks else []
+    async with ctx.fenced() as conn:
+        await conn.executemany(_Q["document_page_insert"],
+                               [(payload.digest, p.number, p.text) for p in parsed.pages])
+        await conn.executemany(_Q["chunk_insert"], [
+            (payload.digest, c.ordinal, c.page_start, c.page_end, c.text,
+             np.asarray(v, dtype=np.float32)) for c, v in zip(chunks, vectors)])
+        await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
+                           list(parsed.authors), parsed.year, parsed.page_count)
+        await runs.advance_for_documents(conn, [payload.digest])
+
+
+# -- extract_citations -------------------------------------------------------------------
+
+class RunPayload(pydantic.BaseModel):
+    run_id: uuid.UUID
+
+
+@registry.task(runs.EXTRACT_CITATIONS, payload=RunPayload)
+async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
+    """Find the thesis's cited claims, map them to sources, enqueue one judge each."""
+    docs = await ctx.pool.fetch(_Q["run_documents"], payload.run_id)
+    thesis = next((d for d in docs if d["role"] == "thesis"), None)
+    if thesis is None:
+        raise registry_mod.PermanentError(f"run {payload.run_id} has no thesis")
+    run = await runs.get(ctx.pool, payload.run_id)
+    assert run is not None
+    if thesis["state"] != "parsed":
+        async with ctx.fenced() as conn:
+            await runs.finish(conn, payload.run_id, "failed",
+                              f"the thesis {thesis['filename']} could not be read: "
+                              f"{thesis['error']}")
+        return
+    pages = await ctx.pool.fetch(_Q["document_pages_all"], thesis["digest"])
+    sources = [d for d in docs if d["role"] == "source"]
+    infos = [citations.SourceInfo(document_id=d["digest"], filename=d["filename"],
+                                  title=d["title"], authors=tuple(d["authors"] or ()),
+                                  year=d["year"], explicit_keys=tuple(d["keys"] or ()))
+             for d in sources]
+    extraction = await ctx.run_cpu(citations.extract, [(p["number"], p["text"]) for p in pages])
+    mapped = citations.map_citations(extraction, infos, pipeline_settings().match)
+    state = {d["digest"]: d for d in sources}
+    judge_ids: list[int] = []
+    async with ctx.fenced() as conn:
+        for m in mapped:
+            c = m.citation
+            citation_id = await conn.fetchval(
+                _Q["citation_insert"], payload.run_id, c.ordinal, c.key, c.marker, c.claim,
+                c.page, c.locator, m.document_id, m.reference.text if m.reference else None,
+                m.method, m.score)
+            if m.document_id is None:
+                await _record(conn, citation_id, payload.run_id, judge.Verdict.UNRESOLVED_CITATION,
+                              f"no source document matches the citation {c.marker!r}"
+                              + (f" (reference: {m.reference.text[:200]})" if m.reference else
+                                 " and the reference list has no entry for it"))
+            elif state[m.document_id]["state"] != "parsed":
+                doc = state[m.document_id]
+                await _record(conn, citation_id, payload.run_id, judge.Verdict.SOURCE_UNAVAILABLE,
+                              f"the source {doc['filename']} could not be read: {doc['error']}")
+            else:
+                judge_ids.append(citation_id)
+        await queue.enqueue(conn, [
+            queue.NewTask(runs.JUDGE_CITATION, {"citation_id": i}, priority=run["priority"],
+                          dedupe_key=f"judge:{i}", run_id=payload.run_id) for i in judge_ids])
+        if not judge_ids:
+            await _enqueue_finalize(conn, payload.run_id, run["priority"])
+        await runs.touch(conn, payload.run_id)
+
+
+async def _record(conn: asyncpg.Connection, citation_id: int, run_id: uuid.UUID,
+                  verdict: judge.Verdict, rationale: str, *, confidence: float = 1.0,
+                  evidence: list[dict[str, Any]] | None = None, judge_name: str = "citerun") -> None:
+    await conn.execute(_Q["verdict_insert"], citation_id, run_id, str(verdict), confidence,
+                       rationale, evidence or [], judge_name)
+
+
+async def _enqueue_finalize(conn: asyncpg.Connection, run_id: uuid.UUID, priority: int) -> None:
+    await queue.enqueue(conn, [queue.NewTask(
+        runs.FINALIZE_RUN, {"run_id": str(run_id)}, priority=priority,
+        dedupe_key=f"finalize:{run_id}", run_id=run_id)])
+
+
+# -- judge_citation ----------------------------------------------------------------------
+
+class JudgePayload(pydantic.BaseModel):
+    citation_id: int
+
+
+@registry.task(runs.JUDGE_CITATION, payload=JudgePayload)
+async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -> None:
+    """Retrieve the cited source's passages for the claim and judge the citation."""
+    row = await ctx.pool.fetchrow(_Q["citation_get"], payload.citation_id)
+    if row is None:
+        raise registry_mod.PermanentError(f"citation {payload.citation_id} does not exist")
+    judge_config, retrieval_config = _run_config(row["spec"] or {})
+    finder = retrieval.Retriever(embedder(), retrieval_config, _bm25_cache)
+    passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
+    the_judge = (judge.EmbeddedJudge(embedder(), judge_config.embedded)
+                 if judge_config.kind == "embedded" else
+                 judge.make_judge(judge_config, embedder(), budget=judge.TokenBudget(
+                     judge_config.openai.token_budget, row["tokens_spent"])))
+    try:
+        verdict = await the_judge.judge(row["claim"], passages)
+    except judge.BudgetExhausted as err:
+        raise registry_mod.PermanentError(str(err)) from err
+    evidence = [{"quote": e.quote, "page_start": e.page_start, "page_end": e.page_end,
+                 "score": round(float(e.score), 4), "chunk_id": e.chunk_id}
+                for e in verdict.evidence]
+    async with ctx.fenced() as conn:
+        run = await runs.lock(conn, row["run_id"])
+        await _record(conn, payload.citation_id, row["run_id"], verdict.verdict,
+                      verdict.rationale, confidence=float(verdict.confidence),
+                      evidence=evidence, judge_name=judge_config.kind)
+        if verdict.tokens_used:
+            await conn.execute(_Q["run_add_tokens"], row["run_id"], verdict.tokens_used)
+        if await conn.fetchval(_Q["run_unjudged_count"], row["run_id"]) == 0:
+            await _enqueue_finalize(conn, row["run_id"], run["priority"] if run else 0)
+        await runs.touch(conn, row["run_id"])
+
+
+# -- finalize_run ------------------------------------------------------------------------
+
+@registry.task(runs.FINALIZE_RUN, payload=RunPayload)
+async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
+    """Build the report (JSON and HTML), store it, and mark the run succeeded."""
+    run = await runs.get(ctx.pool, payload.run_id)
+    if run is None:
+        raise registry_mod.PermanentError(f"run {payload.run_id} does not exist")
+    docs = await ctx.pool.fetch(_Q["run_documents"], payload.run_id)
+    rows = await ctx.pool.fetch(_Q["run_report_rows"], payload.run_id)
+    built = report.build(run=dict(run), documents=[dict(d) for d in docs],
+                         citations=[dict(r) for r in rows])
+    html = await ctx.run_cpu(report.render_html, built)
+    async with ctx.fenced() as conn:
+        await conn.execute(_Q["report_insert"], payload.run_id,
+                           json.loads(built.model_dump_json()), html)
+        await runs.finish(conn, payload.run_id, "succeeded")
+
+
+# -- dead-lettered tasks -----------------------------------------------------------------
+
+async def on_dead(pool: asyncpg.Pool, task_ids: list[int]) -> None:
+    """A pipeline task ran out of attempts: fail its run with the task's error."""
+    for row in await pool.fetch(_Q["task_runs_of"], task_ids):
+        if row["run_id"] is None:
+            continue
+        async with pool.acquire() as conn, conn.transaction():
+            if row["kind"] == runs.PARSE_DOCUMENT:
+                digest = row["payload"].get("digest", "")
+                await conn.execute(_Q["document_mark_failed"], digest, "crashed",
+                                   f"parsing failed repeatedly: {row['last_error']}"[:2000])
+                await runs.advance_for_documents(conn, [digest])
+                continue
+            await runs.lock(conn, row["run_id"])
+            await runs.finish(conn, row["run_id"], "failed",
+                              f"{row['kind']} task {row['id']} failed: {row['last_error']}"[:4000])
+
+
+registry.on_dead = on_dead
