@@ -103,8 +103,8 @@ def test_line_end_hyphenation_is_removed() -> None:
 
 
 def test_hyphen_before_capital_or_digit_is_kept() -> None:
-    data = pdf_fixtures.text_pdf([["the Covid-", "19 wave and the post-", "Soviet city"]])
-    assert parse(data).pages[0].text == "the Covid- 19 wave and the post- Soviet city"
+    data = pdf_fixtures.text_pdf([["the Covid-", "19 wave and the post-", "Soviet city, Über-", "übung"]])
+    assert parse(data).pages[0].text == "the Covid-19 wave and the post-Soviet city, Überübung"
 
 
 def test_whitespace_is_normalized_and_blank_lines_separate_paragraphs() -> None:

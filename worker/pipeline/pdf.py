@@ -112,7 +112,7 @@ _PAGE_NUMBER = re.compile(
 _DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 _INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
-_LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=[^\W\d_A-Z])")
+_LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=[^\W_])")
 _YEAR = re.compile(r"(?:D:)?((?:1[5-9]|20)\d\d)")
 
 
@@ -221,11 +221,17 @@ def _drop_headers_and_footers(pages: list[_Blocks]) -> list[_Blocks]:
     return cleaned
 
 
+def _join_hyphenated(match: re.Match[str]) -> str:
+    """ "exam-" + "ple" is one word; "post-" + "Soviet" and "Covid-" + "19" keep the hyphen."""
+    following = match.string[match.end()]
+    return "" if following.islower() else "-"
+
+
 def _clean(blocks: _Blocks) -> str:
     """Blocks become paragraphs separated by a blank line; lines inside are joined."""
     paragraphs = []
     for lines in blocks:
-        text = _LINE_END_HYPHEN.sub("", "\n".join(lines))
+        text = _LINE_END_HYPHEN.sub(_join_hyphenated, "\n".join(lines))
         paragraphs.append(text.replace("\n", " "))
     return "\n\n".join(paragraphs)
 
@@ -399,7 +405,7 @@ def _page_sentences(pages: typing.Iterable[Page]) -> list[_Sentence]:
         if parts:
             previous = parts[-1]
             # A word hyphenated across the page break: "exam-" | "ple".
-            if re.search(r"[^\W\d_]-$", previous) and re.match(r"[^\W\d_A-Z]", text):
+            if re.search(r"[^\W\d_]-$", previous) and text[0].islower():
                 parts[-1] = previous[:-1]
                 offset -= 1
             else:
