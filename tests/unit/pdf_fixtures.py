@@ -38,7 +38,8 @@ def text_pdf(
 
     ``header`` is printed at the top of every page and ``page_numbers`` puts a bare page
     number at the bottom; ``title_line`` goes on top of the first page in a big font.
-    An empty string in a page's lines leaves a blank line (a paragraph break).
+    An empty string in a page's lines leaves a blank line (a paragraph break); a line
+    that starts with a tab is indented by 18 points (a hanging indent).
     """
     doc = pymupdf.open()
     for index, lines in enumerate(pages):
@@ -55,7 +56,8 @@ def text_pdf(
         for line in lines:
             y += fontsize * 1.4
             if line:
-                page.insert_text((_MARGIN, y), line, fontsize=fontsize)
+                indent = 18.0 if line.startswith("\t") else 0.0
+                page.insert_text((_MARGIN + indent, y), line.lstrip("\t"), fontsize=fontsize)
     if metadata is not None:
         doc.set_metadata(metadata)
     return _save(doc)

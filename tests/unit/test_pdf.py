@@ -134,6 +134,31 @@ def test_edge_line_on_only_one_page_is_kept() -> None:
     assert doc.pages[0].text == "Introduction\n\nBody one."
 
 
+def test_hanging_indent_continuation_joins_its_entry() -> None:
+    # Entries set apart by space, as MuPDF groups unspaced ones into mixed blocks.
+    lines = [
+        "References",
+        "",
+        "Okafor, J. (2020). Cool roofs and indoor heat exposure in social housing. Energy",
+        "\tand Buildings Review, 9(1), 1-14.",
+        "",
+        "Wei, L., & Mitchell, S. (2018). Heat waves and emergency hospital admissions among",
+        "\tolder adults. Public Health and Climate, 3(3), 210-222.",
+        "",
+        "Zed, A. (2001). One line entry.",
+        "\tIndented line after a full stop.",
+    ]
+    assert parse(pdf_fixtures.text_pdf([lines])).pages[0].text.split("\n\n") == [
+        "References",
+        "Okafor, J. (2020). Cool roofs and indoor heat exposure in social housing. Energy"
+        " and Buildings Review, 9(1), 1-14.",
+        "Wei, L., & Mitchell, S. (2018). Heat waves and emergency hospital admissions among"
+        " older adults. Public Health and Climate, 3(3), 210-222.",
+        "Zed, A. (2001). One line entry.",
+        "Indented line after a full stop.",
+    ]
+
+
 # --- bad documents ---------------------------------------------------------------------
 
 

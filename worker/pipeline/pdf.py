@@ -170,16 +170,51 @@ _Blocks = list[list[str]]
 
 
 def _page_lines(page: pymupdf.Page) -> _Blocks:
-    """The page's text blocks in reading order, each as its list of non-empty lines."""
+    """The page's text blocks in reading order, each as its list of non-empty lines.
+
+    MuPDF starts a new block where the indent changes, so a reference entry with a
+    hanging indent comes out as two blocks. A block is merged back into the one before
+    when the indent is all that changed: it starts right below (under a quarter line
+    of gap, same column) while the block before ends mid-sentence.
+    """
     blocks: _Blocks = []
+    previous: tuple[tuple[float, float, float, float], int] | None = None
     for block in page.get_text("blocks", flags=_TEXT_FLAGS, sort=True):  # type: ignore[no-untyped-call]
         if block[6] != 0:  # an image block
             continue
         lines = [_normalize_spaces(line) for line in str(block[4]).split("\n")]
         lines = [line for line in lines if line]
-        if lines:
+        if not lines:
+            continue
+        box = (float(block[0]), float(block[1]), float(block[2]), float(block[3]))
+        if previous and _continues(*previous, blocks[-1][-1], box):
+            blocks[-1].extend(lines)
+        else:
             blocks.append(lines)
+        previous = (box, len(lines))
     return blocks
+
+
+def _continues(
+    above: tuple[float, float, float, float],
+    above_lines: int,
+    above_last_line: str,
+    box: tuple[float, float, float, float],
+) -> bool:
+    line_height = (above[3] - above[1]) / max(above_lines, 1)
+    gap = box[1] - above[3]
+    same_column = box[0] < above[2] and above[0] < box[2]
+    indent_changed = abs(box[0] - above[0]) > 1.0
+    last_word = above_last_line.rsplit(" ", 1)[-1]
+    ends_sentence = last_word.endswith(("!", "?", ":")) or (
+        last_word.endswith(".") and last_word.rstrip(".").casefold() not in ABBREVIATIONS
+    )
+    return (
+        same_column
+        and indent_changed
+        and -2.0 <= gap < 0.25 * line_height
+        and not ends_sentence
+    )
 
 
 def _normalize_spaces(text: str) -> str:
