@@ -42,6 +42,12 @@ stamp_ok() {
     [[ -x $bin/$1 && -f $bin/.$1.stamp && $(<"$bin/.$1.stamp") == "$2" ]]
 }
 write_stamp() { printf '%s' "$2" >"$bin/.$1.stamp"; }
+need_go() {
+    command -v go >/dev/null || {
+        log "error: 'go' is not on PATH; Go >= 1.26 is needed to build $1"
+        exit 1
+    }
+}
 
 # One build at a time per cache dir (parallel pytest sessions may both call us).
 exec 9>"$root/.lock"
@@ -58,7 +64,8 @@ k8s_stamp="kubernetes=$KUBERNETES_VERSION staging=$staging_version ldflags=-s -w
 if stamp_ok kube-apiserver "$k8s_stamp" && stamp_ok kubectl "$k8s_stamp"; then
     log "kube-apiserver, kubectl $KUBERNETES_VERSION: up to date"
 else
-    log "kube-apiserver, kubectl $KUBERNETES_VERSION: building (cold: ~15-25 min on 2 cores)"
+    need_go kube-apiserver
+    log "kube-apiserver, kubectl $KUBERNETES_VERSION: building (~6 min on 2 cores from empty Go caches)"
     mod=$root/src/kubernetes
     rm -rf "$mod" && mkdir -p "$mod"
     (
@@ -96,6 +103,7 @@ etcd_stamp="etcd=$ETCD_VERSION ldflags=-s -w"
 if stamp_ok etcd "$etcd_stamp"; then
     log "etcd $ETCD_VERSION: up to date"
 else
+    need_go etcd
     log "etcd $ETCD_VERSION: building"
     mod=$root/src/etcd
     rm -rf "$mod" && mkdir -p "$mod"
@@ -121,6 +129,7 @@ helm_stamp="helm=$HELM_VERSION ldflags=$helm_ldflags"
 if stamp_ok helm "$helm_stamp"; then
     log "helm $HELM_VERSION: up to date"
 else
+    need_go helm
     log "helm $HELM_VERSION: building"
     out=$(mktemp -d "$root/out.XXXXXX")
     GOBIN=$out go install -p "$jobs" -ldflags="$helm_ldflags" "$helm_pkg/cmd/helm@$HELM_VERSION" >&2
