@@ -233,6 +233,12 @@ async def has_due(conn: Executor, kinds: Iterable[str]) -> bool:
     return bool(await conn.fetchval(_Q["task_has_due"], list(kinds)))
 
 
+async def next_due_s(conn: Executor, kinds: Iterable[str]) -> float | None:
+    """Seconds until the next queued task of ``kinds`` is due (<= 0: due now; None: none)."""
+    value: float | None = await conn.fetchval(_Q["task_next_due"], list(kinds))
+    return value
+
+
 async def cancel_run(conn: Executor, run_id: uuid.UUID, reason: str) -> list[int]:
     """Cancel every unfinished task of a run."""
     rows = await conn.fetch(_Q["task_cancel_by_run"], run_id, reason)

@@ -81,25 +81,32 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *,
                  for s in request.sources]
         await conn.executemany(_Q["run_source_insert"], rows)
         await conn.fetchrow(_Q["run_lock"], request.id)
-        await advance(conn, request.id, priority=request.priority, max_attempts=max_attempts)
+        await advance(conn, request.id, priority=request.priority, max_attempts=max_attempts,
+                      parse_pending=True)
         await conn.execute(_Q["run_touch"], request.id)
     return True
 
 
 async def advance(conn: asyncpg.Connection, run_id: uuid.UUID, *, priority: int,
-                  max_attempts: int = 5) -> None:
+                  max_attempts: int = 5, parse_pending: bool = False) -> None:
     """Enqueue what a run needs next; call with the run's row locked.
 
-    Documents not parsed yet get a ``parse_document`` task; once none is pending, the run
-    gets its ``extract_citations`` task. Dedupe keys make a repeated call harmless.
+    With ``parse_pending`` (only when the run is created), every document not parsed yet
+    gets a ``parse_document`` task of this run. Once no document is pending, the run gets
+    its ``extract_citations`` task. Dedupe keys make a repeated call harmless.
+
+    A finishing parse task must not re-enqueue parse tasks here: its insert would wait on
+    the sibling parse tasks' rows (ON CONFLICT on their dedupe keys) while they wait on
+    this run's row lock, a deadlock.
     """
     pending = await conn.fetch(_Q["run_documents_pending"], run_id)
     if pending:
-        await queue.enqueue(conn, [
-            queue.NewTask(PARSE_DOCUMENT, {"digest": r["digest"]}, priority=priority,
-                          dedupe_key=f"parse:{r['digest']}:{run_id}", run_id=run_id,
-                          max_attempts=max_attempts)
-            for r in pending])
+        if parse_pending:
+            await queue.enqueue(conn, [
+                queue.NewTask(PARSE_DOCUMENT, {"digest": r["digest"]}, priority=priority,
+                              dedupe_key=f"parse:{r['digest']}:{run_id}", run_id=run_id,
+                              max_attempts=max_attempts)
+                for r in pending])
         return
     await queue.enqueue(conn, [queue.NewTask(
         EXTRACT_CITATIONS, {"run_id": str(run_id)}, priority=priority,

@@ -98,6 +98,7 @@ CREATE TABLE tasks (
     finished_at       timestamptz
 );
 CREATE INDEX tasks_queued_idx ON tasks (priority, id) WHERE state = 'queued';
+CREATE INDEX tasks_queued_due_idx ON tasks (run_after) WHERE state = 'queued';
 CREATE INDEX tasks_running_lease_idx ON tasks (lease_expires_at) WHERE state = 'running';
 CREATE INDEX tasks_run_idx ON tasks (run_id, state);
 CREATE UNIQUE INDEX tasks_dedupe_key_idx ON tasks (dedupe_key);

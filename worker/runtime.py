@@ -163,8 +163,19 @@ class Worker:
             if len(claimed) == free:
                 source = "continuation"
                 continue
-            woke = await self._wait(self._wake, self.settings.worker.poll_s)
-            source = self._wake_source if woke else "poll"
+            timeout = self.settings.worker.poll_s
+            if source != "poll":
+                # Woken for work that is not due yet (a retry's backoff, a delayed task):
+                # wake again when it is, not only at the next poll.
+                with contextlib.suppress(*DB_ERRORS):
+                    due = await queue.next_due_s(self.pool, self._claim_kinds())
+                    if due is not None:
+                        timeout = min(timeout, max(due, 0.0) + 0.005)
+            woke = await self._wait(self._wake, timeout)
+            if woke:
+                source = self._wake_source
+            else:
+                source = "timer" if timeout < self.settings.worker.poll_s else "poll"
             self._wake.clear()
 
     async def _wait(self, event: asyncio.Event, timeout: float | None) -> bool:

@@ -16,6 +16,7 @@ import functools
 import json
 import logging
 import uuid
+from datetime import datetime, timezone
 from typing import Any
 
 import asyncpg
@@ -228,13 +229,39 @@ async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> No
         raise registry_mod.PermanentError(f"run {payload.run_id} does not exist")
     docs = await ctx.pool.fetch(_Q["run_documents"], payload.run_id)
     rows = await ctx.pool.fetch(_Q["run_report_rows"], payload.run_id)
-    built = report.build(run=dict(run), documents=[dict(d) for d in docs],
-                         citations=[dict(r) for r in rows])
+    built = build_report(run, docs, rows)
     html = await ctx.run_cpu(report.render_html, built)
     async with ctx.fenced() as conn:
         await conn.execute(_Q["report_insert"], payload.run_id,
                            json.loads(built.model_dump_json()), html)
         await runs.finish(conn, payload.run_id, "succeeded")
+
+
+def build_report(run: asyncpg.Record, docs: list[asyncpg.Record],
+                 rows: list[asyncpg.Record]) -> report.Report:
+    """The report of a run from its rows (documents, citations with verdicts)."""
+    thesis = next(d for d in docs if d["role"] == "thesis")
+    entries = [report.CitationEntry(
+        ordinal=r["ordinal"], key=r["key"], marker=r["marker"], claim=r["claim"],
+        page=r["page"], locator=r["locator"],
+        source=(report.CitationSource(document_id=r["digest"], filename=r["source_filename"],
+                                      title=r["source_title"]) if r["digest"] else None),
+        verdict=judge.Verdict(r["verdict"]), confidence=float(r["confidence"]),
+        rationale=r["rationale"],
+        evidence=[report.EvidenceEntry(quote=e["quote"], page_start=e["page_start"],
+                                       page_end=e["page_end"], score=e["score"])
+                  for e in r["evidence"] or []])
+        for r in rows if r["verdict"] is not None]
+    return report.Report(
+        run_id=str(run["id"]), name=run["name"], created_at=datetime.now(timezone.utc),
+        thesis=report.ThesisInfo(filename=thesis["filename"], title=thesis["title"],
+                                 pages=thesis["page_count"] or 0),
+        sources=[report.SourceEntry(
+            document_id=d["digest"], filename=d["filename"], title=d["title"],
+            status=(report.SourceStatus.PARSED if d["state"] == "parsed"
+                    else report.SourceStatus.FAILED),
+            error=d["error"]) for d in docs if d["role"] == "source"],
+        summary=report.summarize(entries), citations=entries)
 
 
 # -- dead-lettered tasks -----------------------------------------------------------------

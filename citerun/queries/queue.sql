@@ -135,3 +135,8 @@ SET version = excluded.version, capabilities = excluded.capabilities, state = 'a
 -- name: worker_set_state --
 -- Record a worker's lifecycle state (draining, stopped).
 UPDATE workers SET state = $2, heartbeat_at = now() WHERE id = $1;
+
+-- name: task_next_due --
+-- Seconds until the earliest queued task of the given kinds becomes due (null: none).
+SELECT extract(epoch FROM min(run_after) - now())::float8
+FROM tasks WHERE state = 'queued' AND kind = ANY($1::text[]);

@@ -84,7 +84,7 @@ async def vector_rank(conn: asyncpg.Connection, query_vector: np.ndarray,
     """Chunk ids and cosine similarities of the ``k`` nearest chunks of ``digests``."""
     async with conn.transaction():
         await conn.execute(_Q["hnsw_iterative_scan"])
-        await conn.execute(_Q["hnsw_ef_search"], max(40, k))
+        await conn.execute(_Q["hnsw_ef_search"], str(max(40, k)))
         rows = await conn.fetch(_Q["chunk_vector_search"], query_vector, list(digests), k)
     return [(r["id"], float(r["score"])) for r in rows]
 
