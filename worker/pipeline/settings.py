@@ -11,7 +11,8 @@ from __future__ import annotations
 import pydantic
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from citerun.worker.pipeline import citations, embed, judge
+from citerun.worker.pipeline import citations, embed
+from citerun.worker.pipeline import judge as judges
 
 
 class DocumentSettings(pydantic.BaseModel):
@@ -50,4 +51,4 @@ class PipelineSettings(BaseSettings):
     embedding: embed.EmbeddingConfig = pydantic.Field(default_factory=embed.EmbeddingConfig)
     retrieval: RetrievalConfig = pydantic.Field(default_factory=RetrievalConfig)
     match: citations.MatchConfig = pydantic.Field(default_factory=citations.MatchConfig)
-    judge: judge.JudgeConfig = pydantic.Field(default_factory=judge.JudgeConfig)
+    judge: judges.JudgeConfig = pydantic.Field(default_factory=judges.JudgeConfig)
