@@ -26,6 +26,7 @@ PARSE_DOCUMENT = "parse_document"
 EXTRACT_CITATIONS = "extract_citations"
 JUDGE_CITATION = "judge_citation"
 FINALIZE_RUN = "finalize_run"
+FETCH_DOCUMENT = "fetch_document"
 
 
 class RunError(errors.CiterunError):
@@ -37,6 +38,30 @@ class StagedDocument:
     digest: str
     filename: str
     keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    """A document a worker downloads for the run (it has no digest until then)."""
+
+    url: str
+    filename: str
+    role: str = "source"
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Per-tenant admission limits (None: unlimited)."""
+
+    max_active_runs: int | None = None
+    max_staged_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Admission:
+    created: bool
+    over_capacity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +77,9 @@ class RunRequest:
     namespace: str | None = None
     generation: int = 1
     priority: int = 0
+    fetches: tuple[FetchRequest, ...] = ()
+    # Bytes to stage in the same transaction as the run (ConfigMap/Secret documents).
+    payloads: tuple[tuple[bytes, str], ...] = ()
 
 
 def digest_of(data: bytes) -> str:
@@ -67,24 +95,64 @@ async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, f
 
 
 async def create(pool: asyncpg.Pool, request: RunRequest, *,
-                 max_attempts: int = 5) -> bool:
-    """Create the run and its first tasks in one transaction; False if it existed."""
+                 max_attempts: int = 5, caps: Caps | None = None) -> Admission:
+    """Admit and create the run with its first tasks in one transaction.
+
+    Idempotent by run id: an existing run is left alone (``created=False``). With
+    ``caps``, the tenant's active runs and staged bytes are checked under a per-tenant
+    advisory lock, so two operators admitting at once cannot overshoot; a run over a cap
+    is not created and ``over_capacity`` says why.
+    """
     async with pool.acquire() as conn, conn.transaction():
+        if await conn.fetchrow(_Q["run_get"], request.id) is not None:
+            return Admission(created=False)
+        if caps is not None:
+            reason = await _over_capacity(conn, request, caps)
+            if reason is not None:
+                return Admission(created=False, over_capacity=reason)
+        for data, filename in request.payloads:
+            await conn.fetchval(_Q["document_stage"], digest_of(data), filename, len(data),
+                                data, request.tenant)
         created = await conn.fetchval(
             _Q["run_insert"], request.id, request.name, request.namespace, request.tenant,
             request.generation, request.spec, request.priority)
         if created is None:
-            return False
+            return Admission(created=False)
         rows = [(request.id, request.thesis.digest, "thesis", request.thesis.filename,
-                 list(request.thesis.keys))]
+                 list(request.thesis.keys))] if request.thesis.digest else []
         rows += [(request.id, s.digest, "source", s.filename, list(s.keys))
                  for s in request.sources]
         await conn.executemany(_Q["run_source_insert"], rows)
         await conn.fetchrow(_Q["run_lock"], request.id)
+        await queue.enqueue(conn, [
+            queue.NewTask(FETCH_DOCUMENT, {"run_id": str(request.id), "url": f.url,
+                                           "filename": f.filename, "role": f.role,
+                                           "keys": list(f.keys)},
+                          priority=request.priority, run_id=request.id,
+                          dedupe_key=f"fetch:{request.id}:{f.role}:{f.filename}",
+                          max_attempts=max_attempts)
+            for f in request.fetches])
         await advance(conn, request.id, priority=request.priority, max_attempts=max_attempts,
                       parse_pending=True)
         await conn.execute(_Q["run_touch"], request.id)
-    return True
+    return Admission(created=True)
+
+
+async def _over_capacity(conn: asyncpg.Connection, request: RunRequest,
+                         caps: Caps) -> str | None:
+    await conn.execute(_Q["tenant_admission_lock"], request.tenant)
+    usage = await conn.fetchrow(_Q["tenant_usage"], request.tenant)
+    if caps.max_active_runs is not None and usage["active_runs"] >= caps.max_active_runs:
+        return (f"tenant {request.tenant!r} has {usage['active_runs']} active run(s), "
+                f"the cap is {caps.max_active_runs}")
+    if caps.max_staged_bytes is not None:
+        digests = [digest_of(d) for d, _ in request.payloads]
+        known = {r["digest"] for r in await conn.fetch(_Q["documents_known"], digests)}
+        new_bytes = sum(len(d) for d, _ in request.payloads if digest_of(d) not in known)
+        if usage["staged_bytes"] + new_bytes > caps.max_staged_bytes:
+            return (f"tenant {request.tenant!r} would stage {usage['staged_bytes'] + new_bytes} "
+                    f"bytes, the cap is {caps.max_staged_bytes}")
+    return None
 
 
 async def advance(conn: asyncpg.Connection, run_id: uuid.UUID, *, priority: int,
@@ -100,13 +168,13 @@ async def advance(conn: asyncpg.Connection, run_id: uuid.UUID, *, priority: int,
     this run's row lock, a deadlock.
     """
     pending = await conn.fetch(_Q["run_documents_pending"], run_id)
-    if pending:
-        if parse_pending:
-            await queue.enqueue(conn, [
-                queue.NewTask(PARSE_DOCUMENT, {"digest": r["digest"]}, priority=priority,
-                              dedupe_key=f"parse:{r['digest']}:{run_id}", run_id=run_id,
-                              max_attempts=max_attempts)
-                for r in pending])
+    if pending and parse_pending:
+        await queue.enqueue(conn, [
+            queue.NewTask(PARSE_DOCUMENT, {"digest": r["digest"]}, priority=priority,
+                          dedupe_key=f"parse:{r['digest']}:{run_id}", run_id=run_id,
+                          max_attempts=max_attempts)
+            for r in pending])
+    if pending or await conn.fetchval(_Q["run_fetches_open"], run_id):
         return
     await queue.enqueue(conn, [queue.NewTask(
         EXTRACT_CITATIONS, {"run_id": str(run_id)}, priority=priority,

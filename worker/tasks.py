@@ -25,7 +25,7 @@ import pydantic
 
 from citerun import queue, runs, sql
 from citerun.worker import registry as registry_mod
-from citerun.worker.pipeline import citations, embed, judge, pdf, report, retrieval
+from citerun.worker.pipeline import citations, embed, fetch, judge, pdf, report, retrieval
 from citerun.worker.pipeline.settings import PipelineSettings, RetrievalConfig
 
 logger = logging.getLogger(__name__)
@@ -109,6 +109,55 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
         await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
                            list(parsed.authors), parsed.year, parsed.page_count)
         await runs.advance_for_documents(conn, [payload.digest])
+
+
+# -- fetch_document ----------------------------------------------------------------------
+
+class FetchPayload(pydantic.BaseModel):
+    run_id: uuid.UUID
+    url: str
+    filename: str
+    role: str = pydantic.Field(pattern="^(thesis|source)$")
+    keys: list[str] = []
+
+
+class FetchError(registry_mod.PermanentError):
+    """The document cannot be downloaded."""
+
+
+@registry.task(runs.FETCH_DOCUMENT, payload=FetchPayload)
+async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -> None:
+    """Download a document of a run (http/https, size and time caps), then stage it.
+
+    A download that cannot succeed (bad scheme, too large, a 4xx) or that failed on its
+    last attempt is recorded as a failed document, so the run goes on and its citations
+    get ``source_unavailable``; a transient failure is retried with backoff.
+    """
+    settings = pipeline_settings().documents
+    try:
+        data = await fetch.download(payload.url, max_bytes=settings.max_bytes,
+                                    timeout_s=settings.fetch_timeout_s)
+    except fetch.DownloadError as err:
+        if not err.permanent and not ctx.task.last_attempt:
+            raise
+        failed = runs.digest_of(b"url:" + payload.url.encode())
+        async with ctx.fenced() as conn:
+            run = await runs.lock(conn, payload.run_id)
+            await conn.execute(_Q["document_record_failure"], failed, payload.filename,
+                               err.reason, str(err), payload.run_id)
+            await conn.execute(_Q["run_source_attach"], payload.run_id, failed, payload.role,
+                               payload.filename, payload.keys)
+            await runs.advance(conn, payload.run_id, priority=run["priority"] if run else 0)
+        return
+    digest = runs.digest_of(data)
+    async with ctx.fenced() as conn:
+        run = await runs.lock(conn, payload.run_id)
+        await conn.fetchval(_Q["document_stage_fetched"], digest, payload.filename, len(data),
+                            data, payload.run_id)
+        await conn.execute(_Q["run_source_attach"], payload.run_id, digest, payload.role,
+                           payload.filename, payload.keys)
+        await runs.advance(conn, payload.run_id, priority=run["priority"] if run else 0,
+                           parse_pending=True)
 
 
 # -- extract_citations -------------------------------------------------------------------

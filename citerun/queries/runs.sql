@@ -91,3 +91,24 @@ RETURNING d.digest;
 -- name: report_get --
 -- A run's stored report.
 SELECT json, html, created_at FROM reports WHERE run_id = $1;
+
+-- name: run_fetches_open --
+-- Whether a run still has documents being downloaded.
+SELECT EXISTS (SELECT 1 FROM tasks WHERE run_id = $1 AND kind = 'fetch_document'
+               AND state IN ('queued', 'running'));
+
+-- name: tenant_admission_lock --
+-- Serialise admissions of one tenant (held until the transaction ends).
+SELECT pg_advisory_xact_lock(hashtextextended('citerun.admit:' || $1, 0));
+
+-- name: tenant_usage --
+-- A tenant's active runs and staged bytes, for admission.
+SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND state IN ('pending', 'running'))
+           AS active_runs,
+       (SELECT coalesce(sum(size_bytes), 0) FROM documents
+         WHERE tenant = $1 AND raw IS NOT NULL)::bigint AS staged_bytes;
+
+-- name: documents_known --
+-- Which of these digests are stored (with their state).
+SELECT digest, state, size_bytes FROM documents WHERE digest = ANY($1::text[]);
+

@@ -21,6 +21,9 @@ class DocumentSettings(pydantic.BaseModel):
     max_bytes: int = pydantic.Field(
         100 * 1024 * 1024, ge=1, description="Largest PDF accepted, in bytes: 100 MiB holds "
         "any text thesis; bigger files are almost always scans.")
+    fetch_timeout_s: float = pydantic.Field(
+        120.0, gt=0, description="Seconds a worker may spend downloading one document from "
+        "a URL, start to finish.")
     chunk_chars: int = pydantic.Field(
         900, ge=200, description="Target chunk length in characters (about a paragraph).")
     overlap_chars: int = pydantic.Field(

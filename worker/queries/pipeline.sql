@@ -110,3 +110,24 @@ SET LOCAL hnsw.iterative_scan = strict_order;
 -- name: hnsw_ef_search --
 -- Candidate list size of an HNSW scan for this transaction.
 SELECT set_config('hnsw.ef_search', $1::text, true);
+
+-- name: run_source_attach --
+-- Attach a downloaded document to its run.
+INSERT INTO run_sources (run_id, digest, role, filename, keys) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT DO NOTHING;
+
+-- name: document_stage_fetched --
+-- Stage downloaded bytes under their digest (a known document keeps its state).
+INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
+VALUES ($1, $2, $3, $4, (SELECT tenant FROM runs WHERE id = $5))
+ON CONFLICT (digest) DO UPDATE
+SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
+               THEN excluded.raw ELSE documents.raw END
+RETURNING state;
+
+-- name: document_record_failure --
+-- Record a document that could not be obtained at all (its digest names the URL).
+INSERT INTO documents (digest, filename, size_bytes, state, error_reason, error, tenant,
+                       finished_at)
+VALUES ($1, $2, 0, 'failed', $3, $4, (SELECT tenant FROM runs WHERE id = $5), now())
+ON CONFLICT (digest) DO UPDATE SET error = excluded.error, error_reason = excluded.error_reason;
