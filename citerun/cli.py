@@ -82,6 +82,63 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_operator(args: argparse.Namespace) -> int:
+    import kopf
+
+    from citerun.operator import handlers
+
+    port = args.liveness_port or handlers.CONFIG.operator.liveness_port
+    # Standalone: every replica handles every resource (the handlers are idempotent and
+    # status writes conditional); the autoscaler elects one actor with its own Lease.
+    asyncio.run(kopf.operator(clusterwide=True, standalone=True,
+                              liveness_endpoint=f"http://0.0.0.0:{port}/healthz"))
+    return 0
+
+
+def cmd_upload(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from citerun import runs
+
+    async def upload(url: str) -> None:
+        await db.migrate(url)
+        pool = await db.create_pool(url, min_size=1, max_size=2)
+        try:
+            for name in args.files:
+                path = Path(name)
+                doc = await runs.stage_document(pool, path.read_bytes(), path.name,
+                                                tenant=args.tenant)
+                print(f"{doc.digest}  {path.name}")
+        finally:
+            await pool.close()
+
+    for name in args.files:
+        if not Path(name).is_file():
+            print(f"citerun upload: error: {name!r} is not a file", file=sys.stderr)
+            return 2
+    with localdb.database(Settings()) as url:
+        asyncio.run(upload(url))
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from citerun import client
+
+    return client.submit(args)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from citerun import client
+
+    return client.status(args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from citerun import client
+
+    return client.report(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="citerun", description=__doc__.splitlines()[0])
     parser.add_argument("--log-level", default="INFO",
@@ -109,6 +166,36 @@ def build_parser() -> argparse.ArgumentParser:
                    help="explicit citation key of a source, e.g. --key 3=smith2020.pdf")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the run")
     p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("operator", help="run the Kubernetes operator (kopf)")
+    p.add_argument("--liveness-port", type=int, help="port of the /healthz endpoint")
+    p.set_defaults(func=cmd_operator)
+
+    p = sub.add_parser("upload", help="stage PDFs in Postgres and print their digests")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--tenant", default="default")
+    p.set_defaults(func=cmd_upload)
+
+    p = sub.add_parser("submit", help="upload a thesis and its sources, create a CitationRun")
+    p.add_argument("thesis")
+    p.add_argument("--sources", nargs="+", required=True)
+    p.add_argument("--name", help="name of the CitationRun (default: from the thesis file)")
+    p.add_argument("-n", "--namespace", default="default")
+    p.add_argument("--tenant", default="default")
+    p.add_argument("--priority", type=int, default=0)
+    p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("status", help="show a CitationRun's status")
+    p.add_argument("name")
+    p.add_argument("-n", "--namespace", default="default")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("report", help="print or save the report of a CitationRun")
+    p.add_argument("name")
+    p.add_argument("-n", "--namespace", default="default")
+    p.add_argument("--out", help="write the report here (.html or .json) instead of printing")
+    p.add_argument("--format", choices=["json", "html"], default="json")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

@@ -245,6 +245,18 @@ async def cancel_run(conn: Executor, run_id: uuid.UUID, reason: str) -> list[int
     return [r["id"] for r in rows]
 
 
+async def outstanding(conn: Executor) -> tuple[int, int]:
+    """(due, running) task counts: the load the workers must carry now."""
+    row = await conn.fetchrow(_Q["task_outstanding"])
+    return int(row["due"]), int(row["running"])
+
+
+async def busy_workers(conn: Executor, *, fresh_s: float) -> dict[str, int]:
+    """Live workers (heartbeat within ``fresh_s``) and the tasks each holds."""
+    rows = await conn.fetch(_Q["worker_busy_all"], fresh_s)
+    return {r["id"]: int(r["busy"]) for r in rows}
+
+
 async def depth(conn: Executor) -> dict[tuple[str, str], int]:
     """Task counts by (kind, state)."""
     return {(r["kind"], r["state"]): r["n"] for r in await conn.fetch(_Q["task_depth"])}

@@ -62,6 +62,7 @@ class Caps:
 class Admission:
     created: bool
     over_capacity: str | None = None
+    missing: tuple[str, ...] = ()  # required digests that are not stored
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,12 @@ class RunRequest:
     namespace: str | None = None
     generation: int = 1
     priority: int = 0
+    resource_uid: uuid.UUID | None = None
     fetches: tuple[FetchRequest, ...] = ()
     # Bytes to stage in the same transaction as the run (ConfigMap/Secret documents).
     payloads: tuple[tuple[bytes, str], ...] = ()
+    # Digests that must already be stored (documents referenced by digest).
+    required_digests: tuple[str, ...] = ()
 
 
 def digest_of(data: bytes) -> str:
@@ -106,6 +110,12 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *,
     async with pool.acquire() as conn, conn.transaction():
         if await conn.fetchrow(_Q["run_get"], request.id) is not None:
             return Admission(created=False)
+        if request.required_digests:
+            known = {r["digest"] for r in await conn.fetch(_Q["documents_known"],
+                                                            list(request.required_digests))}
+            missing = sorted(set(request.required_digests) - known)
+            if missing:
+                return Admission(created=False, missing=tuple(missing))
         if caps is not None:
             reason = await _over_capacity(conn, request, caps)
             if reason is not None:
@@ -115,7 +125,7 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *,
                                 data, request.tenant)
         created = await conn.fetchval(
             _Q["run_insert"], request.id, request.name, request.namespace, request.tenant,
-            request.generation, request.spec, request.priority)
+            request.generation, request.spec, request.priority, request.resource_uid)
         if created is None:
             return Admission(created=False)
         rows = [(request.id, request.thesis.digest, "thesis", request.thesis.filename,
@@ -215,6 +225,17 @@ async def progress(conn: asyncpg.Connection | asyncpg.Pool,
 async def report(conn: asyncpg.Connection | asyncpg.Pool,
                  run_id: uuid.UUID) -> asyncpg.Record | None:
     return await conn.fetchrow(_Q["report_get"], run_id)
+
+
+async def active_of_resource(conn: asyncpg.Connection | asyncpg.Pool,
+                             resource_uid: uuid.UUID) -> list[uuid.UUID]:
+    """The unfinished runs of one CitationRun."""
+    return [r["id"] for r in await conn.fetch(_Q["run_active_of_resource"], resource_uid)]
+
+
+async def active_with_resource(conn: asyncpg.Connection | asyncpg.Pool) -> list[asyncpg.Record]:
+    """Unfinished runs that belong to a CitationRun."""
+    return list(await conn.fetch(_Q["run_active_with_resource"]))
 
 
 async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str) -> list[int]:

@@ -30,9 +30,9 @@ import asyncpg
 import pydantic
 
 import citerun
-from citerun import db, queue
+from citerun import db, listener, queue
 from citerun.settings import Settings
-from citerun.worker import listener, metrics, registry
+from citerun.worker import metrics, registry
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class Worker:
         assert self._pool is not None, "the worker is not running"
         return self._pool
 
-    def wake(self, source: str) -> None:
+    def wake(self, source: str, _payload: str | None = None) -> None:
         """Tell the claim loop that work may be waiting (called by the listener)."""
         self._wake_source = source
         self._wake.set()

@@ -140,3 +140,14 @@ UPDATE workers SET state = $2, heartbeat_at = now() WHERE id = $1;
 -- Seconds until the earliest queued task of the given kinds becomes due (null: none).
 SELECT extract(epoch FROM min(run_after) - now())::float8
 FROM tasks WHERE state = 'queued' AND kind = ANY($1::text[]);
+
+-- name: task_outstanding --
+-- Tasks waiting or running now (what the autoscaler sizes the workers for).
+SELECT count(*) FILTER (WHERE state = 'queued' AND run_after <= now()) AS due,
+       count(*) FILTER (WHERE state = 'running') AS running
+FROM tasks WHERE state IN ('queued', 'running');
+
+-- name: worker_busy_all --
+-- Live workers and how many tasks each held at its last heartbeat.
+SELECT id, busy, state, heartbeat_at FROM workers
+WHERE state <> 'stopped' AND heartbeat_at > now() - make_interval(secs => $1);

@@ -15,8 +15,9 @@ FROM documents WHERE digest = $1;
 
 -- name: run_insert --
 -- Create a run; an existing run of the same id is left as it is (idempotent create).
-INSERT INTO runs (id, name, namespace, tenant, generation, spec, priority, state)
-VALUES ($1, $2, $3, $4, $5, $6, $7, 'running')
+INSERT INTO runs (id, name, namespace, tenant, generation, spec, priority, state,
+                  resource_uid)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8)
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
@@ -46,9 +47,13 @@ WHERE s.run_id = $1 AND d.state NOT IN ('parsed', 'failed');
 
 -- name: run_get --
 -- One run.
-SELECT id, name, namespace, tenant, generation, spec, state, priority, error, tokens_spent,
-       created_at, updated_at, finished_at
+SELECT id, name, namespace, resource_uid, tenant, generation, spec, state, priority, error,
+       tokens_spent, created_at, updated_at, finished_at
 FROM runs WHERE id = $1;
+
+-- name: run_active_of_resource --
+-- The unfinished runs of one CitationRun (any generation).
+SELECT id FROM runs WHERE resource_uid = $1 AND state IN ('pending', 'running');
 
 -- name: run_progress --
 -- A run's state and counts: citations found, judged, and per verdict.
@@ -112,3 +117,8 @@ SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND state IN ('pending', 'ru
 -- Which of these digests are stored (with their state).
 SELECT digest, state, size_bytes FROM documents WHERE digest = ANY($1::text[]);
 
+
+-- name: run_active_with_resource --
+-- Unfinished runs that belong to a CitationRun (for the orphan sweep).
+SELECT id, namespace, name, resource_uid FROM runs
+WHERE resource_uid IS NOT NULL AND state IN ('pending', 'running');

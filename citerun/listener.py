@@ -1,6 +1,7 @@
-"""The LISTEN connection that wakes a worker when work arrives.
+"""A LISTEN connection that survives the database going away.
 
-A dedicated connection (never from the pool: a pooled connection would be reset and
+Workers listen on ``citerun_tasks`` to wake when work arrives; the operator listens on
+``citerun_runs`` to follow progress. A dedicated connection (never from the pool: a pooled connection would be reset and
 lose its LISTEN) with TCP keepalive. When it drops, it is re-opened with backoff, and
 after every (re)connect the worker is woken with source ``rescan``, because NOTIFYs sent
 while it was away are gone. A lost NOTIFY therefore delays work; it never loses it.
@@ -21,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 
 class Listener:
-    def __init__(self, url: str, wake: Callable[[str], None], *,
+    def __init__(self, url: str, wake: Callable[[str, str | None], None], *,
                  reconnect_s: float = 1.0, channel: str = queue.TASKS_CHANNEL) -> None:
         self._url = url
         self._wake = wake
@@ -51,7 +52,7 @@ class Listener:
                     continue
                 delay = self._reconnect_s
                 self.connects += 1
-                self._wake("rescan")
+                self._wake("rescan", None)
                 await self._lost.wait()
                 logger.warning("LISTEN connection lost; reconnecting",
                                extra={"action": "listen"})
@@ -67,8 +68,8 @@ class Listener:
         await conn.add_listener(self._channel, self._on_notify)
         self._conn = conn
 
-    def _on_notify(self, _conn: object, _pid: int, _channel: str, _payload: str) -> None:
-        self._wake("notify")
+    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        self._wake("notify", payload)
 
     def check(self) -> None:
         """Notice a connection that died without telling us (called by maintenance)."""

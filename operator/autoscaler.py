@@ -1,0 +1,227 @@
+"""Scaling the worker Deployment by queue depth.
+
+desired = clamp(ceil(outstanding / tasks_per_worker), min, max), but never below the
+number of workers busy right now. Scaling up happens as soon as work arrives: the
+autoscaler LISTENs on ``citerun_tasks`` and re-evaluates on every NOTIFY (coalesced), not
+on a 30 s poll. Scaling down takes the highest recommendation of the last
+``stabilization_s`` (as the HPA does), and scaling to ``min_workers`` waits until the
+queue has been empty for ``cooldown_s``. Before lowering replicas, every worker pod gets
+a ``controller.kubernetes.io/pod-deletion-cost`` from its ``workers`` row, so the
+ReplicaSet deletes idle pods first and busy ones last.
+
+Only one operator replica scales: the holder of a coordination.k8s.io Lease. A Lease
+rather than kopf peering because peering pauses *all* handlers of the other replicas,
+while status sync and admission are safe to run twice (idempotent); only scaling needs a
+single actor.
+
+:func:`decide` is pure: the run loop feeds it observations and applies its decisions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import logging
+import math
+import os
+import socket
+import time
+from collections import deque
+from typing import Any
+
+import asyncpg
+import kopf
+from kubernetes.client.rest import ApiException
+
+from citerun import listener, queue
+from citerun.operator import kube
+from citerun.operator.settings import AutoscalerConfig, OperatorConfig
+
+logger = logging.getLogger(__name__)
+
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    now: float          # monotonic seconds
+    due: int            # queued tasks that are due
+    running: int        # tasks held by workers
+    busy_workers: int   # workers holding at least one task
+    current: int        # the Deployment's replicas now
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    replicas: int
+    reason: str
+
+    @property
+    def label(self) -> str:
+        return self.reason.split(":", 1)[0]
+
+
+@dataclasses.dataclass
+class State:
+    """What :func:`decide` remembers between observations."""
+
+    recommendations: deque[tuple[float, int]] = dataclasses.field(default_factory=deque)
+    idle_since: float | None = None
+
+
+def decide(obs: Observation, state: State, config: AutoscalerConfig) -> Decision:
+    """The replicas the worker Deployment should have now, and why."""
+    outstanding = obs.due + obs.running
+    floor = max(config.min_workers, min(obs.busy_workers, config.max_workers))
+    if outstanding > 0:
+        state.idle_since = None
+        raw = math.ceil(outstanding / config.tasks_per_worker)
+    else:
+        if state.idle_since is None:
+            state.idle_since = obs.now
+        idle_for = obs.now - state.idle_since
+        raw = config.min_workers if idle_for >= config.cooldown_s else obs.current
+    target = min(max(raw, floor), config.max_workers)
+    window = state.recommendations
+    window.append((obs.now, target))
+    while window and window[0][0] < obs.now - config.stabilization_s:
+        window.popleft()
+    if target >= obs.current:
+        if target > obs.current:
+            return Decision(target, f"scale-up: {outstanding} outstanding task(s), "
+                                    f"{config.tasks_per_worker} per worker")
+        return Decision(obs.current, "steady")
+    stabilized = max(t for _, t in window)
+    if outstanding == 0 and target == config.min_workers and stabilized == target:
+        return Decision(target, f"scale-to-min: idle for {config.cooldown_s:.0f}s")
+    if stabilized < obs.current:
+        return Decision(stabilized, f"scale-down: {outstanding} outstanding task(s), stable "
+                                    f"for {config.stabilization_s:.0f}s")
+    return Decision(obs.current, "stabilizing")
+
+
+class Autoscaler:
+    def __init__(self, pool: asyncpg.Pool, operator: OperatorConfig,
+                 config: AutoscalerConfig) -> None:
+        self.pool = pool
+        self.operator = operator
+        self.config = config
+        self.state = State()
+        self.identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+        self._wake = asyncio.Event()
+        self.decisions: list[tuple[float, Decision]] = []
+
+    def _on_notify(self, _source: str, _payload: str | None) -> None:
+        self._wake.set()
+
+    async def run(self, url: str) -> None:
+        follow = listener.Listener(url, self._on_notify, channel=queue.TASKS_CHANNEL)
+        task = asyncio.create_task(follow.run())
+        try:
+            while True:
+                try:
+                    if await self.hold_lease():
+                        await self.run_once()
+                except Exception as err:  # noqa: BLE001 - try again next round
+                    logger.warning("autoscaler round failed: %s", err)
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self.config.interval_s)
+                except asyncio.TimeoutError:
+                    follow.check()
+                self._wake.clear()
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def observe(self) -> Observation:
+        due, running = await queue.outstanding(self.pool)
+        busy = await queue.busy_workers(self.pool, fresh_s=120)
+        scale = await asyncio.to_thread(kube.apps().read_namespaced_deployment_scale,
+                                        self.operator.worker_deployment, self.operator.namespace)
+        return Observation(time.monotonic(), due, running,
+                           sum(1 for n in busy.values() if n > 0), int(scale.spec.replicas or 0))
+
+    async def run_once(self) -> Decision:
+        """Observe, decide, and apply; return the decision."""
+        obs = await self.observe()
+        decision = decide(obs, self.state, self.config)
+        if decision.replicas != obs.current:
+            if decision.replicas < obs.current:
+                await self.mark_deletion_costs()
+            await self.scale(obs.current, decision)
+        self.decisions.append((obs.now, decision))
+        del self.decisions[:-100]
+        return decision
+
+    async def scale(self, current: int, decision: Decision) -> None:
+        name, ns = self.operator.worker_deployment, self.operator.namespace
+        await asyncio.to_thread(kube.apps().patch_namespaced_deployment_scale, name, ns,
+                                {"spec": {"replicas": decision.replicas}})
+        logger.info("scaled %s/%s from %d to %d (%s)", ns, name, current, decision.replicas,
+                    decision.reason, extra={"action": "scale", "reason": decision.label})
+        deployment = await asyncio.to_thread(kube.apps().read_namespaced_deployment, name, ns)
+        kopf.event(kube.api_client().sanitize_for_serialization(deployment) | {
+            "apiVersion": "apps/v1", "kind": "Deployment"}, type="Normal", reason="Scaled",
+            message=f"{current} -> {decision.replicas}: {decision.reason}")
+
+    async def mark_deletion_costs(self) -> dict[str, int]:
+        """Annotate worker pods so the idle ones are deleted first; return the costs."""
+        name, ns = self.operator.worker_deployment, self.operator.namespace
+        deployment = await asyncio.to_thread(kube.apps().read_namespaced_deployment, name, ns)
+        selector = ",".join(f"{k}={v}" for k, v in
+                            (deployment.spec.selector.match_labels or {}).items())
+        pods = await asyncio.to_thread(kube.core().list_namespaced_pod, ns,
+                                       label_selector=selector)
+        busy = await queue.busy_workers(self.pool, fresh_s=120)
+        costs: dict[str, int] = {}
+        for pod in pods.items:
+            held = busy.get(pod.metadata.name, 0)
+            cost = held * 1000 if held else -1000
+            costs[pod.metadata.name] = cost
+            if (pod.metadata.annotations or {}).get(DELETION_COST) == str(cost):
+                continue
+            await asyncio.to_thread(kube.core().patch_namespaced_pod, pod.metadata.name, ns,
+                                    {"metadata": {"annotations": {DELETION_COST: str(cost)}}})
+        return costs
+
+    async def hold_lease(self) -> bool:
+        """Acquire or renew the autoscaler Lease; True if this replica holds it."""
+        return await asyncio.to_thread(self._hold_lease_sync)
+
+    def _hold_lease_sync(self) -> bool:
+        api = kube.coordination()
+        name, ns = self.config.lease_name, self.operator.namespace
+        now = dt.datetime.now(dt.timezone.utc)
+        duration = int(math.ceil(self.config.lease_duration_s))
+        body: dict[str, Any] = {"metadata": {"name": name}, "spec": {
+            "holderIdentity": self.identity, "leaseDurationSeconds": duration,
+            "acquireTime": now.isoformat(), "renewTime": now.isoformat()}}
+        try:
+            lease = api.read_namespaced_lease(name, ns)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            try:
+                api.create_namespaced_lease(ns, body)
+                return True
+            except ApiException as create_err:
+                if create_err.status == 409:
+                    return False
+                raise
+        spec = lease.spec
+        renewed = spec.renew_time or spec.acquire_time
+        expired = renewed is None or (now - renewed).total_seconds() > (
+            spec.lease_duration_seconds or duration)
+        if spec.holder_identity != self.identity and not expired:
+            return False
+        if spec.holder_identity == self.identity:
+            body["spec"]["acquireTime"] = (spec.acquire_time or now).isoformat()
+        body["metadata"]["resourceVersion"] = lease.metadata.resource_version
+        try:
+            api.replace_namespaced_lease(name, ns, body)
+        except ApiException as err:
+            if err.status == 409:
+                return False
+            raise
+        return True

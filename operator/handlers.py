@@ -1,0 +1,226 @@
+"""kopf handlers: CitationRun resources in, Postgres runs and queue rows out.
+
+* create / resume: validate the spec (pydantic; a clear Failed condition, no crash
+  loop), resolve its documents, admit the run against the tenant's caps and insert it
+  with its first tasks in one transaction keyed by the resource uid. Re-running this
+  (operator restart, a second replica during a rollout) finds the run and changes
+  nothing.
+* update of the spec mid-run: the run of the old generation is cancelled and a new run
+  starts under the new generation (its id derives from the uid and the generation), so
+  a report never mixes two specs.
+* delete: the finalizer cancels the run's tasks and drops its staged bytes; with the
+  database down it retries a bounded number of times, then lets go with a Warning event
+  (the orphan sweep of :mod:`citerun.operator.sync` cancels the tasks later).
+* status: :mod:`citerun.operator.sync` follows ``citerun_runs`` notifications and a
+  periodic resync; the operator keeps no state of its own outside Postgres and the
+  resources.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+import kopf
+import pydantic
+
+from citerun import db, runs
+from citerun.operator import autoscaler, kube, status, sync
+from citerun.operator import settings as op_settings
+from citerun.operator import spec as specs
+from citerun.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+CONFIG = op_settings.OperatorSettings()
+FINALIZER = "citerun.dev/finalizer"
+DB_ERRORS = (OSError, db.DatabaseError, asyncio.TimeoutError)
+
+
+def run_id_for(uid: str, generation: int) -> uuid.UUID:
+    """The run of one generation of a CitationRun: the uid itself for generation 1."""
+    base = uuid.UUID(uid)
+    return base if generation <= 1 else uuid.uuid5(base, f"generation-{generation}")
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="citerun.dev")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="citerun.dev", key="last-handled-configuration")
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 30
+    settings.posting.level = logging.INFO
+    core = Settings()
+    if not core.database_url:
+        raise kopf.PermanentError("CITERUN_DATABASE_URL must be set for the operator")
+    await db.migrate(core.database_url)
+    memo.pool = await db.create_pool(core.database_url, min_size=1, max_size=6)
+    memo.syncer = sync.StatusSyncer(memo.pool, CONFIG.operator)
+    memo.background = [asyncio.create_task(memo.syncer.run(core.database_url), name="status")]
+    if CONFIG.autoscaler.enabled:
+        scaler = autoscaler.Autoscaler(memo.pool, CONFIG.operator, CONFIG.autoscaler)
+        memo.background.append(asyncio.create_task(scaler.run(core.database_url),
+                                                   name="autoscaler"))
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    for task in getattr(memo, "background", []):
+        task.cancel()
+    await asyncio.gather(*getattr(memo, "background", []), return_exceptions=True)
+    if getattr(memo, "pool", None) is not None:
+        await memo.pool.close()
+
+
+@kopf.on.resume(specs.GROUP, specs.VERSION, specs.PLURAL)
+@kopf.on.create(specs.GROUP, specs.VERSION, specs.PLURAL)
+async def admit(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespace: str,
+                memo: kopf.Memo, **_: Any) -> None:
+    """Validate, admit and start the run of the resource's current generation."""
+    await _start(body, meta, uid, name, namespace, memo)
+
+
+@kopf.on.update(specs.GROUP, specs.VERSION, specs.PLURAL, field="spec")
+async def respec(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespace: str,
+                 memo: kopf.Memo, **_: Any) -> None:
+    """The spec changed: cancel the old generation's run, start one for the new spec."""
+    current = run_id_for(uid, int(meta.get("generation", 1)))
+    for run_id in await runs.active_of_resource(memo.pool, uuid.UUID(uid)):
+        if run_id != current:
+            await runs.cancel(memo.pool, run_id, "the CitationRun's spec changed")
+    kopf.info(body, reason="Restarted",
+              message=f"spec changed (generation {meta.get('generation')}): restarting the run")
+    await _start(body, meta, uid, name, namespace, memo)
+
+
+async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespace: str,
+                 memo: kopf.Memo) -> None:
+    generation = int(meta.get("generation", 1))
+    previous = dict(body.get("status") or {})
+    try:
+        spec = specs.CitationRunSpec.model_validate(dict(body.get("spec") or {}))
+    except pydantic.ValidationError as err:
+        message = specs.validation_message(err)
+        await _write_status(namespace, name, previous, {
+            "phase": "Failed", "observedGeneration": generation, "message": message,
+            "conditions": status.merge_conditions(previous.get("conditions") or [], [
+                status.condition("Admitted", False, "InvalidSpec", message, generation,
+                                 previous.get("conditions")),
+                status.condition("Failed", True, "InvalidSpec", message, generation,
+                                 previous.get("conditions"))])})
+        kopf.warn(body, reason="InvalidSpec", message=message)
+        return  # a bad spec is not retried: the user must change it (which is an update)
+    run_id = run_id_for(uid, generation)
+    if await runs.get(memo.pool, run_id) is None:
+        request = await _request(spec, run_id, uid, name, namespace, generation, previous)
+        admission = await runs.create(memo.pool, request, caps=runs.Caps(
+            CONFIG.operator.max_active_runs_per_tenant,
+            CONFIG.operator.max_staged_bytes_per_tenant))
+        if admission.missing:
+            await _hold(body, namespace, name, previous, generation, "DocumentMissing",
+                        "no document is stored under digest " + ", ".join(admission.missing)
+                        + "; upload it with `citerun upload`")
+        if admission.over_capacity is not None:
+            await _hold(body, namespace, name, previous, generation, "OverCapacity",
+                        admission.over_capacity)
+        if admission.created:
+            kopf.info(body, reason="Admitted",
+                      message=f"run {run_id} admitted for tenant {spec.tenant}")
+    await memo.syncer.sync_run(run_id)
+
+
+async def _request(spec: specs.CitationRunSpec, run_id: uuid.UUID, uid: str, name: str,
+                   namespace: str, generation: int,
+                   previous: dict[str, Any]) -> runs.RunRequest:
+    """Resolve the spec's documents into what ``runs.create`` needs."""
+    payloads: list[tuple[bytes, str]] = []
+    fetches: list[runs.FetchRequest] = []
+    staged: dict[str, runs.StagedDocument] = {}
+
+    async def resolve(ref: specs.DocumentRef, role: str,
+                      keys: tuple[str, ...]) -> runs.StagedDocument | None:
+        if ref.url is not None:
+            fetches.append(runs.FetchRequest(ref.url, ref.name, role, keys))
+            return None
+        if ref.digest is not None:
+            return runs.StagedDocument(ref.digest, ref.name, keys)
+        kind, key_ref = (("secret", ref.secret_key_ref) if ref.secret_key_ref is not None
+                         else ("configmap", ref.config_map_key_ref))
+        assert key_ref is not None
+        try:
+            data = await kube.read_key_bytes(namespace, kind, key_ref.name, key_ref.key)
+        except kube.KubeError as err:
+            raise kopf.TemporaryError(f"document {ref.name!r}: {err}", delay=30) from err
+        payloads.append((data, ref.name))
+        return runs.StagedDocument(runs.digest_of(data), ref.name, keys)
+
+    thesis = await resolve(spec.thesis, "thesis", ())
+    sources = []
+    for source in spec.sources:
+        doc = await resolve(source, "source", source.keys)
+        if doc is not None:
+            sources.append(doc)
+    digests = [d.digest for d in [thesis, *sources] if d is not None]
+    return runs.RunRequest(
+        id=run_id, name=name, namespace=namespace, resource_uid=uuid.UUID(uid),
+        generation=generation, tenant=spec.tenant, priority=-spec.priority,
+        thesis=thesis or runs.StagedDocument("", spec.thesis.name),
+        sources=tuple(sources), spec=spec.pipeline_spec(), fetches=tuple(fetches),
+        payloads=tuple(payloads), required_digests=tuple(
+            d for d in digests if d not in {runs.digest_of(p) for p, _ in payloads}))
+
+
+async def _hold(body: kopf.Body, namespace: str, name: str, previous: dict[str, Any],
+                generation: int, reason: str, message: str) -> None:
+    """Keep a run waiting (Admitted=False) and try again later."""
+    waiting_already = any(c.get("type") == "Admitted" and c.get("reason") == reason
+                          for c in previous.get("conditions") or [])
+    if not waiting_already:
+        kopf.info(body, reason="Waiting", message=message)
+    await _write_status(namespace, name, previous, {
+        "phase": "Pending", "observedGeneration": generation, "message": message,
+        "conditions": status.merge_conditions(previous.get("conditions") or [], [
+            status.condition("Admitted", False, reason, message, generation,
+                             previous.get("conditions"))])})
+    raise kopf.TemporaryError(message, delay=CONFIG.operator.admission_retry_s)
+
+
+async def _write_status(namespace: str, name: str, previous: dict[str, Any],
+                        new: dict[str, Any]) -> None:
+    obj = await kube.get_run(namespace, name)
+    if obj is not None:
+        await kube.patch_status(namespace, name, new,
+                                resource_version=obj["metadata"]["resourceVersion"])
+
+
+@kopf.timer(specs.GROUP, specs.VERSION, specs.PLURAL, interval=CONFIG.operator.resync_s,
+            initial_delay=CONFIG.operator.resync_s)
+async def resync(meta: kopf.Meta, uid: str, memo: kopf.Memo, **_: Any) -> None:
+    """The slow path: bring the status in line with the database now and then."""
+    await memo.syncer.sync_run(run_id_for(uid, int(meta.get("generation", 1))))
+
+
+@kopf.on.delete(specs.GROUP, specs.VERSION, specs.PLURAL,
+                retries=CONFIG.operator.finalizer_retries, backoff=2)
+async def delete(body: kopf.Body, uid: str, name: str, namespace: str, memo: kopf.Memo,
+                 retry: int, **_: Any) -> None:
+    """Cancel the run's tasks and drop its staged bytes; never block deletion forever."""
+    try:
+        cancelled = 0
+        for run_id in await runs.active_of_resource(memo.pool, uuid.UUID(uid)):
+            cancelled += len(await runs.cancel(memo.pool, run_id,
+                                               f"CitationRun {namespace}/{name} was deleted"))
+    except DB_ERRORS as err:
+        if retry + 1 >= CONFIG.operator.finalizer_retries:
+            kopf.warn(body, reason="CleanupFailed", message=(
+                f"could not cancel the run's tasks after {retry + 1} attempts (database: "
+                f"{err}); letting the deletion proceed, the operator's orphan sweep will "
+                "cancel them once the database is back"))
+            return
+        raise kopf.TemporaryError(f"database unreachable: {err}", delay=min(2 ** retry, 30))
+    logger.info("cancelled %d task(s) of deleted CitationRun %s/%s", cancelled, namespace, name)

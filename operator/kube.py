@@ -1,0 +1,112 @@
+"""The Kubernetes API calls the operator makes outside kopf's own handler patches.
+
+The official client is synchronous; every call here runs in a thread. Status writes are
+conditional on the object's resourceVersion, so two operator replicas (a rollout) or a
+kopf handler patch racing a background sync never overwrite each other blindly: the
+loser re-reads and tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+import kubernetes
+from kubernetes.client.rest import ApiException
+
+from citerun import errors
+from citerun.operator import spec as specs
+
+
+class KubeError(errors.CiterunError):
+    """A Kubernetes API call failed."""
+
+
+_api_client: kubernetes.client.ApiClient | None = None
+
+
+def api_client() -> kubernetes.client.ApiClient:
+    """One API client per process: in-cluster config, else the kubeconfig."""
+    global _api_client
+    if _api_client is None:
+        configuration = kubernetes.client.Configuration()
+        try:
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+        except kubernetes.config.ConfigException:
+            kubernetes.config.load_kube_config(client_configuration=configuration)
+        _api_client = kubernetes.client.ApiClient(configuration)
+    return _api_client
+
+
+def custom() -> kubernetes.client.CustomObjectsApi:
+    return kubernetes.client.CustomObjectsApi(api_client())
+
+
+def core() -> kubernetes.client.CoreV1Api:
+    return kubernetes.client.CoreV1Api(api_client())
+
+
+def apps() -> kubernetes.client.AppsV1Api:
+    return kubernetes.client.AppsV1Api(api_client())
+
+
+def coordination() -> kubernetes.client.CoordinationV1Api:
+    return kubernetes.client.CoordinationV1Api(api_client())
+
+
+async def read_key_bytes(namespace: str, kind: str, name: str, key: str) -> bytes:
+    """The bytes under ``key`` of a ConfigMap (binaryData or data) or Secret."""
+    def read() -> bytes:
+        if kind == "secret":
+            obj = core().read_namespaced_secret(name, namespace)
+            value = (obj.data or {}).get(key)
+            if value is None:
+                raise KubeError(f"Secret {namespace}/{name} has no key {key!r}")
+            return base64.b64decode(value)
+        cm = core().read_namespaced_config_map(name, namespace)
+        if cm.binary_data and key in cm.binary_data:
+            return base64.b64decode(cm.binary_data[key])
+        if cm.data and key in cm.data:
+            return str(cm.data[key]).encode()
+        raise KubeError(f"ConfigMap {namespace}/{name} has no key {key!r}")
+    try:
+        return await asyncio.to_thread(read)
+    except ApiException as err:
+        raise KubeError(f"cannot read {kind} {namespace}/{name}: {err.status} {err.reason}") from err
+
+
+async def get_run(namespace: str, name: str) -> dict[str, Any] | None:
+    def get() -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = custom().get_namespaced_custom_object(
+                specs.GROUP, specs.VERSION, namespace, specs.PLURAL, name)
+            return obj
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+    return await asyncio.to_thread(get)
+
+
+async def patch_status(namespace: str, name: str, status: dict[str, Any], *,
+                       resource_version: str | None) -> dict[str, Any] | None:
+    """Merge-patch the status; with a resourceVersion, only if the object is unchanged.
+
+    Returns the patched object, or None when the precondition failed (409) or the object
+    is gone (404).
+    """
+    body: dict[str, Any] = {"status": status}
+    if resource_version is not None:
+        body["metadata"] = {"resourceVersion": resource_version}
+
+    def patch() -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = custom().patch_namespaced_custom_object_status(
+                specs.GROUP, specs.VERSION, namespace, specs.PLURAL, name, body)
+            return obj
+        except ApiException as err:
+            if err.status in (404, 409):
+                return None
+            raise
+    return await asyncio.to_thread(patch)

@@ -1,0 +1,69 @@
+"""The operator's settings (``CITERUN_OPERATOR__*`` and ``CITERUN_AUTOSCALER__*``)."""
+
+from __future__ import annotations
+
+import pydantic
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class OperatorConfig(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True)
+
+    namespace: str = pydantic.Field(
+        "default", description="Namespace of the worker Deployment (the release namespace).")
+    worker_deployment: str = pydantic.Field(
+        "citerun-worker", description="Name of the worker Deployment the autoscaler scales.")
+    max_active_runs_per_tenant: int | None = pydantic.Field(
+        20, ge=1, description="Runs of one tenant admitted at once; more wait as "
+        "Admitted=False. None: no cap.")
+    max_staged_bytes_per_tenant: int | None = pydantic.Field(
+        5 * 1024**3, ge=1, description="Bytes of not-yet-parsed PDFs one tenant may stage "
+        "(ConfigMap/Secret documents), so one tenant cannot fill the database.")
+    admission_retry_s: float = pydantic.Field(
+        10.0, gt=0, description="Seconds before a run held back by a cap is tried again.")
+    resync_s: float = pydantic.Field(
+        30.0, gt=0, description="Seconds between full status resyncs of each CitationRun, "
+        "the slow path behind the citerun_runs notifications.")
+    status_min_interval_s: float = pydantic.Field(
+        1.0, ge=0, description="Least seconds between two status writes of one resource, so "
+        "a run judging hundreds of citations a second does not flood the API server.")
+    finalizer_retries: int = pydantic.Field(
+        5, ge=1, description="Attempts to cancel a deleted run's tasks while the database is "
+        "unreachable before the finalizer lets go (with a Warning event).")
+    liveness_port: int = pydantic.Field(8080, description="Port of kopf's /healthz endpoint.")
+
+
+class AutoscalerConfig(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True)
+
+    enabled: bool = pydantic.Field(True, description="Scale the worker Deployment by queue depth.")
+    min_workers: int = pydantic.Field(0, ge=0, description="Fewest workers, even when idle.")
+    max_workers: int = pydantic.Field(10, ge=1, description="Most workers.")
+    tasks_per_worker: int = pydantic.Field(
+        8, ge=1, description="Outstanding tasks one worker is expected to keep up with.")
+    stabilization_s: float = pydantic.Field(
+        60.0, ge=0, description="A lower desired count must hold this long before scaling "
+        "down (scaling up is immediate), so a brief lull does not kill warm workers.")
+    cooldown_s: float = pydantic.Field(
+        300.0, ge=0, description="Seconds with no outstanding task before scaling to "
+        "min_workers (zero by default).")
+    interval_s: float = pydantic.Field(
+        5.0, gt=0, description="Seconds between evaluations when no NOTIFY arrives.")
+    lease_name: str = pydantic.Field(
+        "citerun-autoscaler", description="coordination.k8s.io Lease that elects the one "
+        "operator replica allowed to scale.")
+    lease_duration_s: float = pydantic.Field(15.0, gt=0, description="Lease validity.")
+
+    @pydantic.model_validator(mode="after")
+    def _bounds(self) -> AutoscalerConfig:
+        if self.min_workers > self.max_workers:
+            raise ValueError("autoscaler.min_workers must not exceed max_workers")
+        return self
+
+
+class OperatorSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CITERUN_", env_nested_delimiter="__",
+                                      frozen=True, extra="ignore")
+
+    operator: OperatorConfig = pydantic.Field(default_factory=OperatorConfig)
+    autoscaler: AutoscalerConfig = pydantic.Field(default_factory=AutoscalerConfig)
