@@ -135,17 +135,18 @@ def install_chart(
     *,
     values: Mapping[str, object] | None = None,
     upgrade: bool = False,
-) -> None:
+) -> str:
     """``helm install`` (or ``upgrade --install``) the chart into ``namespace``, with a
     placeholder database URL unless ``values`` chooses one. No ``--wait``: there is no
     kubelet, so no pod ever becomes ready; the objects exist, which is what RBAC and
-    the operator's API calls need."""
+    the operator's API calls need. Returns helm's output (with the NOTES)."""
     merged: dict[str, object] = {"database.url": PLACEHOLDER_DATABASE_URL}
     merged.update(values or {})
     if merged.get("postgresql.enabled") is True:
         merged.pop("database.url")
     verb = ["upgrade", "--install"] if upgrade else ["install"]
-    plane.helm(*verb, release, str(CHART_DIR), "--namespace", namespace, *set_args(merged))
+    args = [*verb, release, str(CHART_DIR), "--namespace", namespace, *set_args(merged)]
+    return plane.helm(*args).stdout
 
 
 def operator_service_account(

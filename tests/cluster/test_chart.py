@@ -432,7 +432,10 @@ def test_operator_reads_secrets_by_name_only_by_default(
     api_client: k8s.ApiClient,
 ) -> None:
     cs.ensure_crd(control_plane)
-    cs.install_chart(control_plane, namespace, "citerun")
+    notes = cs.install_chart(control_plane, namespace, "citerun")
+    for step in ("citerun upload", "kubectl apply -n <namespace> -f",
+                 "kubectl get crun -n <namespace> -w", "citerun report <name>"):
+        assert step in notes, notes
     k8s.CoreV1Api(api_client).create_namespaced_secret(
         other_namespace, k8s.V1Secret(metadata=k8s.V1ObjectMeta(name="pdf"), data={})
     )
