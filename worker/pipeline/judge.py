@@ -27,6 +27,7 @@ import collections.abc
 import dataclasses
 import email.utils
 import enum
+import functools
 import json
 import logging
 import math
@@ -150,10 +151,12 @@ _STOPWORDS = frozenset(
     should will would it its it's they them their we our us you your he she his her i
     me my which who whom whose what when where why how also such so very much many
     most some any all each both other another one two per via et al e g i ie eg
+    yet however moreover furthermore additionally thus therefore hence indeed still
+    because since while whereas although though instead further
     der die das den dem des ein eine einer eines einem einen und oder aber wenn dann
     als dass daß dies diese dieser dieses diesem im in am an auf aus bei mit nach von
     vom zu zum zur für über unter ist sind war waren wird werden wurde wurden sein hat
-    haben hatte es sie er wir ihr auch sich so sehr durch um bzw vgl
+    haben hatte es sie er wir ihr auch sich so sehr durch um bzw vgl jedoch daher
     """.split()
 )
 
@@ -167,20 +170,64 @@ _FAIL = re.compile(r"\b(?:fail|fails|failed|failing)\s+to\b", re.IGNORECASE)
 _CONTRACTED_NOT = re.compile(r"\w+n['’]t\b", re.IGNORECASE)
 _NOT_ONLY = re.compile(r"\b(?:not\s+only|nicht\s+nur)\b", re.IGNORECASE)
 
+# Direction words with their inflections: "lowered", "lowers", "rose", "rising", "fell".
 _UP = re.compile(
     r"^(?:increas\w*|higher|more|greater|larger|improv\w*|enhanc\w*|rais(?:e|es|ed|ing)|"
     r"ris(?:e|es|en|ing)|rose|boost\w*|promot\w*|strengthen\w*|gain(?:s|ed)?|"
     r"positive(?:ly)?|accelerat\w*|elevat\w*|grow(?:s|n|ing)?|grew|exceed\w*|"
+    r"doubl(?:e|es|ed|ing)|tripl(?:e|es|ed|ing)|surg(?:e|es|ed|ing)|soar\w*|climb\w*|"
+    r"upregulat\w*|amplif\w*|augment\w*|"
     r"erhöh\w*|steiger\w*|stieg\w*|verbesser\w*|zunehm\w*|zugenommen|wächst|wuchs|"
-    r"höher\w*|mehr|positiv\w*|stärker\w*)$"
+    r"höher\w*|mehr|positiv\w*|stärker\w*|verdoppel\w*)$"
 )
 _DOWN = re.compile(
     r"^(?:decreas\w*|lower\w*|less|fewer|smaller|reduc\w*|declin\w*|worse\w*|worsen\w*|"
     r"impair\w*|diminish\w*|inhibit\w*|weaken\w*|drop(?:s|ped|ping)?|fell|fall(?:s|en|ing)?|"
     r"negative(?:ly)?|suppress\w*|slow(?:s|ed|er|ing)?|shrink\w*|shrank|"
+    r"halv(?:e|es|ed|ing)|lessen\w*|attenuat\w*|downregulat\w*|plummet\w*|"
     r"verringer\w*|senk\w*|sank|gesunken|reduzier\w*|verschlechter\w*|vermindert\w*|"
-    r"abnehm\w*|abgenommen|niedriger\w*|weniger|negativ\w*|schwächer\w*)$"
+    r"abnehm\w*|abgenommen|niedriger\w*|weniger|negativ\w*|schwächer\w*|halbier\w*)$"
 )
+
+# Forms a suffix rule cannot reach; the value is the stem the regular forms get.
+_IRREGULAR = {
+    "rose": "ris", "risen": "ris", "fell": "fall", "fallen": "fall", "grew": "grow",
+    "grown": "grow", "shrank": "shrink", "shrunk": "shrink", "sank": "sink", "sunk": "sink",
+    "found": "find", "made": "mak", "led": "lead", "kept": "keep", "held": "hold",
+    "brought": "bring", "shown": "show", "gave": "giv", "given": "giv", "took": "tak",
+    "taken": "tak", "children": "child", "women": "woman", "men": "man", "mice": "mous",
+    "worse": "bad", "worst": "bad", "better": "good", "best": "good", "fewer": "few",
+    "less": "few", "least": "few",
+}
+_SUFFIXES = ("ational", "ization", "isation", "ations", "ation", "ingly", "edly", "ness",
+             "ings", "ing", "ies", "ied", "est", "ers", "er", "ed", "ly", "es", "s")
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light English stem, so that inflections match: peaked ~ peak, studies ~ study.
+
+    Suffix stripping in the spirit of Porter's step 1 (plurals, -ed, -ing, comparatives,
+    -ly), a final "e" dropped and a doubled consonant undone (hottest ~ hot, dropped ~
+    drop), and a table of irregular forms (rose ~ rise, fell ~ fall). Over-stemming two
+    unrelated words together only costs a little coverage precision.
+    """
+    word = word.casefold()
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                continue
+            word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
 
 
 def _tokens(text: str) -> list[str]:
@@ -205,10 +252,19 @@ def _content_words(text: str) -> list[str]:
 def _same_word(a: str, b: str) -> bool:
     if a == b:
         return True
-    if a[0].isdigit() or b[0].isdigit() or min(len(a), len(b)) < 4:
+    if a[0].isdigit() or b[0].isdigit() or min(len(a), len(b)) < 3:
         return False
-    # "exercise"/"exercised", "regular"/"regularly", "symptom"/"symptoms".
-    return rapidfuzz.fuzz.ratio(a, b) >= 80 or (len(a) >= 5 and a[:5] == b[:5])
+    if stem(a) == stem(b):
+        return True
+    if min(len(a), len(b)) < 5:  # "heat" is not "health"
+        return False
+    # Spelling variants and derivations the stemmer misses: "behaviour"/"behavior",
+    # "measured"/"measurement".
+    return rapidfuzz.fuzz.ratio(a, b) >= 85 or a[:5] == b[:5]
+
+
+def _found(word: str, present: collections.abc.Set[str]) -> bool:
+    return word in present or any(_same_word(word, p) for p in present)
 
 
 def coverage(claim: str, sentence: str) -> float:
@@ -217,43 +273,84 @@ def coverage(claim: str, sentence: str) -> float:
     if not wanted:
         return 0.0
     present = set(_tokens(sentence))
-    found = sum(1 for w in wanted if w in present or any(_same_word(w, p) for p in present))
-    return found / len(wanted)
+    return sum(1 for w in wanted if _found(w, present)) / len(wanted)
 
 
 @dataclasses.dataclass(frozen=True)
 class _Polarity:
     negated: bool
-    direction: int  # +1 up, -1 down, 0 none or mixed
+    direction: int  # +1 up, -1 down, 0 none or undetermined
     cues: tuple[str, ...]
 
+    @property
+    def explicit(self) -> bool:
+        return bool(self.direction) or self.negated
 
-def _polarity(text: str) -> _Polarity:
+
+_MODIFIERS = frozenset(
+    "more less fewer higher lower greater smaller larger mehr weniger höher niedriger "
+    "größer kleiner".split()
+)
+_WINDOW = 6  # tokens on either side of a shared content word in which a cue counts
+
+
+def _polarity(text: str, anchors: collections.abc.Sequence[str] = ()) -> _Polarity:
+    """Negation and direction of ``text``; with ``anchors``, only of the cues near them.
+
+    A cue counts only within ``_WINDOW`` tokens of an anchor (a content word the claim
+    and the sentence share), so that in "admissions rose; deaths were less documented"
+    the "less" says nothing about admissions. Without anchors in the text, every cue
+    counts.
+    """
     lowered = _NOT_ONLY.sub(" ", text)
+    lowered = _FAIL.sub(" not ", lowered)
+    lowered = _CONTRACTED_NOT.sub(lambda m: m.group(0)[: -3] + " not", lowered)
     tokens = _tokens(lowered)
+    is_anchor = [bool(anchors) and any(_same_word(a, t) for a in anchors) for t in tokens]
+    near = [i for i, anchor in enumerate(is_anchor) if anchor]
+    if near:
+        # A comparative modifier speaks about the word it modifies: "more vulnerable"
+        # says nothing about admissions, "more admissions" does.
+        tokens = [t for i, t in enumerate(tokens)
+                  if t not in _MODIFIERS or any(is_anchor[i + 1: i + 3])]
+        is_anchor = [bool(anchors) and any(_same_word(a, t) for a in anchors) for t in tokens]
+        near = [i for i, anchor in enumerate(is_anchor) if anchor]
+        keep = {j for i in near for j in range(i - _WINDOW, i + _WINDOW + 1)}
+        tokens = [t for j, t in enumerate(tokens) if j in keep]
     cues = [t for t in tokens if t in _NEGATIONS]
-    cues += [m.group(0).casefold() for m in _CONTRACTED_NOT.finditer(lowered)]
-    cues += [m.group(0).casefold() for m in _FAIL.finditer(lowered)]
-    up = [t for t in tokens if _UP.match(t)]
-    down = [t for t in tokens if _DOWN.match(t)]
-    direction = (len(up) > len(down)) - (len(down) > len(up))
-    return _Polarity(len(cues) % 2 == 1, direction, tuple(cues + up + down))
+    signs = [(t, 1 if _UP.match(t) else -1) for t in tokens if _UP.match(t) or _DOWN.match(t)]
+    # One direction word is the direction; two are a relation between two quantities
+    # ("more canopy -> lower temperature" is a decrease, "for each degree above 30 °C
+    # admissions rose" an increase), so their signs multiply. With three or more no
+    # reading without a parser is reliable: undetermined.
+    direction = math.prod(s for _, s in signs) if 0 < len(signs) <= 2 else 0
+    return _Polarity(len(cues) % 2 == 1, direction, tuple(cues + [t for t, _ in signs]))
+
+
+def _anchors(claim: str, sentence: str) -> tuple[str, ...]:
+    present = set(_tokens(sentence))
+    return tuple(w for w in _content_words(claim) if _found(w, present))
 
 
 def polarity_conflict(claim: str, sentence: str) -> str | None:
     """Why ``sentence`` says the opposite of ``claim``, or ``None`` if it does not.
 
-    With a direction word on both sides (increase/decrease, higher/lower, ...) the
-    directions, each flipped by an odd number of negations, must agree; otherwise the
-    negations alone must agree ("associated" vs "not associated").
+    With a direction word on both sides (increase/decrease, higher/lower, rose/fell, ...)
+    the directions, each flipped by an odd number of negations, must agree; otherwise the
+    negations alone must agree ("associated" vs "not associated"). Only cues near the
+    words both share count (see :func:`_polarity`).
     """
-    a, b = _polarity(claim), _polarity(sentence)
-    if a.direction and b.direction:
-        if a.direction * (-1 if a.negated else 1) == b.direction * (-1 if b.negated else 1):
-            return None
-    elif a.negated == b.negated:
+    anchors = _anchors(claim, sentence)
+    a, b = _polarity(claim, anchors), _polarity(sentence, anchors)
+    if _agree(a, b):
         return None
     return f"the claim has {_cue_text(a)} where the source has {_cue_text(b)}"
+
+
+def _agree(a: _Polarity, b: _Polarity) -> bool:
+    if a.direction and b.direction:
+        return a.direction * (-1 if a.negated else 1) == b.direction * (-1 if b.negated else 1)
+    return a.negated == b.negated
 
 
 def _cue_text(polarity: _Polarity) -> str:
@@ -262,8 +359,193 @@ def _cue_text(polarity: _Polarity) -> str:
     return " … ".join(f'"{cue}"' for cue in polarity.cues)
 
 
+# --- what counts as a sentence, and what the claim says --------------------------------
+
+_SECTION_NAMES = frozenset(
+    """
+    abstract summary introduction background methods method materials results discussion
+    conclusion conclusions limitations keywords acknowledgements acknowledgments
+    references bibliography appendix zusammenfassung einleitung methoden ergebnisse
+    diskussion fazit literaturverzeichnis
+    """.split()
+)
+_HEADING_NUMBER = re.compile(r"^(?:\d{1,3}\.)*\d{1,3}\.?\s+(?=\S)")
+_WORD_SPAN = re.compile(r"[^\W\d_][\w'’-]*")
+# "7(2)", "3(3)", "45-58", "vol. 12", "pp. 301-319": a journal or reference line.
+_JOURNAL = re.compile(r"\b\d+\s*\(\d+\)|\b\d+[-–]\d+\b|\b(?:vol|pp|no|doi)\b\.?", re.IGNORECASE)
+# Finite-verb cues; a title has none ("Heat Waves and Emergency Hospital Admissions").
+_VERB_CUE = re.compile(
+    r"\b(?:is|are|was|were|has|have|had|be|been|did|does|do|can|could|may|might|will|"
+    r"would|should|must|shows?|found|[a-z]{3,}ed)\b"
+)
+
+
+def _is_title_like(text: str) -> bool:
+    """A title, running header, journal line or heading: not a statement to quote.
+
+    Title Case (most content words capitalised) without a finite-verb cue, a journal
+    line ("Public Health and Climate 3(3) 2018"), or a bare section name.
+    """
+    words = [w for w in _WORD_SPAN.findall(text) if w.casefold() not in _STOPWORDS]
+    if not words:
+        return True
+    if len(words) == 1:
+        return words[0].casefold() in _SECTION_NAMES or words[0][0].isupper()
+    capitalised = sum(1 for w in words if w[0].isupper()) / len(words)
+    if capitalised >= 0.75 and not _VERB_CUE.search(text):
+        return True
+    return bool(_JOURNAL.search(text)) and capitalised >= 0.5
+
+
+def _split_front_matter(sentence: str) -> tuple[str, str]:
+    """``(heading, statement)``: a heading or title block glued to a sentence's start.
+
+    Chunk text has lost its line breaks, so "1. Introduction Older adults are ..." or
+    "Journal 3(3) 2018 A Title in Title Case Abstract We linked ..." reach the judge as
+    one sentence. The statement starts at the last capitalised word that is followed by
+    a lower-case word and preceded by a title-like prefix (or by a numbered heading of
+    at most six words).
+    """
+    numbered = _HEADING_NUMBER.match(sentence)
+    words = list(_WORD_SPAN.finditer(sentence))
+    best = 0
+    for index, word in enumerate(words[:-1]):
+        if index == 0 or not word.group(0)[0].isupper() or not words[index + 1].group(0)[0].islower():
+            continue
+        prefix = sentence[: word.start()]
+        if numbered and index <= 6 and not best:
+            best = word.start()
+            continue
+        bare = _HEADING_NUMBER.sub("", prefix).strip()
+        if _is_title_like(bare) and (len(bare.split()) > 1 or bare.casefold() in _SECTION_NAMES):
+            best = word.start()
+    if not best and numbered:
+        return sentence[: numbered.end()].strip(), sentence[numbered.end():]
+    return sentence[:best].strip(), sentence[best:]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidate:
+    """A sentence of a passage, with the words of its passage as context."""
+
+    sentence: str
+    passage: Passage
+    tokens: frozenset[str]
+    context: frozenset[str]
+
+
+def _candidates(passage: Passage) -> list[_Candidate]:
+    """The statements of a passage; headings, titles and running headers are context."""
+    statements = []
+    for raw in pdf.sentences(passage.text):
+        _heading, statement = _split_front_matter(raw)
+        if len(_tokens(statement)) >= 3 and not _is_title_like(statement):
+            statements.append(statement)
+    context = frozenset(_tokens(passage.text))
+    return [_Candidate(s, passage, frozenset(_tokens(s)), context) for s in statements]
+
+
 def _sentences(passage: Passage) -> list[str]:
-    return [s for s in pdf.sentences(passage.text) if len(_tokens(s)) >= 3]
+    return [c.sentence for c in _candidates(passage)]
+
+
+_ATTRIBUTION = re.compile(
+    r"^(?:according to [^,]{1,80},\s*|[^,;:]{1,80}?\b(?:show|shows|showed|shown|found|find|"
+    r"finds|report|reports|reported|estimate|estimates|estimated|observe|observes|observed|"
+    r"demonstrate|demonstrates|demonstrated|argue|argues|argued|suggest|suggests|suggested|"
+    r"conclude|concludes|concluded|note|notes|noted|confirm|confirms|confirmed|indicate|"
+    r"indicates|indicated|reveal|reveals|revealed)\s+that\s+)",
+    re.IGNORECASE,
+)
+# Where a claim sentence splits into clauses that each state something.
+_CLAUSE_BREAK = re.compile(
+    r"\s*[;:]\s+|,\s+(?=(?:which|because|since|so that|so|whereas|while|although|though|"
+    r"but|when|where)\b)",
+    re.IGNORECASE,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Part:
+    """The claim, or a piece of it, as the judge scores it.
+
+    ``role``: ``claim`` (the whole), ``clause`` (required for ``supported``),
+    ``comment`` (the author's remark: scored, never required) or ``conjunct`` (one item
+    of "A, B and C" with the words the items share: only for partial support).
+    """
+
+    text: str
+    words: tuple[str, ...]
+    role: typing.Literal["claim", "clause", "comment", "conjunct"]
+
+    @property
+    def required(self) -> bool:
+        return self.role in ("claim", "clause")
+
+
+_CONJUNCTION = re.compile(r",?\s+(?:and|or|as well as|und|oder)\s+|,\s+", re.IGNORECASE)
+
+
+def _conjuncts(part: _Part) -> list[_Part]:
+    """The items of a coordination, each with the words the items share.
+
+    "measured at street level, from satellites and inside homes" gives "measured street
+    level", "measured satellites", "measured inside homes"; "more tree canopy and
+    reflective roofs lower temperatures" gives "tree canopy lower temperatures" and
+    "reflective roofs lower temperatures". Without a parser the shared words are
+    guessed: the longest item minus as many words as the other items have, taken from
+    its far end (the frame comes first when the list ends the clause, last when it
+    starts it).
+    """
+    items = [tuple(_content_words(piece)) for piece in _CONJUNCTION.split(part.text)]
+    items = [i for i in items if i]
+    if len(items) < 2:
+        return []
+    longest = max(range(len(items)), key=lambda i: len(items[i]))
+    width = max(len(i) for k, i in enumerate(items) if k != longest)
+    long_item = items[longest]
+    frame: tuple[str, ...] = ()
+    if len(long_item) > width and longest == 0:
+        frame, items[0] = long_item[: len(long_item) - width], long_item[len(long_item) - width:]
+    elif len(long_item) > width and longest == len(items) - 1:
+        frame, items[-1] = long_item[width:], long_item[:width]
+    parts = []
+    for item in items:
+        words = tuple(dict.fromkeys(frame + item))
+        if len(words) >= 2 and len(words) < len(part.words):
+            parts.append(_Part(" ".join(words), words, "conjunct"))
+    return parts
+
+
+def _claim_parts(claim: str) -> list[_Part]:
+    """The claim without its reporting frame, its clauses, and their conjuncts.
+
+    "Smith et al. showed that X" is judged as "X": the source states X, not that Smith
+    showed it. A leading section number (a heading glued to the claim) is dropped. A
+    non-restrictive "…, which …" clause is the author's comment on what comes before
+    ("…, which gives health services a short warning time"): it is scored but not
+    required for ``supported``.
+    """
+    text = " ".join(_HEADING_NUMBER.sub("", claim.strip()).split())
+    stripped = _ATTRIBUTION.sub("", text, count=1)
+    if len(_content_words(stripped)) >= 2:
+        text = stripped
+    whole = _Part(text, tuple(_content_words(text)), "claim")
+    clauses: list[_Part] = []
+    for piece in _CLAUSE_BREAK.split(text):
+        words = tuple(_content_words(piece))
+        role: typing.Literal["clause", "comment"] = (
+            "comment" if piece.casefold().startswith("which ") else "clause")
+        if clauses and len(words) < 2:  # too short to judge alone: part of the one before
+            last = clauses.pop()
+            clauses.append(_Part(f"{last.text}, {piece}", tuple(dict.fromkeys(last.words + words)),
+                                 last.role))
+        elif words:
+            clauses.append(_Part(piece, words, role))
+    if len(clauses) < 2:
+        clauses = []
+    conjuncts = [c for part in (clauses or [whole]) if part.required for c in _conjuncts(part)]
+    return [whole, *clauses, *conjuncts]
 
 
 # --- the embedded judge --------------------------------------------------------------
@@ -284,6 +566,17 @@ class EmbeddedJudgeConfig(pydantic.BaseModel):
             "while a sentence that merely shares the topic does not."
         ),
     )
+    context_weight: float = pydantic.Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Credit (0-1) for a claim word that is not in the sentence but elsewhere in its "
+            "passage (the paper's title, the paragraph): a reader takes \"admissions rose\" "
+            "in a paper titled \"Heat Waves and Admissions among Older Adults\" as being "
+            "about older adults in heat waves. Half credit: context is not a statement."
+        ),
+    )
     supported: float = pydantic.Field(
         default=0.7,
         ge=0.0,
@@ -299,8 +592,25 @@ class EmbeddedJudgeConfig(pydantic.BaseModel):
             "on the same topic saying something else scores about 0.4."
         ),
     )
+    partial_coverage: float = pydantic.Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of a clause's content words (and at least two of them) that one sentence "
+            "must contain, for `partially_supported` when the score alone is too low: a "
+            "claim citing two sources for its two halves (\"narrow streets or scarce green "
+            "space\") finds each half in a different source."
+        ),
+    )
+    partial_similarity: float = pydantic.Field(
+        default=0.35,
+        ge=0.0,
+        le=1.0,
+        description="Lowest cosine similarity for the `partial_coverage` rule.",
+    )
     contradiction_similarity: float = pydantic.Field(
-        default=0.55,
+        default=0.4,
         ge=0.0,
         le=1.0,
         description=(
@@ -314,8 +624,9 @@ class EmbeddedJudgeConfig(pydantic.BaseModel):
         ge=0.0,
         le=1.0,
         description=(
-            "Lowest content-word coverage (negation and direction words left out) for a "
-            "contradiction: the sentence must talk about the same things."
+            "Lowest content-word coverage (negation and direction words left out, context "
+            "words at `context_weight`) for a contradiction: the sentence must talk about "
+            "the same things."
         ),
     )
     max_evidence: int = pydantic.Field(
@@ -331,41 +642,63 @@ class EmbeddedJudgeConfig(pydantic.BaseModel):
 
 @dataclasses.dataclass(frozen=True)
 class _Scored:
-    sentence: str
-    passage: Passage
+    part: _Part
+    candidate: _Candidate
     similarity: float
     coverage: float
+    matched: int  # claim words found in the sentence itself
     score: float
+
+    @property
+    def sentence(self) -> str:
+        return self.candidate.sentence
+
+    @property
+    def passage(self) -> Passage:
+        return self.candidate.passage
 
 
 class EmbeddedJudge:
     """A judge that needs no network: sentence embeddings plus word overlap.
 
-    Each passage is split into sentences; a sentence's score is
-    ``w * cosine(claim, sentence) + (1 - w) * coverage``, where coverage is the share of
-    the claim's content words (stopwords, negations and direction words left out) that
-    the sentence contains, loosely matched. The best sentence decides:
+    The claim is read without its reporting frame ("Smith et al. showed that …") and
+    split into clauses (at ``;``, ``:`` and ", which/because/when/but/…"). Each passage
+    is split into sentences; titles, running headers, journal lines and headings are no
+    sentences (they are context). For the claim and each clause, a sentence's score is
+    ``w * cosine + (1 - w) * coverage``, where coverage is the share of the content
+    words (stopwords, negations and direction words left out) that the sentence contains,
+    matched by stem and loosely; a word found only elsewhere in the sentence's passage
+    counts ``context_weight``. Then:
 
-    - a polarity conflict with the claim, at high similarity and coverage ->
-      ``contradicted``;
-    - score >= ``supported`` -> ``supported``; >= ``partially_supported`` ->
-      ``partially_supported``; else ``unsupported``.
+    - a sentence with high similarity and coverage of the claim or of a required clause,
+      whose polarity conflicts with it, and no better-scoring sentence that agrees with
+      an explicit polarity -> ``contradicted``;
+    - the claim's best score >= ``supported``, or every required clause's ->
+      ``supported``;
+    - a score >= ``partially_supported`` for the claim or a clause, or one sentence with
+      ``partial_coverage`` of a clause's content words -> ``partially_supported``;
+    - else ``unsupported``.
 
     What it can detect: a claim restated or closely paraphrased in one sentence of the
-    source; a claim only partly covered by the closest sentence; a source that is about
-    something else; a contradiction made by an explicit negation ("did not reduce",
-    "no association", "failed to", "kein", "nicht") or by a direction word of the
-    opposite sign (increase/decrease, higher/lower, more/less, improve/impair,
-    positive/negative, raise/reduce, erhöhen/senken).
+    source, with other inflections (peak/peaked, rise/rose); a claim only partly covered
+    (one clause, or one half of "A or B"); a source that is about something else; a
+    contradiction made by an explicit negation ("did not reduce", "no association",
+    "failed to", "kein", "nicht") or by direction words of the opposite sign
+    (increase/decrease, higher/lower, rose/fell, more/fewer, halved/doubled,
+    erhöhen/senken), including relations of two quantities ("more canopy, higher
+    temperature" against "more canopy lowered the temperature").
 
     What it cannot detect: support spread over several sentences; paraphrases with no
     shared words and distant vocabulary (static word embeddings are a bag of words);
     numbers that differ but are both present ("30 %" vs "40 %" only lowers coverage);
     contradictions without a negation or direction word (antonyms like
-    "safe"/"dangerous", different quantities, different populations); hedging
-    ("may reduce" vs "reduces"); negation scope ("not only", double negation,
-    negations in a subordinate clause can fool it); sarcasm, tables and figures. Its
-    confidence is a heuristic distance from the thresholds, not a probability.
+    "safe"/"dangerous", "cooler"/"warmer", different quantities, different
+    populations); hedging ("may reduce" vs "reduces"); negation scope ("not only",
+    double negation, negations in a subordinate clause can fool it); sentences with
+    three or more direction words (their direction is left undetermined); titles in
+    sentence case glued to a statement; sarcasm, tables and figures. Context words come
+    only from the retrieved passages: a title on a page that was not retrieved gives
+    none. Its confidence is a heuristic distance from the thresholds, not a probability.
     """
 
     def __init__(self, embedder: Embedder, config: EmbeddedJudgeConfig | None = None) -> None:
@@ -376,78 +709,150 @@ class EmbeddedJudge:
         self, claim: str, passages: collections.abc.Sequence[Passage]
     ) -> Judgement:
         """Judge ``claim`` against the sentences of ``passages`` (no I/O)."""
-        candidates = [(s, p) for p in passages for s in _sentences(p)]
-        if not candidates:
+        candidates = _unique(c for p in passages for c in _candidates(p))
+        parts = _claim_parts(claim)
+        if not candidates or not parts[0].words:
             return Judgement(
                 Verdict.UNSUPPORTED,
                 0.5,
                 (),
-                "No sentence of the source was retrieved for this claim.",
+                "No sentence of the source was retrieved for this claim."
+                if not candidates else "The claim has no content words to look for.",
             )
-        scored = await self._score(claim, candidates)
-        best = scored[0]
+        by_part = await self._score(parts, candidates)
         config = self._config
-        conflict = polarity_conflict(claim, best.sentence)
-        if (
-            conflict
-            and best.similarity >= config.contradiction_similarity
-            and best.coverage >= config.contradiction_coverage
-        ):
-            confidence = 0.5 + 0.5 * min(best.similarity, best.coverage)
+        contradiction = self._contradiction(by_part)
+        if contradiction is not None:
+            found, conflict = contradiction
+            confidence = 0.5 + 0.5 * min(found.similarity, found.coverage)
             return Judgement(
                 Verdict.CONTRADICTED,
                 round(min(confidence, 0.95), 3),
-                (_evidence(best),),
-                f"The closest sentence of the source ({_pages(best.passage)}) talks about the "
-                f"same things (similarity {best.similarity:.2f}, {best.coverage:.0%} of the "
-                f"claim's content words) but with the opposite polarity: {conflict}.",
+                (_evidence(found),),
+                f"A sentence of the source ({_pages(found.passage)}) talks about the same "
+                f"things as {_which(found.part, parts)} (similarity {found.similarity:.2f}, "
+                f"{found.coverage:.0%} of its content words) but with the opposite "
+                f"polarity: {conflict}.",
             )
-        if best.score >= config.supported:
+        whole = by_part[0][0]
+        required = [scored[0] for scored in by_part[1:] if scored[0].part.role == "clause"]
+        clause_floor = min((s.score for s in required), default=0.0)
+        if whole.score >= config.supported or (required and clause_floor >= config.supported):
             verdict = Verdict.SUPPORTED
-            confidence = 0.6 + 0.4 * (best.score - config.supported) / max(1 - config.supported, 1e-9)
+            top = max(whole.score, clause_floor)
+            confidence = 0.6 + 0.4 * (top - config.supported) / max(1 - config.supported, 1e-9)
+            how = "states the claim" if whole.score >= config.supported else "states each clause of the claim"
+            evidence = [whole] if whole.score >= config.supported else required
             floor = config.partially_supported
-            how = "states the claim"
-        elif best.score >= config.partially_supported:
-            verdict = Verdict.PARTIALLY_SUPPORTED
-            span = max(config.supported - config.partially_supported, 1e-9)
-            middle = (config.supported + config.partially_supported) / 2
-            confidence = 0.6 - 0.2 * abs(best.score - middle) / (span / 2)
-            floor = config.partially_supported
-            how = "covers only part of the claim"
         else:
-            verdict = Verdict.UNSUPPORTED
-            confidence = 0.6 + 0.4 * (config.partially_supported - best.score) / max(
-                config.partially_supported, 1e-9
-            )
-            floor = math.inf
-            how = "is the closest, but does not state the claim"
-        evidence = [best] + [s for s in scored[1:] if s.score >= floor]
+            partial = self._partial(by_part)
+            if partial is not None:
+                verdict = Verdict.PARTIALLY_SUPPORTED
+                span = max(config.supported - config.partially_supported, 1e-9)
+                middle = (config.supported + config.partially_supported) / 2
+                confidence = 0.6 - 0.2 * min(abs(partial.score - middle) / (span / 2), 1.0)
+                how = f"covers only part of the claim ({_which(partial.part, parts)})"
+                evidence = [partial]
+                floor = config.partially_supported
+            else:
+                verdict = Verdict.UNSUPPORTED
+                confidence = 0.6 + 0.4 * (config.partially_supported - whole.score) / max(
+                    config.partially_supported, 1e-9
+                )
+                how = "is the closest, but does not state the claim"
+                evidence = [whole]
+                floor = math.inf
+        best = evidence[0]
+        evidence += [s for s in by_part[0][1:] if s.score >= floor]
+        kept: list[_Scored] = []
+        for s in evidence:
+            if all(k.sentence != s.sentence for k in kept):
+                kept.append(s)
         return Judgement(
             verdict,
             round(min(max(confidence, 0.0), 0.99), 3),
-            tuple(_evidence(s) for s in evidence[: config.max_evidence]),
+            tuple(_evidence(s) for s in kept[: config.max_evidence]),
             f"The best sentence of the source ({_pages(best.passage)}) {how}: similarity "
-            f"{best.similarity:.2f}, {best.coverage:.0%} of the claim's content words, "
+            f"{best.similarity:.2f}, {best.coverage:.0%} of the content words, "
             f"score {best.score:.2f}.",
         )
 
-    async def _score(self, claim: str, candidates: list[tuple[str, Passage]]) -> list[_Scored]:
+    def _contradiction(self, by_part: list[list[_Scored]]) -> tuple[_Scored, str] | None:
+        config = self._config
+        for scored in by_part:
+            if not scored[0].part.required:
+                continue
+            for s in scored:
+                if s.similarity < config.contradiction_similarity or s.coverage < config.contradiction_coverage:
+                    continue
+                anchors = _anchors(s.part.text, s.sentence)
+                claim_polarity = _polarity(s.part.text, anchors)
+                sentence_polarity = _polarity(s.sentence, anchors)
+                if _agree(claim_polarity, sentence_polarity):
+                    if sentence_polarity.explicit:
+                        break  # a better sentence says it with the same polarity
+                    continue
+                conflict = polarity_conflict(s.part.text, s.sentence)
+                assert conflict is not None
+                return s, conflict
+        return None
+
+    def _partial(self, by_part: list[list[_Scored]]) -> _Scored | None:
+        config = self._config
+        for scored in by_part:
+            if scored[0].part.required and scored[0].score >= config.partially_supported:
+                return scored[0]
+        for scored in by_part:
+            if scored[0].part.role == "comment":
+                continue
+            enough = [s for s in scored if s.matched >= 2
+                      and s.matched / len(s.part.words) >= config.partial_coverage
+                      and s.similarity >= config.partial_similarity]
+            if enough:
+                return enough[0]
+        return None
+
+    async def _score(self, parts: list[_Part], candidates: list[_Candidate]) -> list[list[_Scored]]:
+        """For each part, every candidate scored against it, best first."""
         # In a thread: an embedder may be a blocking HTTP client.
-        raw = await asyncio.to_thread(self._embedder.embed, [claim, *(s for s, _ in candidates)])
+        texts = [p.text for p in parts] + [c.sentence for c in candidates]
+        raw = await asyncio.to_thread(self._embedder.embed, texts)
         vectors = numpy.asarray(raw, dtype=numpy.float32)
         norms = numpy.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = (vectors / numpy.where(norms == 0, 1, norms)).astype(numpy.float32)
-        similarities = vectors[1:] @ vectors[0]
+        similarities = vectors[len(parts):] @ vectors[: len(parts)].T
         weight = self._config.similarity_weight
-        scored = []
-        for (sentence, passage), similarity in zip(candidates, similarities.tolist()):
-            similarity = max(float(similarity), 0.0)
-            covered = coverage(claim, sentence)
-            scored.append(
-                _Scored(sentence, passage, similarity, covered,
-                        weight * similarity + (1 - weight) * covered)
-            )
-        return sorted(scored, key=lambda s: -s.score)
+        context_weight = self._config.context_weight
+        result = []
+        for j, part in enumerate(parts):
+            scored = []
+            for i, candidate in enumerate(candidates):
+                similarity = max(float(similarities[i, j]), 0.0)
+                matched = sum(1 for w in part.words if _found(w, candidate.tokens))
+                in_context = sum(
+                    1 for w in part.words
+                    if not _found(w, candidate.tokens) and _found(w, candidate.context)
+                )
+                covered = (matched + context_weight * in_context) / max(len(part.words), 1)
+                scored.append(_Scored(part, candidate, similarity, covered, matched,
+                                      weight * similarity + (1 - weight) * covered))
+            scored.sort(key=lambda s: -s.score)
+            result.append(scored)
+        return result
+
+
+def _unique(candidates: collections.abc.Iterable[_Candidate]) -> list[_Candidate]:
+    """One candidate per sentence (overlapping chunks repeat sentences); first wins."""
+    seen: dict[str, _Candidate] = {}
+    for candidate in candidates:
+        seen.setdefault(candidate.sentence, candidate)
+    return list(seen.values())
+
+
+def _which(part: _Part, parts: list[_Part]) -> str:
+    if part is parts[0]:
+        return "the claim"
+    return f'the clause "{_short(part.text, 80)}"'
 
 
 def _evidence(scored: _Scored) -> Evidence:
