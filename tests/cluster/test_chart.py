@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -196,14 +197,23 @@ def test_every_scenario_is_accepted_by_the_api_server(
         url = base64.b64decode(secrets[database["name"]]["data"]["url"]).decode()
         password = base64.b64decode(secrets[sts["metadata"]["name"]]["data"]["password"])
         assert url.startswith(f"postgresql://citerun:{password.decode()}@")
+    # Pipeline settings go to the workers only (the operator gets no API keys).
+    assert not [name for name in op_env if name.startswith(("CITERUN_JUDGE", "CITERUN_EMB"))]
     judge = values.get("pipeline", {}).get("judge", {})
     assert env["CITERUN_JUDGE__KIND"] == judge.get("kind", "embedded")
     if judge.get("kind") == "openai":
         assert env["CITERUN_JUDGE__OPENAI__MODEL"] == judge["openai"]["model"]
-        assert env["CITERUN_JUDGE__OPENAI__API_KEY"] == {
+        # The env var operator/spec.py names for runs with an apiKeySecretRef.
+        assert env["CITERUN_JUDGE__OPENAI__API_KEY_ENV"] == "CITERUN_JUDGE_API_KEY"
+        assert env["CITERUN_JUDGE_API_KEY"] == {
             "secretKeyRef": {"name": judge["openai"]["apiKeySecret"]["name"],
                              "key": judge["openai"]["apiKeySecret"]["key"]}
         }
+    embedding = values.get("pipeline", {}).get("embedding", {})
+    assert env["CITERUN_EMBEDDING__PROVIDER"] == embedding.get("provider", "wordllama")
+    if embedding.get("provider") == "openai":
+        assert env["CITERUN_EMBEDDING__MODEL"] == embedding["openai"]["model"]
+        assert "secretKeyRef" in env["CITERUN_EMBEDDING__API_KEY"]
 
 
 def test_service_monitor_only_when_enabled(
@@ -472,3 +482,42 @@ def test_bundled_postgres_password_survives_upgrade(
     assert state() == before  # same password, same URL, and no needless rollout
     sts = apps.read_namespaced_stateful_set("pg-citerun-postgresql", namespace)
     assert sts.spec.volume_claim_templates[0].metadata.name == "data"
+
+
+@pytest.mark.parametrize("values_file", SCENARIOS, ids=SCENARIO_IDS)
+def test_rendered_env_is_accepted_by_the_settings_classes(
+    control_plane: controlplane.ControlPlane, values_file: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The env each container gets parses into the settings it is meant for: a renamed
+    or retyped setting fails here, not in a crash-looping pod."""
+    from citerun import settings as core_settings
+    from citerun.operator import settings as operator_settings
+    from citerun.worker.pipeline import settings as pipeline_settings
+
+    objects = cs.manifests(
+        cs.helm_template(control_plane, "ns", values_files=[values_file]).stdout
+    )
+
+    def load_env(suffix: str) -> None:
+        for name in [n for n in os.environ if n.startswith("CITERUN_")]:
+            monkeypatch.delenv(name)
+        for name, value in _env(objects, suffix).items():
+            # valueFrom (Secret, downward API) becomes a placeholder string.
+            monkeypatch.setenv(name, value if isinstance(value, str) else f"from-{name}")
+
+    # Each raises pydantic.ValidationError on an unknown or invalid setting.
+    load_env("-operator")
+    core_settings.Settings()
+    autoscaler = operator_settings.OperatorSettings().autoscaler
+    load_env("-worker")
+    core_settings.Settings()
+    pipeline = pipeline_settings.PipelineSettings()
+
+    values = yaml.safe_load(values_file.read_text())
+    assert autoscaler.enabled == values.get("autoscaling", {}).get("enabled", True)
+    judge = values.get("pipeline", {}).get("judge", {})
+    assert pipeline.judge.kind == judge.get("kind", "embedded")
+    if judge.get("kind") == "openai":
+        assert pipeline.judge.openai.model == judge["openai"]["model"]
+        assert pipeline.judge.openai.api_key_env == "CITERUN_JUDGE_API_KEY"

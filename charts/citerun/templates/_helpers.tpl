@@ -163,22 +163,26 @@ The database URL the chart puts in its own Secret.
 {{- end }}
 
 {{/*
-Pipeline settings shared by workers and operator (generic CITERUN_* names).
+Pipeline settings of the workers. Keep in sync with worker/pipeline/settings.py:
+EmbeddingConfig is flat (CITERUN_EMBEDDING__BASE_URL, ...); JudgeConfig nests openai
+(CITERUN_JUDGE__OPENAI__BASE_URL, ...) and reads its key from the env var named by
+api_key_env, CITERUN_JUDGE_API_KEY, which is also what operator/spec.py tells workers to
+use for runs whose spec names an apiKeySecretRef.
 */}}
 {{- define "citerun.pipelineEnv" -}}
 - name: CITERUN_EMBEDDING__PROVIDER
   value: {{ .Values.pipeline.embedding.provider | quote }}
 {{- with .Values.pipeline.embedding.openai }}
 {{- if .baseUrl }}
-- name: CITERUN_EMBEDDING__OPENAI__BASE_URL
+- name: CITERUN_EMBEDDING__BASE_URL
   value: {{ .baseUrl | quote }}
 {{- end }}
 {{- if .model }}
-- name: CITERUN_EMBEDDING__OPENAI__MODEL
+- name: CITERUN_EMBEDDING__MODEL
   value: {{ .model | quote }}
 {{- end }}
 {{- if .apiKeySecret.name }}
-- name: CITERUN_EMBEDDING__OPENAI__API_KEY
+- name: CITERUN_EMBEDDING__API_KEY
   valueFrom:
     secretKeyRef:
       name: {{ .apiKeySecret.name }}
@@ -197,11 +201,13 @@ Pipeline settings shared by workers and operator (generic CITERUN_* names).
   value: {{ .model | quote }}
 {{- end }}
 {{- if .apiKeySecret.name }}
-- name: CITERUN_JUDGE__OPENAI__API_KEY
+- name: CITERUN_JUDGE_API_KEY
   valueFrom:
     secretKeyRef:
       name: {{ .apiKeySecret.name }}
       key: {{ .apiKeySecret.key }}
+- name: CITERUN_JUDGE__OPENAI__API_KEY_ENV
+  value: CITERUN_JUDGE_API_KEY
 {{- end }}
 {{- end }}
 {{- end }}
