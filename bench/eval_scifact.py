@@ -1,0 +1,283 @@
+"""Evaluate retrieval and the embedded judge on SciFact, through the real stack.
+
+Usage::
+
+    python bench/eval_scifact.py                      # dev split, all claims
+    python bench/eval_scifact.py --split train --tune # choose thresholds on train only
+    python bench/eval_scifact.py --limit 50           # a quick run
+
+Every abstract of ``corpus.jsonl`` (title + sentences) becomes a document in an embedded
+Postgres, stored with the same queries ``parse_document`` uses: staged, chunked with
+``pdf.chunk_pages``, embedded with WordLlama, marked parsed. The database lives under
+``--data-dir`` and is reused by later runs (the corpus is loaded once).
+
+(a) Retrieval: for each claim with evidence, all abstracts are ranked by the
+``Retriever`` (pgvector + bm25s fused by RRF; an abstract ranks by its best chunk),
+and by each leg alone. nDCG@10 and recall@10 against the evidence abstracts (binary
+relevance, the BEIR setup; the published BM25 reference on BEIR SciFact is nDCG@10 =
+0.665, over all 300 test claims with bm25 on Elasticsearch).
+
+(b) Judge: for each claim and each cited abstract, ``Retriever.search`` inside that
+abstract and ``EmbeddedJudge.judge``, as ``judge_citation`` does. Gold: the abstract's
+evidence label (SUPPORT / CONTRADICT), NEI when the cited abstract has no evidence.
+Mapping: supported -> SUPPORT, contradicted -> CONTRADICT, unsupported -> NEI, and
+partially_supported -> ``--partial`` (NEI by default: a claim only partly covered is
+not "supported" in SciFact's sense; chosen on train, see docs/benchmarks.md).
+``--tune`` grid-searches the judge thresholds on the split it runs on (use it only with
+``--split train``) and prints the best setting by macro-F1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import dataclasses
+import functools
+import hashlib
+import itertools
+import json
+import math
+import pathlib
+import sys
+import time
+import typing
+
+import numpy as np
+
+from citerun import db, embedded, sql
+from citerun.worker.pipeline import embed, judge, pdf, retrieval
+from citerun.worker.pipeline.settings import RetrievalConfig
+
+DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "evaldata" / "scifact"
+_RUNS = sql.load("citerun", "queries/runs.sql")
+_PIPE = sql.load("citerun.worker", "queries/pipeline.sql")
+LABELS = ("SUPPORT", "CONTRADICT", "NEI")
+
+
+def digest_of(doc_id: int) -> str:
+    return hashlib.sha256(f"scifact:{doc_id}".encode()).hexdigest()
+
+
+class CachingEmbedder:
+    """WordLlama with a memo: the threshold grid re-judges the same sentences."""
+
+    def __init__(self, inner: embed.WordLlamaEmbedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self._memo: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: typing.Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if missing:
+            for text, vector in zip(missing, self.inner.embed(missing)):
+                self._memo[text] = vector
+        return np.stack([self._memo[t] for t in texts])
+
+
+async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder) -> int:
+    """Store every abstract once, as parse_document would; return the document count."""
+    corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").open(encoding="utf-8")]
+    known = await pool.fetchval("SELECT count(*) FROM documents WHERE state = 'parsed'")
+    if known >= len(corpus):
+        return len(corpus)
+    started = time.perf_counter()
+    for start in range(0, len(corpus), 256):
+        batch = corpus[start:start + 256]
+        texts = {d["doc_id"]: d["title"] + "\n\n" + " ".join(d["abstract"]) for d in batch}
+        chunks = {i: pdf.chunk_pages([pdf.Page(1, t)]) for i, t in texts.items()}
+        flat = [(i, c) for i, cs in chunks.items() for c in cs]
+        vectors = embedder.embed([c.text for _, c in flat])
+        async with pool.acquire() as conn, conn.transaction():
+            for d in batch:
+                raw = texts[d["doc_id"]].encode()
+                await conn.execute(_RUNS["document_stage"], digest_of(d["doc_id"]),
+                                   f"{d['doc_id']}.txt", len(raw), raw, "scifact")
+            await conn.executemany(_PIPE["document_page_insert"],
+                                   [(digest_of(i), 1, t) for i, t in texts.items()])
+            await conn.executemany(_PIPE["chunk_insert"], [
+                (digest_of(i), c.ordinal, c.page_start, c.page_end, c.text,
+                 np.asarray(v, dtype=np.float32)) for (i, c), v in zip(flat, vectors)])
+            for d in batch:
+                await conn.execute(_PIPE["document_mark_parsed"], digest_of(d["doc_id"]),
+                                   d["title"], [], None, 1)
+    print(f"loaded {len(corpus)} abstracts in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return len(corpus)
+
+
+# --- (a) retrieval ---------------------------------------------------------------------
+
+def ndcg_at(ranked: list[str], relevant: set[str], k: int = 10) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+async def eval_retrieval(pool: typing.Any, retriever: retrieval.Retriever,
+                         claims: list[dict[str, typing.Any]]) -> None:
+    rows = await pool.fetch("SELECT id, digest FROM chunks WHERE digest = ANY($1::text[])",
+                            [digest_of(d) for d in all_doc_ids()])
+    chunk_doc = {r["id"]: r["digest"] for r in rows}
+    digests = sorted(set(chunk_doc.values()))
+    scores: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+    started = time.perf_counter()
+    with_evidence = [c for c in claims if c["evidence"]]
+    for claim in with_evidence:
+        relevant = {digest_of(int(d)) for d in claim["evidence"]}
+        by_vector, by_bm25 = await retriever.rankings(pool, claim["claim"], digests,
+                                                      candidates=200)
+        for name, ranking in (("hybrid (RRF)", retriever.fuse(by_vector, by_bm25)),
+                              ("BM25 (bm25s)", by_bm25), ("vector (pgvector)", by_vector)):
+            ranked = list(dict.fromkeys(chunk_doc[i] for i, _ in ranking))
+            recall = len(relevant & set(ranked[:10])) / len(relevant)
+            scores[name].append((ndcg_at(ranked, relevant), recall))
+    seconds = time.perf_counter() - started
+    print(f"\nRetrieval over {len(digests)} abstracts, {len(with_evidence)} claims with evidence "
+          f"({seconds / max(len(with_evidence), 1) * 1000:.0f} ms per claim, all three rankings)")
+    print(f"{'ranking':<20} {'nDCG@10':>8} {'recall@10':>10}")
+    for name, values in scores.items():
+        print(f"{name:<20} {np.mean([v[0] for v in values]):>8.3f} "
+              f"{np.mean([v[1] for v in values]):>10.3f}")
+
+
+@functools.cache
+def all_doc_ids() -> tuple[int, ...]:
+    return tuple(json.loads(line)["doc_id"] for line in (DATA / "corpus.jsonl").open())
+
+
+# --- (b) judge -------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    claim: str
+    doc_id: int
+    gold: str
+    passages: tuple[judge.Passage, ...]
+
+
+def gold_label(claim: dict[str, typing.Any], doc_id: int) -> str:
+    sets = claim["evidence"].get(str(doc_id), [])
+    if not sets:
+        return "NEI"
+    return collections.Counter(s["label"] for s in sets).most_common(1)[0][0]
+
+
+async def retrieve_pairs(pool: typing.Any, retriever: retrieval.Retriever,
+                         claims: list[dict[str, typing.Any]]) -> list[Pair]:
+    pairs = []
+    for claim in claims:
+        for doc_id in claim["cited_doc_ids"]:
+            passages = await retriever.search(pool, claim["claim"], [digest_of(doc_id)])
+            pairs.append(Pair(claim["claim"], doc_id, gold_label(claim, doc_id), tuple(passages)))
+    return pairs
+
+
+def to_label(verdict: judge.Verdict, partial: str) -> str:
+    if verdict == judge.Verdict.SUPPORTED:
+        return "SUPPORT"
+    if verdict == judge.Verdict.CONTRADICTED:
+        return "CONTRADICT"
+    if verdict == judge.Verdict.PARTIALLY_SUPPORTED:
+        return partial
+    return "NEI"
+
+
+async def judge_pairs(pairs: list[Pair], embedder: typing.Any,
+                      config: judge.EmbeddedJudgeConfig) -> list[judge.Verdict]:
+    the_judge = judge.EmbeddedJudge(embedder, config)
+    return [(await the_judge.judge(p.claim, p.passages)).verdict for p in pairs]
+
+
+def metrics(gold: list[str], predicted: list[str]) -> tuple[float, float, dict[str, float]]:
+    accuracy = sum(g == p for g, p in zip(gold, predicted)) / max(len(gold), 1)
+    f1s = {}
+    for label in LABELS:
+        tp = sum(g == p == label for g, p in zip(gold, predicted))
+        fp = sum(p == label != g for g, p in zip(gold, predicted))
+        fn = sum(g == label != p for g, p in zip(gold, predicted))
+        f1s[label] = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    return accuracy, sum(f1s.values()) / len(f1s), f1s
+
+
+def print_judge(pairs: list[Pair], verdicts: list[judge.Verdict], partial: str,
+                seconds: float) -> None:
+    gold = [p.gold for p in pairs]
+    predicted = [to_label(v, partial) for v in verdicts]
+    accuracy, macro, f1s = metrics(gold, predicted)
+    print(f"\nJudge on {len(pairs)} (claim, cited abstract) pairs; partially_supported -> "
+          f"{partial}; {len(pairs) / seconds:.1f} pairs/s (retrieval + judge)")
+    print(f"accuracy {accuracy:.3f}   macro-F1 {macro:.3f}   "
+          + "   ".join(f"F1 {k} {v:.3f}" for k, v in f1s.items()))
+    print("\n" + f"{'gold / verdict':<14}" + "".join(f"{v.value[:13]:>14}" for v in _JUDGE_VERDICTS))
+    counts = collections.Counter(zip(gold, verdicts))
+    for label in LABELS:
+        print(f"{label:<14}" + "".join(f"{counts[(label, v)]:>14}" for v in _JUDGE_VERDICTS))
+
+
+_JUDGE_VERDICTS = (judge.Verdict.SUPPORTED, judge.Verdict.PARTIALLY_SUPPORTED,
+                   judge.Verdict.UNSUPPORTED, judge.Verdict.CONTRADICTED)
+
+GRID = {
+    "supported": (0.6, 0.65, 0.7, 0.75),
+    "partially_supported": (0.45, 0.5, 0.55),
+    "contradiction_coverage": (0.5, 0.6, 0.7),
+    "contradiction_similarity": (0.4, 0.55),
+}
+
+
+async def tune(pairs: list[Pair], embedder: typing.Any) -> None:
+    gold = [p.gold for p in pairs]
+    results = []
+    for values in itertools.product(*GRID.values()):
+        settings = dict(zip(GRID, values))
+        if settings["partially_supported"] > settings["supported"]:
+            continue
+        verdicts = await judge_pairs(pairs, embedder, judge.EmbeddedJudgeConfig(**settings))
+        for partial in ("SUPPORT", "NEI"):
+            _, macro, _ = metrics(gold, [to_label(v, partial) for v in verdicts])
+            results.append((macro, partial, settings))
+    results.sort(key=lambda r: -r[0])
+    print(f"\nThreshold grid on this split ({len(results)} settings), best five by macro-F1:")
+    for macro, partial, settings in results[:5]:
+        print(f"  macro-F1 {macro:.3f}  partial->{partial}  {settings}")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("dev", "train"), default="dev")
+    parser.add_argument("--limit", type=int, default=None, help="first N claims only")
+    parser.add_argument("--data-dir", type=pathlib.Path,
+                        default=pathlib.Path("/tmp/citerun-scifact"))
+    parser.add_argument("--partial", choices=("SUPPORT", "NEI"), default="NEI")
+    parser.add_argument("--config", type=json.loads, default={},
+                        help='EmbeddedJudgeConfig overrides as JSON, e.g. \'{"supported": 0.65}\'')
+    parser.add_argument("--tune", action="store_true", help="grid-search judge thresholds")
+    parser.add_argument("--skip-retrieval", action="store_true")
+    args = parser.parse_args()
+    claims = [json.loads(line) for line in
+              (DATA / f"claims_{args.split}.jsonl").open(encoding="utf-8")][: args.limit]
+
+    server = embedded.EmbeddedPostgres(args.data_dir)
+    server.start()
+    await db.migrate(server.url())
+    pool = await db.create_pool(server.url())
+    try:
+        wordllama = embed.WordLlamaEmbedder()
+        await load_corpus(pool, wordllama)
+        retriever = retrieval.Retriever(wordllama, RetrievalConfig())
+        if not args.skip_retrieval:
+            await eval_retrieval(pool, retriever, claims)
+        started = time.perf_counter()
+        pairs = await retrieve_pairs(pool, retriever, claims)
+        verdicts = await judge_pairs(pairs, wordllama, judge.EmbeddedJudgeConfig(**args.config))
+        print_judge(pairs, verdicts, args.partial, time.perf_counter() - started)
+        if args.tune:
+            await tune(pairs, CachingEmbedder(wordllama))
+    finally:
+        await pool.close()
+        server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

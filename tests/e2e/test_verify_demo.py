@@ -1,0 +1,155 @@
+"""``citerun verify`` end to end: the real CLI in a subprocess, on the demo theses.
+
+Each run starts the embedded Postgres under a temporary data directory (no
+``CITERUN_DATABASE_URL``) and two local worker processes, exactly as a user's laptop
+run does. The verdicts must be among those ``examples/expected.json`` accepts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import typing
+
+import pytest
+
+from citerun import db, localdb
+from citerun.settings import Settings
+from tests.unit import pdf_fixtures
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+EXPECTED = json.loads((EXAMPLES / "expected.json").read_text(encoding="utf-8"))
+THESES = sorted(EXPECTED["documents"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def report(self) -> dict[str, typing.Any]:
+        match = re.search(r"^json:\s+(\S+)$", self.stdout, re.MULTILINE)
+        assert match, self.stdout
+        data: dict[str, typing.Any] = json.loads(pathlib.Path(match.group(1)).read_text())
+        return data
+
+
+def verify(data_dir: pathlib.Path, *args: str, cwd: pathlib.Path) -> Run:
+    env = {k: v for k, v in os.environ.items() if k != "CITERUN_DATABASE_URL"}
+    env.update(CITERUN_DATA_DIR=str(data_dir), COLUMNS="250")
+    done = subprocess.run([sys.executable, "-m", "citerun", "verify", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def parse_task_count(data_dir: pathlib.Path) -> int:
+    async def count(url: str) -> int:
+        conn = await db.connect(url)
+        try:
+            return int(await conn.fetchval(
+                "SELECT count(*) FROM tasks WHERE kind = 'parse_document'"))
+        finally:
+            await conn.close()
+
+    with localdb.database(Settings(data_dir=data_dir)) as url:
+        return asyncio.run(count(url))
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    return tmp_path_factory.mktemp("verify")
+
+
+@pytest.fixture(scope="module")
+def first_runs(workspace: pathlib.Path) -> dict[str, Run]:
+    return {thesis: verify(workspace / "data", str(EXAMPLES / thesis), "--sources",
+                           str(EXAMPLES / "sources"), "--out",
+                           str(workspace / f"{pathlib.Path(thesis).stem}.html"), cwd=workspace)
+            for thesis in THESES}
+
+
+def _find(report: dict[str, typing.Any], claim: dict[str, typing.Any]) -> dict[str, typing.Any]:
+    source = pathlib.Path(claim["source"]).name if claim["source"] else None
+    hits = [c for c in report["citations"]
+            if claim["claim"] in " ".join(c["claim"].split())
+            and ((c["source"] or {}).get("filename") if source else c["source"]) == source]
+    assert len(hits) == 1, (claim, [c["claim"] for c in report["citations"]])
+    return hits[0]
+
+
+@pytest.mark.parametrize("thesis", THESES)
+def test_every_verdict_is_accepted(first_runs: dict[str, Run], workspace: pathlib.Path,
+                                   thesis: str) -> None:
+    run = first_runs[thesis]
+    assert run.returncode == 0, run.stderr
+    stem = pathlib.Path(thesis).stem
+    assert f"report: {workspace / stem}.html" in run.stdout
+    assert f"json:   {workspace / stem}.json" in run.stdout
+    report = run.report()
+    wrong = []
+    for claim in EXPECTED["documents"][thesis]["claims"]:
+        found = _find(report, claim)
+        if found["verdict"] not in claim["accept"]:
+            wrong.append(f"{claim['claim']!r} vs {claim['source']}: {found['verdict']} "
+                         f"(expected {claim['accept']}): {found['rationale']}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_second_run_reuses_parsed_documents(first_runs: dict[str, Run],
+                                            workspace: pathlib.Path) -> None:
+    assert all(r.returncode == 0 for r in first_runs.values())
+    before = parse_task_count(workspace / "data")
+    assert before == len(THESES) + len(list((EXAMPLES / "sources").glob("*.pdf")))
+    again = verify(workspace / "data", str(EXAMPLES / THESES[0]), "--sources",
+                   str(EXAMPLES / "sources"), "--out", str(workspace / "again.html"),
+                   cwd=workspace)
+    assert again.returncode == 0, again.stderr
+    assert parse_task_count(workspace / "data") == before  # no document parsed twice
+    verdicts = [c["verdict"] for c in again.report()["citations"]]
+    assert verdicts == [c["verdict"] for c in first_runs[THESES[0]].report()["citations"]]
+
+
+def test_corrupt_source_does_not_stop_the_run(tmp_path: pathlib.Path) -> None:
+    sources = tmp_path / "sources"
+    shutil.copytree(EXAMPLES / "sources", sources)
+    (sources / "wei2018.pdf").write_bytes(pdf_fixtures.corrupt_pdf())
+    run = verify(tmp_path / "data", str(EXAMPLES / "thesis_numeric.pdf"), "--sources",
+                 str(sources), "--out", str(tmp_path / "report.html"), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    report = run.report()
+    wei = [c for c in report["citations"] if c["marker"] == "[4]"]
+    assert wei and {c["verdict"] for c in wei} == {"source_unavailable"}, wei
+    failed = [s for s in report["sources"] if s["filename"] == "wei2018.pdf"]
+    assert failed and failed[0]["status"] == "failed" and failed[0]["error"]
+    others = [c for c in report["citations"] if c["marker"] == "[1]"]
+    assert others and others[0]["verdict"] == "supported"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.pdf", "--sources", str(EXAMPLES / "sources")], "is not a file"),
+        ([str(EXAMPLES / "thesis.pdf"), "--sources", "EMPTY"], "no PDF sources found"),
+        ([str(EXAMPLES / "thesis.pdf"), "--sources", str(EXAMPLES / "sources"), "--workers", "0"],
+         "--workers must be at least 1"),
+    ],
+)
+def test_bad_arguments_fail_with_a_clear_message(tmp_path: pathlib.Path, args: list[str],
+                                                 message: str) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a pdf")
+    args = [str(empty) if a == "EMPTY" else a for a in args]
+    run = verify(tmp_path / "data", *args, cwd=tmp_path)
+    assert run.returncode != 0
+    assert message in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
