@@ -90,7 +90,9 @@ def cmd_operator(args: argparse.Namespace) -> int:
     port = args.liveness_port or handlers.CONFIG.operator.liveness_port
     # Standalone: every replica handles every resource (the handlers are idempotent and
     # status writes conditional); the autoscaler elects one actor with its own Lease.
-    asyncio.run(kopf.operator(clusterwide=True, standalone=True,
+    scope: dict[str, object] = (
+        {"namespaces": args.namespace} if args.namespace else {"clusterwide": True})
+    asyncio.run(kopf.operator(standalone=True, **scope,  # type: ignore[arg-type]
                               liveness_endpoint=f"http://0.0.0.0:{port}/healthz"))
     return 0
 
@@ -169,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("operator", help="run the Kubernetes operator (kopf)")
     p.add_argument("--liveness-port", type=int, help="port of the /healthz endpoint")
+    p.add_argument("--namespace", action="append",
+                   help="watch only this namespace (repeatable); default: all namespaces")
     p.set_defaults(func=cmd_operator)
 
     p = sub.add_parser("upload", help="stage PDFs in Postgres and print their digests")

@@ -31,7 +31,6 @@ from collections import deque
 from typing import Any
 
 import asyncpg
-import kopf
 from kubernetes.client.rest import ApiException
 
 from citerun import listener, queue
@@ -161,8 +160,8 @@ class Autoscaler:
         logger.info("scaled %s/%s from %d to %d (%s)", ns, name, current, decision.replicas,
                     decision.reason, extra={"action": "scale", "reason": decision.label})
         deployment = await asyncio.to_thread(kube.apps().read_namespaced_deployment, name, ns)
-        kopf.event(kube.api_client().sanitize_for_serialization(deployment) | {
-            "apiVersion": "apps/v1", "kind": "Deployment"}, type="Normal", reason="Scaled",
+        await kube.post_event(kube.api_client().sanitize_for_serialization(deployment) | {
+            "apiVersion": "apps/v1", "kind": "Deployment"}, type_="Normal", reason="Scaled",
             message=f"{current} -> {decision.replicas}: {decision.reason}")
 
     async def mark_deletion_costs(self) -> dict[str, int]:

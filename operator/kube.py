@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
+import logging
+import socket
 from typing import Any
 
 import kubernetes
@@ -17,6 +20,8 @@ from kubernetes.client.rest import ApiException
 
 from citerun import errors
 from citerun.operator import spec as specs
+
+logger = logging.getLogger(__name__)
 
 
 class KubeError(errors.CiterunError):
@@ -110,3 +115,25 @@ async def patch_status(namespace: str, name: str, status: dict[str, Any], *,
                 return None
             raise
     return await asyncio.to_thread(patch)
+
+
+async def post_event(obj: dict[str, Any], *, type_: str, reason: str, message: str) -> None:
+    """Post a core/v1 Event about ``obj`` (outside kopf handlers, whose ``kopf.event``
+    needs the handler's context)."""
+    meta = obj["metadata"]
+    namespace = meta.get("namespace") or "default"
+    now = datetime.datetime.now(datetime.timezone.utc)
+    event = kubernetes.client.CoreV1Event(
+        metadata=kubernetes.client.V1ObjectMeta(generate_name=f"{meta['name']}.",
+                                                namespace=namespace),
+        involved_object=kubernetes.client.V1ObjectReference(
+            api_version=obj.get("apiVersion"), kind=obj.get("kind"), name=meta["name"],
+            namespace=namespace, uid=meta.get("uid"),
+            resource_version=meta.get("resourceVersion")),
+        type=type_, reason=reason, message=message[:1024], first_timestamp=now,
+        last_timestamp=now, count=1, source=kubernetes.client.V1EventSource(component="citerun"),
+        reporting_component="citerun.dev/operator", reporting_instance=socket.gethostname())
+    try:
+        await asyncio.to_thread(core().create_namespaced_event, namespace, event)
+    except ApiException as err:  # an event is best effort; never fail the caller for it
+        logger.warning("could not post event %s on %s: %s", reason, meta["name"], err.reason)

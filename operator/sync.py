@@ -18,7 +18,6 @@ import time
 import uuid
 
 import asyncpg
-import kopf
 
 from citerun import listener, queue, runs
 from citerun.operator import kube, status
@@ -106,8 +105,8 @@ class StatusSyncer:
             self._last_write[run_id] = time.monotonic()
             self.writes += 1
             if previous.get("phase") != new["phase"] and new["phase"] in _TERMINAL:
-                kopf.event(obj, type=_TERMINAL[new["phase"]], reason=new["phase"],
-                           message=new["message"])
+                await kube.post_event(obj, type_=_TERMINAL[new["phase"]],
+                                      reason=new["phase"], message=new["message"])
             return
 
     async def sweep_orphans(self) -> list[uuid.UUID]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -25,8 +27,11 @@ TEMPLATE = "citerun_template"
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.EmbeddedPostgres]:
-    server = embedded.EmbeddedPostgres(tmp_path_factory.mktemp("pg"))
+def pg_server() -> Iterator[embedded.EmbeddedPostgres]:
+    # Not under pytest's tmp root: pytest resets that to mode 0700 (another pytest run
+    # on the machine does too), which would lock out the unprivileged postgres user.
+    data_dir = Path(tempfile.mkdtemp(prefix="citerun-test-pg-"))
+    server = embedded.EmbeddedPostgres(data_dir)
     server.start()
 
     async def make_template() -> None:
@@ -40,6 +45,7 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded.Emb
     asyncio.run(make_template())
     yield server
     server.stop("immediate")
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _admin(server: embedded.EmbeddedPostgres, statement: str) -> None:
@@ -129,8 +135,10 @@ def spawn_worker(database_url: str, tmp_path: Path) -> Iterator[object]:
     started: list[WorkerProcess] = []
 
     def spawn(name: str | None = None, env: dict[str, str] | None = None,
-              url: str | None = None) -> WorkerProcess:
-        w = WorkerProcess(url or database_url, tmp_path, name or f"w{len(started)}", env)
+              url: str | None = None,
+              tasks: str = "tests.support.tasks:registry") -> WorkerProcess:
+        w = WorkerProcess(url or database_url, tmp_path, name or f"w{len(started)}", env,
+                          tasks=tasks)
         started.append(w)
         return w
 

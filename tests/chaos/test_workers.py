@@ -193,8 +193,11 @@ async def _count_done(pool: asyncpg.Pool, n: int) -> bool:
     return await _count(pool, "SELECT count(*) FROM test_done") == n
 
 
-async def test_worker_survives_a_postgres_restart(tmp_path: Path, spawn_worker: Any) -> None:
-    server = embedded.EmbeddedPostgres(tmp_path / "restarting")
+async def test_worker_survives_a_postgres_restart(spawn_worker: Any) -> None:
+    import shutil
+    import tempfile
+    data_dir = Path(tempfile.mkdtemp(prefix="citerun-restart-pg-"))
+    server = embedded.EmbeddedPostgres(data_dir)
     url = server.start()
     try:
         await db.migrate(url)
@@ -214,6 +217,7 @@ async def test_worker_survives_a_postgres_restart(tmp_path: Path, spawn_worker: 
         await pool.close()
     finally:
         server.stop("immediate")
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 async def test_bad_input_ends_in_a_stored_error_and_the_worker_lives(

@@ -1,0 +1,144 @@
+"""Running the real operator (``citerun operator``) against the test control plane."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+from kubernetes import client as k8s
+
+from citerun import runs
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CRD = REPO / "crds" / "citationrun.yaml"
+EXAMPLES = REPO / "examples"
+GROUP, VERSION, PLURAL = "citerun.dev", "v1alpha1", "citationruns"
+
+
+class OperatorProcess:
+    def __init__(self, kubeconfig: pathlib.Path, url: str, namespace: str, log_dir: pathlib.Path,
+                 name: str, env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self._log = open(self.log_path, "wb")
+        full_env = {**os.environ, "KUBECONFIG": str(kubeconfig), "CITERUN_DATABASE_URL": url,
+                    "CITERUN_OPERATOR__NAMESPACE": namespace,
+                    "CITERUN_OPERATOR__RESYNC_S": "3",
+                    "CITERUN_OPERATOR__ADMISSION_RETRY_S": "1",
+                    "CITERUN_OPERATOR__STATUS_MIN_INTERVAL_S": "0.2",
+                    "CITERUN_AUTOSCALER__ENABLED": "false", **(env or {})}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "citerun", "--log-level", "INFO", "operator",
+             "--namespace", namespace, "--liveness-port", str(_free_port())],
+            cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = 15) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def stage_demo(url: str, thesis: str = "thesis.pdf") -> dict[str, str]:
+    """Upload the demo thesis and sources; return {file name: digest}."""
+    from citerun import db
+    await db.migrate(url)
+    pool = await db.create_pool(url, min_size=1, max_size=2)
+    try:
+        out = {}
+        for path in [EXAMPLES / thesis, *sorted((EXAMPLES / "sources").glob("*.pdf"))]:
+            doc = await runs.stage_document(pool, path.read_bytes(), path.name)
+            out[path.name] = doc.digest
+        return out
+    finally:
+        await pool.close()
+
+
+def demo_body(name: str, digests: dict[str, str], thesis: str = "thesis.pdf",
+              **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "CitationRun",
+            "metadata": {"name": name},
+            "spec": {"thesis": {"name": thesis, "digest": digests[thesis]},
+                     "sources": [{"name": n, "digest": d} for n, d in sorted(digests.items())
+                                 if n != thesis], **spec}}
+
+
+def get(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        obj: dict[str, Any] = k8s.CustomObjectsApi(api).get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name)
+        return obj
+    except k8s.ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def create(api: k8s.ApiClient, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    obj: dict[str, Any] = k8s.CustomObjectsApi(api).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, body)
+    return obj
+
+
+async def wait_for(check: Callable[[], Any], timeout: float, what: str,
+                   logs: Callable[[], str] = lambda: "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        await asyncio.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{logs()[-6000:]}")
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c["type"] == type_:
+            return dict(c)
+    return None
+
+
+def drop_finalizers(api: k8s.ApiClient, namespace: str) -> None:
+    """Let leftover CitationRuns go when the test's operator is already stopped."""
+    custom = k8s.CustomObjectsApi(api)
+    for obj in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]:
+        custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
+                                              obj["metadata"]["name"],
+                                              {"metadata": {"finalizers": None}})
+
+
+async def counts(pool: asyncpg.Pool) -> dict[str, Any]:
+    rows = await pool.fetch("SELECT kind, dedupe_key FROM tasks")
+    keys = [r["dedupe_key"] for r in rows if r["dedupe_key"]]
+    return {"runs": await pool.fetchval("SELECT count(*) FROM runs"), "tasks": len(rows),
+            "duplicate_keys": len(keys) - len(set(keys)),
+            "citations": await pool.fetchval("SELECT count(*) FROM citations")}
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, default=str)
