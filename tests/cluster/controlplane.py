@@ -282,8 +282,9 @@ class ControlPlane:
     Use as a context manager, or call :meth:`start` and :meth:`stop`. After start:
     ``server`` is the https URL, ``kubeconfig`` an admin kubeconfig file (user
     ``citerun-admin`` in group ``system:masters``), ``bin_dir`` holds ``kubectl`` and
-    ``helm`` too. Logs go to ``etcd.log`` and ``kube-apiserver.log`` in ``workdir``;
-    :meth:`log_tail` returns the end of both.
+    ``helm`` too. Logs go to ``etcd.log`` and ``kube-apiserver.log`` in ``workdir``
+    (a temporary directory unless given, removed by :meth:`stop` unless
+    ``CITERUN_KEEP_CONTROL_PLANE`` is set); :meth:`log_tail` returns the end of both.
     """
 
     bin_dir: pathlib.Path = field(default_factory=default_bin_dir)
@@ -321,8 +322,17 @@ class ControlPlane:
         began = time.monotonic()
         try:
             self._write_pki()
-            self._start_etcd()
-            self._start_apiserver()
+            for attempt in range(1, 4):
+                try:
+                    self._start_etcd()
+                    self._start_apiserver()
+                    break
+                except ControlPlaneError as err:
+                    # free_port() races with anything else binding ports meanwhile.
+                    if "address already in use" not in str(err) or attempt == 3:
+                        raise
+                    self._stop_processes()
+                    shutil.rmtree(self.workdir / "etcd-data", ignore_errors=True)
             self._write_kubeconfig(self.kubeconfig)
         except BaseException:
             self.stop()
@@ -330,7 +340,17 @@ class ControlPlane:
         self.startup_seconds = time.monotonic() - began
 
     def stop(self) -> None:
-        """Stop the apiserver, then etcd: SIGTERM, and SIGKILL after 10 s."""
+        """Stop the apiserver, then etcd, and remove the work directory if it was
+        made here (set CITERUN_KEEP_CONTROL_PLANE=1 to keep keys, data and logs)."""
+        self._stop_processes()
+        if self._own_workdir and self.workdir is not None:
+            if os.environ.get("CITERUN_KEEP_CONTROL_PLANE"):
+                return
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._logs.clear()
+
+    def _stop_processes(self) -> None:
+        """SIGTERM, then SIGKILL after 10 s: the apiserver first, then etcd."""
         for name in ("kube-apiserver", "etcd"):
             proc = self._procs.pop(name, None)
             if proc is None or proc.poll() is not None:
@@ -341,11 +361,6 @@ class ControlPlane:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
-        if self._own_workdir and self.workdir is not None:
-            if os.environ.get("CITERUN_KEEP_CONTROL_PLANE"):
-                return  # keys, kubeconfig and logs stay for debugging
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self._logs.clear()
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the etcd and the apiserver log, headed by name."""

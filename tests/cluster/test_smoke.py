@@ -212,7 +212,10 @@ def test_watch_sees_configmap_added(namespace: str, api_client: k8s.ApiClient) -
 
 
 def test_rbac_is_enforced_for_a_service_account(
-    control_plane: controlplane.ControlPlane, namespace: str, api_client: k8s.ApiClient
+    control_plane: controlplane.ControlPlane,
+    namespace: str,
+    api_client: k8s.ApiClient,
+    tmp_path: pathlib.Path,
 ) -> None:
     token = control_plane.service_account_token(namespace, "reader")
     with control_plane.client(token) as as_reader:
@@ -223,6 +226,11 @@ def test_rbac_is_enforced_for_a_service_account(
         body = json.loads(forbidden.value.body)
         assert body["reason"] == "Forbidden"
         assert f"system:serviceaccount:{namespace}:reader" in body["message"]
+        reader_kubeconfig = control_plane.write_kubeconfig(
+            tmp_path / "reader.kubeconfig", token=token
+        )
+        can_i = ["--kubeconfig", str(reader_kubeconfig), "auth", "can-i", "-n", namespace]
+        assert control_plane.kubectl(*can_i, "list", "pods", check=False).stdout.strip() == "no"
 
         # The same token is let in once RBAC says so: the 403 was authorization,
         # not a broken token.
@@ -247,6 +255,7 @@ def test_rbac_is_enforced_for_a_service_account(
             ),
         )
         _eventually(lambda: reader.list_namespaced_pod(namespace))
+        assert control_plane.kubectl(*can_i, "list", "pods").stdout.strip() == "yes"
         # ...and only for what it was granted.
         with pytest.raises(k8s.ApiException) as still_forbidden:
             reader.list_namespaced_secret(namespace)
