@@ -137,6 +137,88 @@ def test_polarity_conflict(claim: str, sentence: str, conflict: bool) -> None:
     assert (judge.polarity_conflict(claim, sentence) is not None) == conflict
 
 
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("peaked", "peak"), ("rose", "rising"), ("fell", "falls"), ("studies", "study"),
+     ("hottest", "hot"), ("lowered", "lowers"), ("dropped", "drop")],
+)
+def test_stem_joins_inflections(a: str, b: str) -> None:
+    assert judge.stem(a) == judge.stem(b)
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "conflict"),
+    [
+        # Two direction words are a relation: more X -> higher Y against more X -> lower Y.
+        ("More tree cover goes with higher surface temperatures.",
+         "Each additional point of tree cover lowered the surface temperature.", True),
+        ("More tree cover goes with lower surface temperatures.",
+         "Higher canopy cover went with lower surface temperature.", False),
+        ("Admissions fall during heat waves.",
+         "Above 30 °C, admissions of adults aged 75 and over rose by 12 percent.", True),
+        # A cue far from the shared words, or a comparative of another word, says nothing.
+        ("Hospital admissions fall during heat waves.",
+         "Deaths during heat waves are well documented; hospital admissions, which show "
+         "the burden on health services, less so.", False),
+        ("Admissions of older adults fall.", "Older adults are more vulnerable to heat.", False),
+    ],
+)
+def test_polarity_conflict_with_relations_and_anchors(claim: str, sentence: str,
+                                                      conflict: bool) -> None:
+    assert (judge.polarity_conflict(claim, sentence) is not None) == conflict
+
+
+_FRONT = judge.Passage(
+    chunk_id=21,
+    text=(
+        "Public Health and Climate 3(3) 2018 Heat Waves and Emergency Hospital Admissions "
+        "among Older Adults Li Wei, Sarah Mitchell Public Health and Climate, 3(3), 210-222, "
+        "2018 Abstract We linked daily admissions to daily maximum temperature. For every "
+        "degree above 30 °C, emergency admissions of adults aged 75 and over rose by 12 "
+        "percent. Admissions peaked one day after the hottest day. 3. Results The effect "
+        "was stronger in districts with little green space."
+    ),
+    page_start=1,
+    page_end=1,
+    score=0.9,
+)
+
+
+def test_titles_and_headings_are_not_quoted() -> None:
+    sentences = judge._sentences(_FRONT)
+    assert sentences[0] == "We linked daily admissions to daily maximum temperature."
+    assert sentences[-1] == "The effect was stronger in districts with little green space."
+    assert not any("Public Health" in s for s in sentences)
+
+
+async def test_contradiction_by_direction_uses_the_title_as_context(
+    embedded: judge.EmbeddedJudge,
+) -> None:
+    result = await embedded.judge(
+        "Hospital admissions of older adults fall during heat waves, because older people "
+        "then stay at home.", [_FRONT])
+    assert result.verdict == Verdict.CONTRADICTED, result.rationale
+    assert result.evidence[0].quote.startswith("For every degree above 30 °C")
+
+
+async def test_authors_comment_in_a_which_clause_is_not_required(
+    embedded: judge.EmbeddedJudge,
+) -> None:
+    result = await embedded.judge(
+        "Admissions peak one day after the hottest day, which gives health services a short "
+        "warning time.", [_FRONT])
+    assert result.verdict == Verdict.SUPPORTED, result.rationale
+    assert result.evidence[0].quote == "Admissions peaked one day after the hottest day."
+
+
+async def test_one_half_of_an_or_is_partial_support(embedded: judge.EmbeddedJudge) -> None:
+    result = await embedded.judge(
+        "Heat exposure is uneven: it is worst where streets are narrow or green space is "
+        "scarce.", [_FRONT])
+    assert result.verdict == Verdict.PARTIALLY_SUPPORTED, result.rationale
+    assert "green space" in result.evidence[0].quote
+
+
 def test_embedded_config_rejects_inverted_thresholds() -> None:
     with pytest.raises(ValueError, match="partially_supported"):
         judge.EmbeddedJudgeConfig(supported=0.4, partially_supported=0.6)

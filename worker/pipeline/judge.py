@@ -223,6 +223,8 @@ def stem(word: str) -> str:
                 continue
             word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
             break
+    if word.endswith("er") and len(word) >= 5:  # lowered -> lower -> low, like lowers
+        word = word[:-2]
     if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
         word = word[:-1]
     if len(word) > 3 and word.endswith("e"):
@@ -291,7 +293,7 @@ _MODIFIERS = frozenset(
     "more less fewer higher lower greater smaller larger mehr weniger höher niedriger "
     "größer kleiner".split()
 )
-_WINDOW = 6  # tokens on either side of a shared content word in which a cue counts
+_WINDOW = 8  # tokens on either side of a shared content word in which a cue counts
 
 
 def _polarity(text: str, anchors: collections.abc.Sequence[str] = ()) -> _Polarity:
