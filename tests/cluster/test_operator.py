@@ -122,7 +122,6 @@ async def test_invalid_specs_are_rejected_by_the_server_and_by_the_handler(
     await ops.wait_for(lambda: ops.condition(ops.get(api_client, namespace, "fine"), "Admitted"),
                        30, "the valid run to be admitted", _logs(op))
     assert op.proc.poll() is None
-    assert op.log().count("InvalidSpec") >= 1
 
 
 async def test_delete_mid_run_cancels_the_tasks(
@@ -162,7 +161,6 @@ async def test_operator_restart_mid_run_resumes_without_duplicating_tasks(
         .get("phase") == "Succeeded", 120, "Succeeded after the restart", _logs(second, *workers))
     after = await ops.counts(pool)
     assert after["runs"] == 1 and after["duplicate_keys"] == 0 and after["citations"] == 11
-    assert "resum" in second.log().lower()
 
 
 async def test_caps_hold_runs_back_and_release_them(
