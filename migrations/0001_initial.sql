@@ -49,6 +49,7 @@ CREATE TABLE runs (
     id            uuid PRIMARY KEY,
     name          text NOT NULL,
     namespace     text,
+    resource_uid  uuid,
     tenant        text NOT NULL DEFAULT 'default',
     generation    bigint NOT NULL DEFAULT 1,
     spec          jsonb NOT NULL,
@@ -62,6 +63,7 @@ CREATE TABLE runs (
     finished_at   timestamptz
 );
 CREATE INDEX runs_active_idx ON runs (tenant) WHERE state IN ('pending', 'running');
+CREATE INDEX runs_resource_idx ON runs (resource_uid);
 
 -- Which document each role / citation key of a run points to.
 CREATE TABLE run_sources (
