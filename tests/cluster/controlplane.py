@@ -139,7 +139,7 @@ def _call(api: k8s.ApiClient, method: str, path: str) -> Any:
         auth_settings=["BearerToken"],
     )
     response = api.call_api(method, url, header_params=headers, body=body)
-    response.read()
+    response.read()  # type: ignore[no-untyped-call]
     if not 200 <= response.status < 300:
         raise k8s.ApiException(http_resp=response)
     return json.loads(response.data) if response.data else None
@@ -219,7 +219,7 @@ def _make_pki() -> _Pki:
     ca = cert(ca_name, ca_key, ca_name, ca_key, ca=True)
 
     serving_key = ec.generate_private_key(ec.SECP256R1())
-    service_ip = next(ipaddress.ip_network(SERVICE_CLUSTER_IP_RANGE).hosts())
+    service_ip = next(ipaddress.IPv4Network(SERVICE_CLUSTER_IP_RANGE).hosts())
     sans: list[x509.GeneralName] = [
         x509.DNSName(name)
         for name in (
@@ -396,7 +396,7 @@ class ControlPlane:
         try:
             yield api
         finally:
-            api.close()
+            api.close()  # type: ignore[no-untyped-call]
 
     def service_account_token(
         self,
@@ -426,6 +426,8 @@ class ControlPlane:
                 )
             )
             response = core.create_namespaced_service_account_token(name, namespace, request)
+            if response.status is None:
+                raise ControlPlaneError(f"TokenRequest for {namespace}/{name}: no status")
             return str(response.status.token)
 
     def write_kubeconfig(self, path: pathlib.Path, *, token: str | None = None) -> pathlib.Path:
@@ -510,7 +512,7 @@ class ControlPlane:
                         leftovers.append(f"{path}: {err.status} {err.reason}")
             try:
                 namespace = core.read_namespace(name)
-                namespace.spec.finalizers = []
+                namespace.spec = k8s.V1NamespaceSpec(finalizers=[])
                 core.replace_namespace_finalize(name, namespace)
             except k8s.ApiException as err:
                 if err.status != 404:
@@ -675,7 +677,9 @@ class ControlPlane:
 
     def _write_kubeconfig(self, path: pathlib.Path, *, token: str | None = None) -> None:
         assert self._pki is not None
-        b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
+        def b64(data: bytes) -> str:
+            return base64.b64encode(data).decode()
+
         if token is None:
             user_name = ADMIN_USER
             user: dict[str, str] = {

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import pathlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -91,12 +92,12 @@ def widget_crd(
     control_plane.kubectl("delete", "crd", str(name), "--wait=false")
 
 
-def _eventually(check: object, timeout: float = 10.0) -> None:
+def _eventually(check: Callable[[], object], timeout: float = 10.0) -> None:
     """Retry ``check()`` until it stops raising (caches behind the API lag a little)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            check()  # type: ignore[operator]
+            check()
             return
         except (k8s.ApiException, AssertionError):
             if time.monotonic() > deadline:
@@ -109,10 +110,11 @@ def test_crd_schema_is_enforced_by_the_server(
 ) -> None:
     objects = k8s.CustomObjectsApi(api_client)
 
-    def create(name: str, spec: dict[str, object]) -> dict[str, object]:
-        return objects.create_namespaced_custom_object(  # type: ignore[no-any-return]
+    def create(name: str, spec: dict[str, object]) -> dict[str, Any]:
+        created = objects.create_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, _widget(name, spec)
         )
+        return cast(dict[str, Any], created)
 
     # The CRD's endpoints appear a moment after Established on a busy apiserver.
     _eventually(lambda: create("good", {"size": 3, "color": "red"}))
@@ -120,21 +122,21 @@ def test_crd_schema_is_enforced_by_the_server(
     with pytest.raises(k8s.ApiException) as too_big:
         create("too-big", {"size": 99})
     assert too_big.value.status == 422
-    assert "spec.size" in too_big.value.body
+    assert "spec.size" in str(too_big.value.body)
 
     with pytest.raises(k8s.ApiException) as bad_enum:
         create("bad-color", {"size": 2, "color": "green"})
     assert bad_enum.value.status == 422
-    assert "spec.color" in bad_enum.value.body
+    assert "spec.color" in str(bad_enum.value.body)
 
     with pytest.raises(k8s.ApiException) as missing:
         create("no-size", {"color": "blue"})
     assert missing.value.status == 422
-    assert "spec.size" in missing.value.body
+    assert "spec.size" in str(missing.value.body)
 
     # Unknown fields are pruned by the structural schema, not stored.
     pruned = create("pruned", {"size": 1, "shape": "round"})
-    assert pruned["spec"] == {"size": 1}  # type: ignore[index]
+    assert pruned["spec"] == {"size": 1}
 
 
 def test_crd_status_subresource_splits_spec_and_status(
@@ -150,13 +152,19 @@ def test_crd_status_subresource_splits_spec_and_status(
     objects.patch_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, "w", {"status": {"phase": "Ignored"}}
     )
-    got = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "w")
+    got = cast(
+        dict[str, Any],
+        objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "w"),
+    )
     assert "status" not in got
     # ...and one written through /status is kept, without bumping the generation.
     objects.patch_namespaced_custom_object_status(
         GROUP, VERSION, namespace, PLURAL, "w", {"status": {"phase": "Ready"}}
     )
-    got = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "w")
+    got = cast(
+        dict[str, Any],
+        objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "w"),
+    )
     assert got["status"] == {"phase": "Ready"}
     assert got["metadata"]["generation"] == 1
 
@@ -183,22 +191,25 @@ def test_deployment_scale_subresource(namespace: str, api_client: k8s.ApiClient)
     apps.patch_namespaced_deployment_scale("smoke", namespace, {"spec": {"replicas": 3}})
 
     scale = apps.read_namespaced_deployment_scale("smoke", namespace)
-    assert scale.spec.replicas == 3
-    assert scale.status.selector == "app=smoke"
-    assert apps.read_namespaced_deployment("smoke", namespace).spec.replicas == 3
+    assert scale.spec is not None and scale.spec.replicas == 3
+    assert scale.status is not None and scale.status.selector == "app=smoke"
+    deployment = apps.read_namespaced_deployment("smoke", namespace)
+    assert deployment.spec is not None and deployment.spec.replicas == 3
 
 
 def test_watch_sees_configmap_added(namespace: str, api_client: k8s.ApiClient) -> None:
     core = k8s.CoreV1Api(api_client)
     # Watch from the list's resourceVersion: every change after it is delivered.
-    since = core.list_namespaced_config_map(namespace).metadata.resource_version
+    listed = core.list_namespaced_config_map(namespace)
+    assert listed.metadata is not None
+    since = listed.metadata.resource_version
     core.create_namespaced_config_map(
         namespace,
         k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name="hello"), data={"k": "v"}),
     )
-    w = watch.Watch()
+    w = watch.Watch()  # type: ignore[no-untyped-call]
     events = []
-    for event in w.stream(
+    for event in w.stream(  # type: ignore[no-untyped-call]
         core.list_namespaced_config_map,
         namespace,
         resource_version=since,
@@ -207,7 +218,7 @@ def test_watch_sees_configmap_added(namespace: str, api_client: k8s.ApiClient) -
     ):
         events.append((event["type"], event["object"].metadata.name))
         if event["object"].metadata.name == "hello":
-            w.stop()
+            w.stop()  # type: ignore[no-untyped-call]
     assert ("ADDED", "hello") in events
 
 
@@ -223,7 +234,7 @@ def test_rbac_is_enforced_for_a_service_account(
         with pytest.raises(k8s.ApiException) as forbidden:
             reader.list_namespaced_pod(namespace)
         assert forbidden.value.status == 403
-        body = json.loads(forbidden.value.body)
+        body = json.loads(str(forbidden.value.body))
         assert body["reason"] == "Forbidden"
         assert f"system:serviceaccount:{namespace}:reader" in body["message"]
         reader_kubeconfig = control_plane.write_kubeconfig(
