@@ -25,7 +25,8 @@ GROUP, VERSION, PLURAL = "citerun.dev", "v1alpha1", "citationruns"
 
 class OperatorProcess:
     def __init__(self, kubeconfig: pathlib.Path, url: str, namespace: str, log_dir: pathlib.Path,
-                 name: str, env: dict[str, str] | None = None) -> None:
+                 name: str, env: dict[str, str] | None = None,
+                 clusterwide: bool = False) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self._log = open(self.log_path, "wb")
@@ -35,9 +36,10 @@ class OperatorProcess:
                     "CITERUN_OPERATOR__ADMISSION_RETRY_S": "1",
                     "CITERUN_OPERATOR__STATUS_MIN_INTERVAL_S": "0.2",
                     "CITERUN_AUTOSCALER__ENABLED": "false", **(env or {})}
+        scope = [] if clusterwide else ["--namespace", namespace]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "citerun", "--log-level", "INFO", "operator",
-             "--namespace", namespace, "--liveness-port", str(_free_port())],
+            [sys.executable, "-m", "citerun", "--log-level", "INFO", "operator", *scope,
+             "--liveness-port", str(_free_port())],
             cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
 
     def log(self) -> str:
