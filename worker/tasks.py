@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import asyncpg
+import httpx
 import numpy as np
 import pydantic
 
@@ -48,6 +49,13 @@ def embedder() -> embed.Embedder:
 
 
 _bm25_cache = retrieval.Bm25Cache()
+
+
+@functools.cache
+def _http_client() -> httpx.AsyncClient:
+    """One HTTP client per worker process for the OpenAI-compatible judge (pooled
+    connections; the worker runs one event loop for its whole life)."""
+    return httpx.AsyncClient()
 
 
 def _run_config(spec: dict[str, Any]) -> tuple[judge.JudgeConfig, RetrievalConfig]:
@@ -245,10 +253,9 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
     judge_config, retrieval_config = _run_config(row["spec"] or {})
     finder = retrieval.Retriever(embedder(), retrieval_config, _bm25_cache)
     passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
-    the_judge = (judge.EmbeddedJudge(embedder(), judge_config.embedded)
-                 if judge_config.kind == "embedded" else
-                 judge.make_judge(judge_config, embedder(), budget=judge.TokenBudget(
-                     judge_config.openai.token_budget, row["tokens_spent"])))
+    the_judge = judge.make_judge(judge_config, embedder(), client=_http_client(),
+                                 budget=judge.TokenBudget(judge_config.openai.token_budget,
+                                                          row["tokens_spent"]))
     try:
         verdict = await the_judge.judge(row["claim"], passages)
     except judge.BudgetExhausted as err:
