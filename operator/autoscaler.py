@@ -72,32 +72,44 @@ class State:
 def decide(obs: Observation, state: State, config: AutoscalerConfig) -> Decision:
     """The replicas the worker Deployment should have now, and why."""
     outstanding = obs.due + obs.running
-    floor = max(config.min_workers, min(obs.busy_workers, config.max_workers))
+    # A worker cannot be busy without a running task; a busy count above ``running`` is
+    # a workers row whose last heartbeat predates its going idle.
+    busy = min(obs.busy_workers, obs.running)
+    floor = max(config.min_workers, min(busy, config.max_workers))
     if outstanding > 0:
         state.idle_since = None
-        raw = math.ceil(outstanding / config.tasks_per_worker)
+        need = math.ceil(outstanding / config.tasks_per_worker)
     else:
         if state.idle_since is None:
             state.idle_since = obs.now
-        idle_for = obs.now - state.idle_since
-        raw = config.min_workers if idle_for >= config.cooldown_s else obs.current
-    target = min(max(raw, floor), config.max_workers)
+        need = config.min_workers
+    target = min(max(need, floor), config.max_workers)
+    # The window holds what the load needed, not what was kept: a cooldown that held the
+    # old count must not stretch the window past its end.
     window = state.recommendations
+    if not window:
+        # No history (a new Lease holder, a restart): what runs now counts as a
+        # recommendation, so the first scale-down still waits a whole window.
+        window.append((obs.now, obs.current))
     window.append((obs.now, target))
     while window and window[0][0] < obs.now - config.stabilization_s:
         window.popleft()
-    if target >= obs.current:
-        if target > obs.current:
-            return Decision(target, f"scale-up: {outstanding} outstanding task(s), "
-                                    f"{config.tasks_per_worker} per worker")
+    if target > obs.current:
+        return Decision(target, f"scale-up: {outstanding} outstanding task(s), "
+                                f"{config.tasks_per_worker} per worker")
+    if target == obs.current:
         return Decision(obs.current, "steady")
     stabilized = max(t for _, t in window)
-    if outstanding == 0 and target == config.min_workers and stabilized == target:
-        return Decision(target, f"scale-to-min: idle for {config.cooldown_s:.0f}s")
-    if stabilized < obs.current:
-        return Decision(stabilized, f"scale-down: {outstanding} outstanding task(s), stable "
-                                    f"for {config.stabilization_s:.0f}s")
-    return Decision(obs.current, "stabilizing")
+    cooling = state.idle_since is not None and obs.now - state.idle_since < config.cooldown_s
+    if cooling:
+        # Idle but not for cooldown_s yet: keep what runs (only trim above max_workers).
+        stabilized = max(stabilized, min(obs.current, config.max_workers))
+    if stabilized >= obs.current:
+        return Decision(obs.current, "cooldown" if cooling else "stabilizing")
+    if outstanding == 0 and stabilized == config.min_workers:
+        return Decision(stabilized, f"scale-to-min: idle for {config.cooldown_s:.0f}s")
+    return Decision(stabilized, f"scale-down: {outstanding} outstanding task(s), stable "
+                                f"for {config.stabilization_s:.0f}s")
 
 
 class Autoscaler:
@@ -109,6 +121,7 @@ class Autoscaler:
         self.state = State()
         self.identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
         self._wake = asyncio.Event()
+        self._renewed_at: float | None = None  # monotonic time of our last renewal
         self.decisions: list[tuple[float, Decision]] = []
 
     def _on_notify(self, _source: str, _payload: str | None) -> None:
@@ -122,6 +135,10 @@ class Autoscaler:
                 try:
                     if await self.hold_lease():
                         await self.run_once()
+                    else:
+                        # What another replica saw while it scaled is not ours to judge
+                        # by: start afresh if the Lease comes back.
+                        self.state = State()
                 except Exception as err:  # noqa: BLE001 - try again next round
                     logger.warning("autoscaler round failed: %s", err)
                 try:
@@ -185,17 +202,33 @@ class Autoscaler:
         return costs
 
     async def hold_lease(self) -> bool:
-        """Acquire or renew the autoscaler Lease; True if this replica holds it."""
-        return await asyncio.to_thread(self._hold_lease_sync)
+        """Acquire or renew the autoscaler Lease; True if this replica holds it.
+
+        A Lease renewed less than a third of its duration ago is held without asking the
+        API server again, so a burst of NOTIFYs costs no Lease round trips (the margin
+        is client-go's: renew well before another replica may take over).
+        """
+        if (self._renewed_at is not None
+                and time.monotonic() - self._renewed_at < self.config.lease_duration_s / 3):
+            return True
+        started = time.monotonic()
+        try:
+            held = await asyncio.to_thread(self._hold_lease_sync)
+        except BaseException:
+            self._renewed_at = None
+            raise
+        self._renewed_at = started if held else None
+        return held
 
     def _hold_lease_sync(self) -> bool:
         api = kube.coordination()
         name, ns = self.config.lease_name, self.operator.namespace
         now = dt.datetime.now(dt.timezone.utc)
+        stamp = _micro_time(now)
         duration = int(math.ceil(self.config.lease_duration_s))
         body: dict[str, Any] = {"metadata": {"name": name}, "spec": {
             "holderIdentity": self.identity, "leaseDurationSeconds": duration,
-            "acquireTime": now.isoformat(), "renewTime": now.isoformat()}}
+            "acquireTime": stamp, "renewTime": stamp}}
         try:
             lease = api.read_namespaced_lease(name, ns)
         except ApiException as err:
@@ -215,7 +248,10 @@ class Autoscaler:
         if spec.holder_identity != self.identity and not expired:
             return False
         if spec.holder_identity == self.identity:
-            body["spec"]["acquireTime"] = (spec.acquire_time or now).isoformat()
+            body["spec"]["acquireTime"] = _micro_time(spec.acquire_time or now)
+            body["spec"]["leaseTransitions"] = spec.lease_transitions or 0
+        else:
+            body["spec"]["leaseTransitions"] = (spec.lease_transitions or 0) + 1
         body["metadata"]["resourceVersion"] = lease.metadata.resource_version
         try:
             api.replace_namespaced_lease(name, ns, body)
@@ -224,3 +260,9 @@ class Autoscaler:
                 return False
             raise
         return True
+
+
+def _micro_time(moment: dt.datetime) -> str:
+    """A MicroTime as the API server parses it: always six fractional digits (isoformat
+    drops them when the microseconds are zero, which the server rejects)."""
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
