@@ -214,12 +214,14 @@ async def heartbeat(conn: Executor, tasks: Sequence[ClaimedTask], *,
 
 
 async def sweep_stalled(executor: Executor, *, backoff_base_s: float,
-                        backoff_cap_s: float) -> SweepResult:
-    """Requeue tasks whose lease expired; dead-letter the ones out of attempts."""
-    async with _transaction(executor) as conn:
-        rows = await conn.fetch(_Q["task_sweep_stalled"], backoff_base_s, backoff_cap_s)
-        for kind in sorted({r["kind"] for r in rows if r["state"] == "queued"}):
-            await conn.execute(_Q["task_notify"], kind)
+                        backoff_cap_s: float, worker_id: str = "") -> SweepResult:
+    """Requeue tasks whose lease expired; dead-letter the ones out of attempts.
+
+    One statement (requeue, notify and the sweeper's heartbeat stamp), so the periodic
+    sweep of an idle worker costs one round trip.
+    """
+    rows = [r for r in await executor.fetch(_Q["task_sweep_stalled"], backoff_base_s,
+                                            backoff_cap_s, worker_id) if r["id"] is not None]
     return SweepResult(
         requeued=tuple(r["id"] for r in rows if r["state"] == "queued"),
         dead=tuple(r["id"] for r in rows if r["state"] == "failed"),

@@ -57,14 +57,15 @@ class WorkerSettings(BaseModel):
         4, ge=1, le=256, description="Tasks one worker runs at once. CPU-bound handlers run "
         "in threads, so more than the core count only helps for I/O-bound judges.")
     poll_s: float = Field(
-        30.0, gt=0, description="Seconds between polls for queued work when no NOTIFY "
-        "arrived: the slow-but-correct path that bounds the delay of a lost NOTIFY.")
+        60.0, gt=0, description="Seconds between polls for queued work when no NOTIFY "
+        "arrived: the slow-but-correct path that bounds the delay of a lost NOTIFY (rare: "
+        "a NOTIFY is only lost with its connection, and a reconnect rescans at once). An "
+        "idle worker also sweeps (and stamps its workers row) at this pace, so it sends "
+        "two statements per poll_s: 0.033/s at 60 s.")
     sweep_s: float = Field(
-        30.0, gt=0, description="Seconds between stall sweeps (requeue expired leases). "
-        "Every worker sweeps, so with N workers a stall is seen after about sweep_s/N.")
-    idle_heartbeat_s: float = Field(
-        60.0, gt=0, description="Seconds between heartbeats of the workers row while idle; "
-        "an idle worker should cost the database almost nothing.")
+        15.0, gt=0, description="Seconds between stall sweeps (requeue expired leases) "
+        "while the worker is busy. Every worker sweeps, so with N busy workers a stall is "
+        "seen about sweep_s/N after its lease expired.")
     drain_timeout_s: float = Field(
         20.0, ge=0, description="Seconds a SIGTERMed worker lets in-flight tasks finish "
         "before releasing them. Keep below the pod's terminationGracePeriodSeconds.")

@@ -287,13 +287,16 @@ class Worker:
     # -- maintenance --------------------------------------------------------------------
 
     async def _heartbeat_loop(self) -> None:
-        """Extend leases of held tasks in one UPDATE per interval; cancel the lost ones."""
+        """Extend leases of held tasks in one UPDATE per interval; cancel the lost ones.
+
+        An idle worker sends no heartbeat of its own: its periodic sweep stamps its
+        workers row in the same statement.
+        """
         s = self.settings
-        last_stamp = time.monotonic()
         while True:
             await asyncio.sleep(s.queue.heartbeat_s * random.uniform(0.9, 1.1))
-            running = [r for r in self._held.values()]
-            if not running and time.monotonic() - last_stamp < s.worker.idle_heartbeat_s:
+            running = list(self._held.values())
+            if not running:
                 continue
             tasks = [r.task for r in running]
             try:
@@ -302,7 +305,6 @@ class Worker:
             except DB_ERRORS as err:
                 logger.warning("heartbeat failed: %s", err, extra={"action": "heartbeat"})
                 continue
-            last_stamp = time.monotonic()
             for entry in running:
                 current = self._held.get(entry.task.id)
                 if entry.task.id in kept or current is not entry or entry.completing:
@@ -330,7 +332,7 @@ class Worker:
         """Requeue expired leases and dead-letter exhausted tasks; return what was done."""
         q = self.settings.queue
         result = await queue.sweep_stalled(self.pool, backoff_base_s=q.backoff_base_s,
-                                           backoff_cap_s=q.backoff_cap_s)
+                                           backoff_cap_s=q.backoff_cap_s, worker_id=self.id)
         if result.requeued or result.dead:
             self.metrics.requeues.labels("sweep").inc(len(result.requeued))
             logger.info("swept %d stalled tasks (%d requeued, %d dead)",

@@ -79,25 +79,39 @@ WHERE t.id = held.id AND t.attempt = held.attempt AND t.worker_id = $3
 RETURNING t.id;
 
 -- name: task_sweep_stalled --
--- Requeue running tasks whose lease expired (with backoff), dead-letter the exhausted.
-UPDATE tasks AS t
-SET state = CASE WHEN t.attempt - t.releases >= t.max_attempts THEN 'failed' ELSE 'queued' END,
-    run_after = now() + make_interval(secs => least(
-        $2::float8, $1::float8 * power(2, greatest(t.attempt - t.releases - 1, 0)))
-        * (0.75 + random() / 2)),
-    last_error = 'lease expired: worker ' || coalesce(t.worker_id, '?')
-                 || ' stopped heartbeating during attempt ' || t.attempt,
-    lease_expires_at = NULL,
-    finished_at = CASE WHEN t.attempt - t.releases >= t.max_attempts THEN now() END
-FROM (
-    SELECT id FROM tasks
-    WHERE state = 'running' AND lease_expires_at < now()
-    ORDER BY lease_expires_at
-    FOR UPDATE SKIP LOCKED
-    LIMIT 500
-) AS stalled
-WHERE t.id = stalled.id
-RETURNING t.id, t.kind, t.state, t.run_id;
+-- Requeue running tasks whose lease expired (with backoff), dead-letter the exhausted,
+-- notify for the requeued, and stamp the sweeping worker's row: one statement, so an
+-- idle worker's maintenance costs one round trip.
+WITH stamp AS (
+    UPDATE workers SET heartbeat_at = now() WHERE id = $3
+), swept AS (
+    UPDATE tasks AS t
+    SET state = CASE WHEN t.attempt - t.releases >= t.max_attempts THEN 'failed' ELSE 'queued' END,
+        run_after = now() + make_interval(secs => least(
+            $2::float8, $1::float8 * power(2, greatest(t.attempt - t.releases - 1, 0)))
+            * (0.75 + random() / 2)),
+        last_error = 'lease expired: worker ' || coalesce(t.worker_id, '?')
+                     || ' stopped heartbeating during attempt ' || t.attempt,
+        lease_expires_at = NULL,
+        finished_at = CASE WHEN t.attempt - t.releases >= t.max_attempts THEN now() END
+    FROM (
+        SELECT id FROM tasks
+        WHERE state = 'running' AND lease_expires_at < now()
+        ORDER BY lease_expires_at
+        FOR UPDATE SKIP LOCKED
+        LIMIT 500
+    ) AS stalled
+    WHERE t.id = stalled.id
+    RETURNING t.id, t.kind, t.state, t.run_id
+), notified AS (
+    SELECT pg_notify('citerun_tasks', kind) FROM (
+        SELECT DISTINCT kind FROM swept WHERE state = 'queued') AS kinds
+)
+SELECT s.id, s.kind, s.state, s.run_id, (SELECT count(*) FROM notified) AS notifications
+FROM swept AS s
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, (SELECT count(*) FROM notified)
+WHERE NOT EXISTS (SELECT 1 FROM swept);
 
 -- name: task_has_due --
 -- Whether any task of the given kinds is due: the cheap idle probe of a worker.
