@@ -16,7 +16,6 @@ processes can call it at once. The protocol (see DESIGN.md):
 from __future__ import annotations
 
 import contextlib
-import random
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from typing import Any
 
 import asyncpg
 
-from citerun import errors, sql
+from citerun import errors, retry, sql
 
 TASKS_CHANNEL = "citerun_tasks"
 RUNS_CHANNEL = "citerun_runs"
@@ -93,10 +92,7 @@ class SweepResult:
     dead_run_ids: tuple[uuid.UUID, ...]
 
 
-def backoff_s(attempt: int, *, base_s: float, cap_s: float) -> float:
-    """Delay before retry number ``attempt`` (1-based): exponential, capped, jittered ±25 %."""
-    raw = min(cap_s, base_s * 2 ** max(attempt - 1, 0))
-    return raw * (0.75 + random.random() / 2)
+backoff_s = retry.backoff_s
 
 
 async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,

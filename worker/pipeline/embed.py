@@ -17,7 +17,6 @@ thread, and a sync client keeps retries and batching plain code.
 from __future__ import annotations
 
 import collections.abc
-import email.utils
 import logging
 import pathlib
 import random
@@ -30,7 +29,7 @@ import numpy
 import numpy.typing
 import pydantic
 
-from citerun import errors
+from citerun import errors, retry
 
 logger = logging.getLogger(__name__)
 
@@ -254,22 +253,6 @@ class EmbeddingConfig(pydantic.BaseModel):
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
-def _retry_after_s(response: httpx.Response) -> float | None:
-    """Seconds the server asked us to wait: Retry-After as seconds or an HTTP date."""
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
 class OpenAIEmbedder:
     """Embeddings from an OpenAI-compatible ``POST /v1/embeddings`` endpoint."""
 
@@ -343,7 +326,7 @@ class OpenAIEmbedder:
                         f"with {problem}",
                         status=status,
                     )
-                delay = _retry_after_s(response)
+                delay = retry.retry_after_seconds(response.headers.get("retry-after"))
             if attempt == attempts:
                 raise EmbeddingServiceError(
                     f"the embedding service at {self.url} failed {attempts} time(s); "
