@@ -63,7 +63,7 @@ def submit(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> dict[str, Any] | None:
-    from kubernetes.client.rest import ApiException
+    from kubernetes.client.exceptions import ApiException
 
     from citerun.operator import spec as specs
     try:

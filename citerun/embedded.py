@@ -110,13 +110,13 @@ class EmbeddedPostgres:
         if not (self.pgdata / "PG_VERSION").exists():
             if self.pgdata.exists():
                 shutil.rmtree(self.pgdata)
-            self._run(pgbin.initdb, ["--auth=trust", "--encoding=utf8", "-U", "postgres",
+            self._run(getattr(pgbin, "initdb"), ["--auth=trust", "--encoding=utf8", "-U", "postgres",
                                      "--no-sync"])
         port = self._port or _free_port()
         options = (f"-c listen_addresses=127.0.0.1 -p {port} -k {self.data_dir} "
                    "-c max_connections=300 -c shared_buffers=128MB -c fsync=on")
         try:
-            self._run(pgbin.pg_ctl, ["-w", "-t", "60", "-o", options, "-l", str(self.log_path),
+            self._run(getattr(pgbin, "pg_ctl"), ["-w", "-t", "60", "-o", options, "-l", str(self.log_path),
                                      "start"])
         except subprocess.CalledProcessError as err:
             raise EmbeddedPostgresError(
@@ -129,7 +129,7 @@ class EmbeddedPostgres:
         """Stop the server (``mode``: smart, fast or immediate)."""
         if self.is_running():
             with contextlib.suppress(subprocess.CalledProcessError):
-                self._run(pgbin.pg_ctl, ["-w", "-t", "60", "-m", mode, "stop"])
+                self._run(getattr(pgbin, "pg_ctl"), ["-w", "-t", "60", "-m", mode, "stop"])
 
     def restart(self) -> None:
         """Stop and start again on the same port (for tests of reconnects)."""

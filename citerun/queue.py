@@ -20,11 +20,15 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import asyncpg
 
 from citerun import errors, retry, sql
+
+# Where a statement may run: a connection (possibly inside the caller's transaction)
+# or the pool.
+Executor: TypeAlias = asyncpg.Connection | asyncpg.Pool
 
 TASKS_CHANNEL = "citerun_tasks"
 RUNS_CHANNEL = "citerun_runs"
@@ -115,9 +119,6 @@ async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,
         for kind in sorted({r["kind"] for r in rows}):
             await conn.execute(_Q["task_notify"], kind)
     return [r["id"] for r in rows]
-
-
-Executor = asyncpg.Connection | asyncpg.Pool
 
 
 @contextlib.asynccontextmanager

@@ -10,7 +10,7 @@ import time
 def backoff_s(attempt: int, *, base_s: float, cap_s: float) -> float:
     """Delay before retry number ``attempt`` (1-based): exponential, capped, jittered ±25 %
     (so retries of many tasks that failed together spread out)."""
-    raw = min(cap_s, base_s * 2 ** max(attempt - 1, 0))
+    raw: float = min(cap_s, base_s * 2.0 ** max(attempt - 1, 0))
     return raw * (0.75 + random.random() / 2)
 
 
@@ -27,4 +27,5 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+    seconds: float = when.timestamp() - (time.time() if now is None else now)
+    return max(seconds, 0.0)

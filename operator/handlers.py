@@ -79,16 +79,18 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
 
 @kopf.on.resume(specs.GROUP, specs.VERSION, specs.PLURAL)
 @kopf.on.create(specs.GROUP, specs.VERSION, specs.PLURAL)
-async def admit(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespace: str,
+async def admit(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespace: str | None,
                 memo: kopf.Memo, **_: Any) -> None:
     """Validate, admit and start the run of the resource's current generation."""
+    assert namespace is not None  # CitationRun is namespaced
     await _start(body, meta, uid, name, namespace, memo)
 
 
 @kopf.on.update(specs.GROUP, specs.VERSION, specs.PLURAL, field="spec")
-async def respec(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespace: str,
-                 memo: kopf.Memo, **_: Any) -> None:
+async def respec(body: kopf.Body, meta: kopf.Meta, uid: str, name: str,
+                 namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
     """The spec changed: cancel the old generation's run, start one for the new spec."""
+    assert namespace is not None
     current = run_id_for(uid, int(meta.get("generation", 1)))
     for run_id in await runs.active_of_resource(memo.pool, uuid.UUID(uid)):
         if run_id != current:
@@ -207,8 +209,8 @@ async def resync(meta: kopf.Meta, uid: str, memo: kopf.Memo, **_: Any) -> None:
 
 @kopf.on.delete(specs.GROUP, specs.VERSION, specs.PLURAL,
                 retries=CONFIG.operator.finalizer_retries, backoff=2)
-async def delete(body: kopf.Body, uid: str, name: str, namespace: str, memo: kopf.Memo,
-                 retry: int, **_: Any) -> None:
+async def delete(body: kopf.Body, uid: str, name: str, namespace: str | None,
+                 memo: kopf.Memo, retry: int, **_: Any) -> None:
     """Cancel the run's tasks and drop its staged bytes; never block deletion forever."""
     try:
         cancelled = 0

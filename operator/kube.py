@@ -13,10 +13,11 @@ import base64
 import datetime
 import logging
 import socket
+import typing
 from typing import Any
 
 import kubernetes
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from citerun import errors
 from citerun.operator import spec as specs
@@ -37,9 +38,11 @@ def api_client() -> kubernetes.client.ApiClient:
     if _api_client is None:
         configuration = kubernetes.client.Configuration()
         try:
-            kubernetes.config.load_incluster_config(client_configuration=configuration)
+            kubernetes.config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration)
         except kubernetes.config.ConfigException:
-            kubernetes.config.load_kube_config(client_configuration=configuration)
+            kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration)
         _api_client = kubernetes.client.ApiClient(configuration)
     return _api_client
 
@@ -84,9 +87,9 @@ async def read_key_bytes(namespace: str, kind: str, name: str, key: str) -> byte
 async def get_run(namespace: str, name: str) -> dict[str, Any] | None:
     def get() -> dict[str, Any] | None:
         try:
-            obj: dict[str, Any] = custom().get_namespaced_custom_object(
+            obj = custom().get_namespaced_custom_object(
                 specs.GROUP, specs.VERSION, namespace, specs.PLURAL, name)
-            return obj
+            return typing.cast(dict[str, Any], obj)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -107,9 +110,9 @@ async def patch_status(namespace: str, name: str, status: dict[str, Any], *,
 
     def patch() -> dict[str, Any] | None:
         try:
-            obj: dict[str, Any] = custom().patch_namespaced_custom_object_status(
+            obj = custom().patch_namespaced_custom_object_status(
                 specs.GROUP, specs.VERSION, namespace, specs.PLURAL, name, body)
-            return obj
+            return typing.cast(dict[str, Any], obj)
         except ApiException as err:
             if err.status in (404, 409):
                 return None

@@ -107,7 +107,8 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
         return
     chunks = pdf.chunk_pages(parsed.pages, target_chars=settings.chunk_chars,
                              overlap_chars=settings.overlap_chars)
-    vectors = await ctx.run_cpu(embedder().embed, [c.text for c in chunks]) if chunks else []
+    vectors: Any = (await ctx.run_cpu(embedder().embed, [c.text for c in chunks])
+                    if chunks else [])
     async with ctx.fenced() as conn:
         await conn.executemany(_Q["document_page_insert"],
                                [(payload.digest, p.number, p.text) for p in parsed.pages])

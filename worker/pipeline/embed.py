@@ -92,7 +92,7 @@ def _import_wordllama() -> typing.Any:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     # wordllama ships no type information (no py.typed).
-    import wordllama  # type: ignore[import-untyped]
+    import wordllama
 
     for handler in root.handlers[:]:
         if handler not in handlers:
