@@ -224,8 +224,9 @@ class Citerun(System):
 
     def config(self) -> str:
         return (f"citerun: `python -m citerun worker`, concurrency {self.concurrency}, "
-                "defaults otherwise (poll 30 s, sweep 30 s, idle heartbeat 60 s, "
-                "batched completion), asyncio event loop")
+                "defaults otherwise (idle: poll and sweep+heartbeat every 60 s; busy: "
+                "sweep every 15 s, lease heartbeat every 10 s; batched completion), "
+                "asyncio event loop")
 
 
 class PgQueuer(System):

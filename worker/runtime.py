@@ -74,7 +74,7 @@ class Worker:
             asyncio.Queue())
         self._listener = listener.Listener(url, self.wake,
                                            reconnect_s=settings.worker.listen_reconnect_s)
-        self.last_work = time.monotonic()
+        self.last_work = float("-inf")  # no work yet: maintenance starts at the idle pace
 
     # -- public -------------------------------------------------------------------------
 
@@ -159,7 +159,7 @@ class Worker:
             for task in claimed:
                 self._start(task, source)
             if claimed:
-                self.last_work = time.monotonic()
+                self.last_work = float("-inf")  # no work yet: maintenance starts at the idle pace
             if len(claimed) == free:
                 source = "continuation"
                 continue
