@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import dataclasses
-import email.utils
 import enum
 import functools
 import json
@@ -33,7 +32,6 @@ import logging
 import math
 import os
 import pathlib
-import random
 import re
 import time
 import typing
@@ -44,7 +42,7 @@ import numpy.typing
 import pydantic
 import rapidfuzz.fuzz
 
-from citerun import errors
+from citerun import errors, retry
 from citerun.worker.pipeline import pdf
 
 logger = logging.getLogger(__name__)
@@ -1077,20 +1075,7 @@ def _user_prompt(claim: str, passages: collections.abc.Sequence[Passage], limit:
     return "\n".join(lines)
 
 
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+retry_after_seconds = retry.retry_after_seconds
 
 
 class OpenAIJudge:
@@ -1209,7 +1194,8 @@ class OpenAIJudge:
             if attempt == config.max_retries:
                 break
             if delay is None:
-                delay = _backoff(attempt, config.backoff_base_s, config.backoff_max_s)
+                delay = retry.backoff_s(attempt + 1, base_s=config.backoff_base_s,
+                                        cap_s=config.backoff_max_s)
             logger.info(
                 "judge request failed, retrying",
                 extra={"action": "judge_retry", "attempt": attempt + 1, "delay_s": delay, "error": last},
@@ -1257,12 +1243,6 @@ class OpenAIJudge:
         if config.api_key_env:
             return os.environ.get(config.api_key_env) or None
         return None
-
-
-def _backoff(attempt: int, base: float, cap: float) -> float:
-    """Exponential backoff with "equal jitter": half fixed, half random."""
-    ceiling = min(cap, base * 2.0**attempt)
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
 def _strip_fences(content: str) -> str:
