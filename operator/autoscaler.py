@@ -27,11 +27,13 @@ import math
 import os
 import socket
 import time
+import typing
 from collections import deque
 from typing import Any
 
 import asyncpg
-from kubernetes.client.rest import ApiException
+import kubernetes
+from kubernetes.client.exceptions import ApiException
 
 from citerun import listener, queue
 from citerun.operator import kube
@@ -153,10 +155,12 @@ class Autoscaler:
     async def observe(self) -> Observation:
         due, running = await queue.outstanding(self.pool)
         busy = await queue.busy_workers(self.pool, fresh_s=120)
-        scale = await asyncio.to_thread(kube.apps().read_namespaced_deployment_scale,
-                                        self.operator.worker_deployment, self.operator.namespace)
+        scale = _plain(await asyncio.to_thread(
+            kube.apps().read_namespaced_deployment_scale, self.operator.worker_deployment,
+            self.operator.namespace))
         return Observation(time.monotonic(), due, running,
-                           sum(1 for n in busy.values() if n > 0), int(scale.spec.replicas or 0))
+                           sum(1 for n in busy.values() if n > 0),
+                           int((scale.get("spec") or {}).get("replicas") or 0))
 
     async def run_once(self) -> Decision:
         """Observe, decide, and apply; return the decision."""
@@ -177,27 +181,29 @@ class Autoscaler:
         logger.info("scaled %s/%s from %d to %d (%s)", ns, name, current, decision.replicas,
                     decision.reason, extra={"action": "scale", "reason": decision.label})
         deployment = await asyncio.to_thread(kube.apps().read_namespaced_deployment, name, ns)
-        await kube.post_event(kube.api_client().sanitize_for_serialization(deployment) | {
+        await kube.post_event(_plain(deployment) | {
             "apiVersion": "apps/v1", "kind": "Deployment"}, type_="Normal", reason="Scaled",
             message=f"{current} -> {decision.replicas}: {decision.reason}")
 
     async def mark_deletion_costs(self) -> dict[str, int]:
         """Annotate worker pods so the idle ones are deleted first; return the costs."""
         name, ns = self.operator.worker_deployment, self.operator.namespace
-        deployment = await asyncio.to_thread(kube.apps().read_namespaced_deployment, name, ns)
-        selector = ",".join(f"{k}={v}" for k, v in
-                            (deployment.spec.selector.match_labels or {}).items())
-        pods = await asyncio.to_thread(kube.core().list_namespaced_pod, ns,
-                                       label_selector=selector)
+        deployment = _plain(await asyncio.to_thread(kube.apps().read_namespaced_deployment,
+                                                    name, ns))
+        labels = deployment["spec"]["selector"].get("matchLabels") or {}
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        pods = _plain(await asyncio.to_thread(kube.core().list_namespaced_pod, ns,
+                                              label_selector=selector))
         busy = await queue.busy_workers(self.pool, fresh_s=120)
         costs: dict[str, int] = {}
-        for pod in pods.items:
-            held = busy.get(pod.metadata.name, 0)
+        for pod in pods.get("items") or []:
+            meta = pod["metadata"]
+            held = busy.get(meta["name"], 0)
             cost = held * 1000 if held else -1000
-            costs[pod.metadata.name] = cost
-            if (pod.metadata.annotations or {}).get(DELETION_COST) == str(cost):
+            costs[meta["name"]] = cost
+            if (meta.get("annotations") or {}).get(DELETION_COST) == str(cost):
                 continue
-            await asyncio.to_thread(kube.core().patch_namespaced_pod, pod.metadata.name, ns,
+            await asyncio.to_thread(kube.core().patch_namespaced_pod, meta["name"], ns,
                                     {"metadata": {"annotations": {DELETION_COST: str(cost)}}})
         return costs
 
@@ -235,13 +241,13 @@ class Autoscaler:
             if err.status != 404:
                 raise
             try:
-                api.create_namespaced_lease(ns, body)
+                api.create_namespaced_lease(ns, body)  # type: ignore[arg-type]  # see below
                 return True
             except ApiException as create_err:
                 if create_err.status == 409:
                     return False
                 raise
-        spec = lease.spec
+        spec = lease.spec or kubernetes.client.V1LeaseSpec()
         renewed = spec.renew_time or spec.acquire_time
         expired = renewed is None or (now - renewed).total_seconds() > (
             spec.lease_duration_seconds or duration)
@@ -252,14 +258,23 @@ class Autoscaler:
             body["spec"]["leaseTransitions"] = spec.lease_transitions or 0
         else:
             body["spec"]["leaseTransitions"] = (spec.lease_transitions or 0) + 1
-        body["metadata"]["resourceVersion"] = lease.metadata.resource_version
+        body["metadata"]["resourceVersion"] = (lease.metadata or
+                                               kubernetes.client.V1ObjectMeta()).resource_version
         try:
-            api.replace_namespaced_lease(name, ns, body)
+            # A dict body, not a V1Lease: the models serialize datetimes with isoformat(),
+            # which drops the fraction at zero microseconds, and MicroTime requires it.
+            api.replace_namespaced_lease(name, ns, body)  # type: ignore[arg-type]
         except ApiException as err:
             if err.status == 409:
                 return False
             raise
         return True
+
+
+def _plain(obj: object) -> dict[str, Any]:
+    """A kubernetes client model as the JSON the API server sent (camelCase keys)."""
+    plain = kube.api_client().sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
+    return typing.cast(dict[str, Any], plain)
 
 
 def _micro_time(moment: dt.datetime) -> str:

@@ -142,8 +142,9 @@ async def test_scales_up_marks_idle_pods_cheapest_scales_down_and_to_zero(
     await ops.wait_for(lambda: lease_holder(api_client, namespace) == "op", 60,
                        "the operator to take the Lease", op.log)
     # One long task (first, so the first worker up claims it) and five quick ones.
-    [long_id] = await queue.enqueue(pool, [queue.NewTask("work", {"seconds": 15})])
-    await queue.enqueue(pool, [queue.NewTask("work") for _ in range(5)])
+    ids = await queue.enqueue(pool, [queue.NewTask("work", {"seconds": 15}),
+                                     *(queue.NewTask("work") for _ in range(5))])
+    long_id = ids[0]
     enqueued = time.monotonic()
     up = await wait_replicas(api_client, namespace, 3, 10, op.log) - enqueued
     print(f"scale-up reaction (enqueue -> spec.replicas 3): {up:.3f}s")
