@@ -75,6 +75,7 @@ class Worker:
         self._listener = listener.Listener(url, self.wake,
                                            reconnect_s=settings.worker.listen_reconnect_s)
         self.last_work = float("-inf")  # no work yet: maintenance starts at the idle pace
+        self._stamp_idle: asyncio.Task[None] | None = None
 
     # -- public -------------------------------------------------------------------------
 
@@ -159,7 +160,7 @@ class Worker:
             for task in claimed:
                 self._start(task, source)
             if claimed:
-                self.last_work = float("-inf")  # no work yet: maintenance starts at the idle pace
+                self.last_work = time.monotonic()
             if len(claimed) == free:
                 source = "continuation"
                 continue
@@ -250,6 +251,10 @@ class Worker:
             self._held.pop(task.id, None)
             self.metrics.in_flight.set(len(self._held))
             self._slot_freed.set()
+            if not self._held and not self._stopping.is_set():
+                # Busy -> idle: say so at once (one statement per transition), so the
+                # autoscaler does not spare this pod as busy until the next sweep.
+                self._stamp_idle = asyncio.create_task(self._stamp(), name="stamp-idle")
 
     async def _fail(self, task: queue.ClaimedTask, error: str, *, permanent: bool = False) -> None:
         q = self.settings.queue
@@ -315,6 +320,11 @@ class Worker:
                                extra={"action": "lease_lost", "task_id": entry.task.id})
                 self.metrics.lease_losses.labels(entry.task.kind).inc()
                 entry.future.cancel()
+
+    async def _stamp(self) -> None:
+        with contextlib.suppress(*DB_ERRORS):
+            await queue.heartbeat(self.pool, [], worker_id=self.id,
+                                  lease_s=self.settings.queue.lease_s)
 
     async def _sweep_loop(self) -> None:
         s = self.settings

@@ -59,3 +59,30 @@ async def test_metrics_endpoint_reports_depth_latency_and_pickups(
     assert _value(text, 'citerun_task_duration_seconds_count{kind="boom",outcome="failed"}') == 1
     assert "citerun_lease_losses_total" in text and "citerun_requeues_total" in text
     assert await pool.fetchval("SELECT state FROM workers WHERE id = 'metrics-worker'") == "stopped"
+
+
+async def test_workers_row_shows_busy_while_holding_and_idle_right_after(
+        pool: asyncpg.Pool, database_url: str) -> None:
+    await pool.execute(test_tasks.SCHEMA)
+    settings = Settings(database_url=database_url, worker={"id": "busy-worker"},
+                        queue={"heartbeat_s": 0.2, "lease_s": 5})
+    worker = runtime.Worker(database_url, test_tasks.registry, settings)
+    running = asyncio.create_task(worker.run(install_signal_handlers=False))
+    busy_seen: list[int] = []
+    try:
+        await asyncio.sleep(0.5)
+        await queue.enqueue(pool, [queue.NewTask("work", {"seconds": 1.5})])
+        for _ in range(100):
+            busy_seen.append(await pool.fetchval(
+                "SELECT busy FROM workers WHERE id = 'busy-worker'"))
+            if await pool.fetchval("SELECT count(*) FROM test_done") == 1:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        # No sweep or poll happens within this second (poll_s is 60): the transition
+        # to idle itself wrote busy = 0.
+        assert await pool.fetchval("SELECT busy FROM workers WHERE id = 'busy-worker'") == 0
+    finally:
+        worker.stop()
+        await asyncio.wait_for(running, 30)
+    assert 1 in busy_seen
