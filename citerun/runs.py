@@ -238,11 +238,20 @@ async def active_with_resource(conn: asyncpg.Connection | asyncpg.Pool) -> list[
     return list(await conn.fetch(_Q["run_active_with_resource"]))
 
 
-async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str) -> list[int]:
-    """Cancel a run: its open tasks, its state, and the staged bytes only it needed."""
+async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str, *,
+                 drop_bytes: bool = True) -> list[int]:
+    """Cancel a run: its open tasks, its state, and (with ``drop_bytes``) the staged bytes
+    only it needed. A run replaced by a new generation keeps them for its successor."""
     async with pool.acquire() as conn, conn.transaction():
         await conn.fetchrow(_Q["run_lock"], run_id)
         cancelled = await queue.cancel_run(conn, run_id, reason)
         await finish(conn, run_id, "cancelled", reason)
-        await conn.fetch(_Q["run_drop_staged_bytes"], run_id)
+        if drop_bytes:
+            await conn.fetch(_Q["run_drop_staged_bytes"], run_id)
     return cancelled
+
+
+async def drop_expired_bytes(conn: asyncpg.Connection | asyncpg.Pool, ttl_s: float) -> int:
+    """The staging TTL, a safety net: drop bytes staged over ``ttl_s`` ago that no active
+    run needs (uploads never used, runs replaced and never restarted)."""
+    return len(await conn.fetch(_Q["document_drop_expired_bytes"], ttl_s))

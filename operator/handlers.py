@@ -94,7 +94,8 @@ async def respec(body: kopf.Body, meta: kopf.Meta, uid: str, name: str,
     current = run_id_for(uid, int(meta.get("generation", 1)))
     for run_id in await runs.active_of_resource(memo.pool, uuid.UUID(uid)):
         if run_id != current:
-            await runs.cancel(memo.pool, run_id, "the CitationRun's spec changed")
+            await runs.cancel(memo.pool, run_id, "the CitationRun's spec changed",
+                              drop_bytes=False)
     kopf.info(body, reason="Restarted",
               message=f"spec changed (generation {meta.get('generation')}): restarting the run")
     await _start(body, meta, uid, name, namespace, memo)

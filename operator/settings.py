@@ -30,6 +30,10 @@ class OperatorConfig(pydantic.BaseModel):
     finalizer_retries: int = pydantic.Field(
         5, ge=1, description="Attempts to cancel a deleted run's tasks while the database is "
         "unreachable before the finalizer lets go (with a Warning event).")
+    staged_bytes_ttl_s: float = pydantic.Field(
+        7 * 24 * 3600.0, gt=0, description="Seconds staged PDF bytes may wait for a run "
+        "(an upload never used, a run replaced and never restarted) before they are "
+        "dropped: a safety net, since every terminal transition drops them anyway.")
     liveness_port: int = pydantic.Field(8080, description="Port of kopf's /healthz endpoint.")
 
 

@@ -46,6 +46,11 @@ class StatusSyncer:
                 follow.check()
                 try:
                     await self.sweep_orphans()
+                    dropped = await runs.drop_expired_bytes(self.pool,
+                                                            self.config.staged_bytes_ttl_s)
+                    if dropped:
+                        logger.info("dropped the staged bytes of %d expired document(s)",
+                                    dropped)
                 except Exception as err:  # noqa: BLE001 - retried next round
                     logger.warning("orphan sweep failed: %s", err)
         finally:

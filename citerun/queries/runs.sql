@@ -122,3 +122,11 @@ SELECT digest, state, size_bytes FROM documents WHERE digest = ANY($1::text[]);
 -- Unfinished runs that belong to a CitationRun (for the orphan sweep).
 SELECT id, namespace, name, resource_uid FROM runs
 WHERE resource_uid IS NOT NULL AND state IN ('pending', 'running');
+
+-- name: document_drop_expired_bytes --
+-- The staging TTL: drop bytes staged longer than $1 seconds ago that no active run needs.
+UPDATE documents AS d SET raw = NULL
+WHERE d.raw IS NOT NULL AND d.staged_at < now() - make_interval(secs => $1)
+  AND NOT EXISTS (SELECT 1 FROM run_sources s JOIN runs r ON r.id = s.run_id
+                  WHERE s.digest = d.digest AND r.state IN ('pending', 'running'))
+RETURNING d.digest;

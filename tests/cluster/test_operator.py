@@ -203,3 +203,122 @@ async def test_two_operators_at_once_produce_one_set_of_rows(
     assert result["citations"] == 33
     assert await pool.fetchval("SELECT count(*) FROM reports") == 3
     assert a.proc.poll() is None and b.proc.poll() is None
+
+
+async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
+        operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
+        database_url: str, pool: asyncpg.Pool) -> None:
+    import base64
+    import http.server
+    import threading
+
+    sources = sorted((ops.EXAMPLES / "sources").glob("*.pdf"))
+    served = sources[0]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            body = served.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        k8s.CoreV1Api(api_client).create_namespaced_config_map(namespace, k8s.V1ConfigMap(
+            metadata=k8s.V1ObjectMeta(name="pdfs"),
+            binary_data={p.name: base64.b64encode(p.read_bytes()).decode()
+                         for p in [ops.EXAMPLES / "thesis.pdf", *sources[1:]]}))
+        body = {"apiVersion": f"{ops.GROUP}/{ops.VERSION}", "kind": "CitationRun",
+                "metadata": {"name": "mixed"},
+                "spec": {"thesis": {"name": "thesis.pdf", "configMapKeyRef": {
+                             "name": "pdfs", "key": "thesis.pdf"}},
+                         "sources": [{"name": served.name, "url": (
+                             f"http://127.0.0.1:{httpd.server_address[1]}/{served.name}")}] + [
+                             {"name": p.name, "configMapKeyRef": {"name": "pdfs", "key": p.name}}
+                             for p in sources[1:]]}}
+        op = operators()
+        ops.create(api_client, namespace, body)
+        workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
+        done = await ops.wait_for(
+            lambda: (o := ops.get(api_client, namespace, "mixed")) and
+            (o.get("status") or {}).get("phase") == "Succeeded" and o,
+            120, "phase Succeeded", _logs(op, *workers))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert done["status"]["counts"]["citations"] == 11
+    staged = {r["filename"]: r for r in await pool.fetch(
+        "SELECT filename, state, raw IS NULL AS dropped FROM documents")}
+    assert set(staged) == {"thesis.pdf", *(p.name for p in sources)}
+    assert all(r["state"] == "parsed" and r["dropped"] for r in staged.values())
+    assert await pool.fetchval(
+        "SELECT state FROM tasks WHERE kind = 'fetch_document'") == "succeeded"
+
+
+async def test_a_spec_change_mid_run_restarts_under_the_new_generation(
+        operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
+        database_url: str, pool: asyncpg.Pool) -> None:
+    digests = await ops.stage_demo(database_url)
+    op = operators()
+    obj = ops.create(api_client, namespace, ops.demo_body("changing", digests))
+    uid = obj["metadata"]["uid"]
+    await ops.wait_for(lambda: (ops.get(api_client, namespace, "changing") or {}).get(
+        "status", {}).get("runId") == uid, 30, "the first run", _logs(op))
+    k8s.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+        ops.GROUP, ops.VERSION, namespace, ops.PLURAL, "changing",
+        {"spec": {"retrieval": {"topK": 3}, "priority": 10}})
+    restarted = await ops.wait_for(
+        lambda: (s := (ops.get(api_client, namespace, "changing") or {}).get("status", {}))
+        .get("runId") not in (None, uid) and s, 30, "a new run id", _logs(op))
+    assert restarted["observedGeneration"] == 2
+    runs_rows = {str(r["id"]): r for r in await pool.fetch(
+        "SELECT id, state, generation, spec, priority FROM runs")}
+    assert runs_rows[uid]["state"] == "cancelled"
+    new = runs_rows[restarted["runId"]]
+    assert new["generation"] == 2 and new["spec"]["retrieval"] == {"top_k": 3}
+    assert new["priority"] == -10  # higher CRD priority runs first: queue order is ascending
+    workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
+    await ops.wait_for(
+        lambda: ((ops.get(api_client, namespace, "changing") or {}).get("status") or {})
+        .get("phase") == "Succeeded", 120, "Succeeded", _logs(op, *workers))
+    assert await pool.fetchval("SELECT count(*) FROM reports") == 1
+    assert await pool.fetchval("SELECT run_id::text FROM reports") == restarted["runId"]
+
+
+async def test_the_finalizer_lets_go_when_the_database_is_down(
+        control_plane: Any, namespace: str, api_client: k8s.ApiClient, crd: None,
+        tmp_path: pathlib.Path) -> None:
+    import shutil
+    import tempfile
+
+    from citerun import embedded
+    data_dir = pathlib.Path(tempfile.mkdtemp(prefix="citerun-down-pg-"))
+    server = embedded.EmbeddedPostgres(data_dir)
+    url = server.start()
+    op = None
+    try:
+        digests = await ops.stage_demo(url)
+        op = ops.OperatorProcess(control_plane.kubeconfig, url, namespace, tmp_path, "op", env={
+            "CITERUN_OPERATOR__FINALIZER_RETRIES": "3"})
+        ops.create(api_client, namespace, ops.demo_body("orphan", digests))
+        await ops.wait_for(lambda: ops.condition(ops.get(api_client, namespace, "orphan"),
+                                                 "Admitted"), 30, "admitted", _logs(op))
+        server.stop("immediate")
+        k8s.CustomObjectsApi(api_client).delete_namespaced_custom_object(
+            ops.GROUP, ops.VERSION, namespace, ops.PLURAL, "orphan")
+        await ops.wait_for(lambda: ops.get(api_client, namespace, "orphan") is None, 60,
+                           "the deletion to go through without the database", _logs(op))
+        events = k8s.CoreV1Api(api_client).list_namespaced_event(namespace).items
+        failed = [e for e in events if e.reason == "CleanupFailed"]
+        assert failed and "orphan sweep" in failed[0].message
+        assert failed[0].type == "Warning"
+    finally:
+        if op is not None:
+            op.stop()
+        server.stop("immediate")
+        shutil.rmtree(data_dir, ignore_errors=True)
