@@ -37,6 +37,7 @@ from kubernetes.client.exceptions import ApiException
 
 from citerun import listener, queue
 from citerun.operator import kube
+from citerun.operator import metrics as operator_metrics
 from citerun.operator.settings import AutoscalerConfig, OperatorConfig
 
 logger = logging.getLogger(__name__)
@@ -116,8 +117,10 @@ def decide(obs: Observation, state: State, config: AutoscalerConfig) -> Decision
 
 class Autoscaler:
     def __init__(self, pool: asyncpg.Pool, operator: OperatorConfig,
-                 config: AutoscalerConfig) -> None:
+                 config: AutoscalerConfig,
+                 metrics: operator_metrics.OperatorMetrics | None = None) -> None:
         self.pool = pool
+        self.metrics = metrics
         self.operator = operator
         self.config = config
         self.state = State()
@@ -166,6 +169,16 @@ class Autoscaler:
         """Observe, decide, and apply; return the decision."""
         obs = await self.observe()
         decision = decide(obs, self.state, self.config)
+        if self.metrics is not None:
+            m = self.metrics
+            m.desired.set(decision.replicas)
+            m.current.set(obs.current)
+            m.outstanding.labels("due").set(obs.due)
+            m.outstanding.labels("running").set(obs.running)
+            m.busy_workers.set(obs.busy_workers)
+            m.decisions.labels(decision.label).inc()
+            if decision.replicas != obs.current:
+                m.scalings.labels("up" if decision.replicas > obs.current else "down").inc()
         if decision.replicas != obs.current:
             if decision.replicas < obs.current:
                 await self.mark_deletion_costs()
@@ -224,6 +237,8 @@ class Autoscaler:
             self._renewed_at = None
             raise
         self._renewed_at = started if held else None
+        if self.metrics is not None:
+            self.metrics.leader.set(1 if held else 0)
         return held
 
     def _hold_lease_sync(self) -> bool:

@@ -28,6 +28,7 @@ import pydantic
 
 from citerun import db, runs
 from citerun.operator import autoscaler, kube, status, sync
+from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
 from citerun.operator import spec as specs
 from citerun.settings import Settings
@@ -62,8 +63,12 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.pool = await db.create_pool(core.database_url, min_size=1, max_size=6)
     memo.syncer = sync.StatusSyncer(memo.pool, CONFIG.operator)
     memo.background = [asyncio.create_task(memo.syncer.run(core.database_url), name="status")]
+    memo.metrics = operator_metrics.OperatorMetrics()
+    if CONFIG.operator.metrics_port is not None:
+        memo.metrics.serve(CONFIG.operator.metrics_port)
     if CONFIG.autoscaler.enabled:
-        scaler = autoscaler.Autoscaler(memo.pool, CONFIG.operator, CONFIG.autoscaler)
+        scaler = autoscaler.Autoscaler(memo.pool, CONFIG.operator, CONFIG.autoscaler,
+                                       memo.metrics)
         memo.background.append(asyncio.create_task(scaler.run(core.database_url),
                                                    name="autoscaler"))
 

@@ -35,6 +35,9 @@ class OperatorConfig(pydantic.BaseModel):
         "(an upload never used, a run replaced and never restarted) before they are "
         "dropped: a safety net, since every terminal transition drops them anyway.")
     liveness_port: int = pydantic.Field(8080, description="Port of kopf's /healthz endpoint.")
+    metrics_port: int | None = pydantic.Field(
+        9101, ge=0, le=65535, description="Port of the operator's Prometheus endpoint "
+        "(autoscaler decisions, desired and current replicas, queue depth); None: off.")
 
 
 class AutoscalerConfig(pydantic.BaseModel):

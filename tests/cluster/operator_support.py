@@ -35,11 +35,12 @@ class OperatorProcess:
                     "CITERUN_OPERATOR__RESYNC_S": "3",
                     "CITERUN_OPERATOR__ADMISSION_RETRY_S": "1",
                     "CITERUN_OPERATOR__STATUS_MIN_INTERVAL_S": "0.2",
-                    "CITERUN_AUTOSCALER__ENABLED": "false", **(env or {})}
+                    "CITERUN_AUTOSCALER__ENABLED": "false",
+                    "CITERUN_OPERATOR__METRICS_PORT": str(free_port()), **(env or {})}
         scope = [] if clusterwide else ["--namespace", namespace]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "citerun", "--log-level", "INFO", "operator", *scope,
-             "--liveness-port", str(_free_port())],
+             "--liveness-port", str(free_port())],
             cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
 
     def log(self) -> str:
@@ -57,7 +58,7 @@ class OperatorProcess:
         return self.proc.returncode
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

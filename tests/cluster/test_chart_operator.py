@@ -29,11 +29,13 @@ async def test_operator_with_the_charts_service_account_runs_a_citationrun(
         path=tmp_path / "operator.kubeconfig")
     worker_deployment = chart_support.worker_deployment(control_plane, namespace, release)
     digests = await ops.stage_demo(database_url)
+    metrics_port = ops.free_port()
     op = ops.OperatorProcess(kubeconfig, database_url, namespace, tmp_path, "chart-operator", env={
         "CITERUN_AUTOSCALER__ENABLED": "true",
         "CITERUN_OPERATOR__WORKER_DEPLOYMENT": worker_deployment,
         "CITERUN_AUTOSCALER__INTERVAL_S": "1",
-        "CITERUN_AUTOSCALER__MAX_WORKERS": "3"}, clusterwide=True)
+        "CITERUN_AUTOSCALER__MAX_WORKERS": "3",
+        "CITERUN_OPERATOR__METRICS_PORT": str(metrics_port)}, clusterwide=True)
     try:
         ops.create(api_client, namespace, ops.demo_body("rbac-demo", digests))
         apps = k8s.AppsV1Api(api_client)
@@ -48,6 +50,11 @@ async def test_operator_with_the_charts_service_account_runs_a_citationrun(
                 "status", {}).get("phase") == "Succeeded" and o, 120, "phase Succeeded",
             lambda: op.log() + "".join(w.log()[-2000:] for w in workers))
         assert done["status"]["counts"]["citations"] == 11
+        import httpx
+        text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text
+        assert "citerun_autoscaler_leader 1.0" in text
+        assert 'citerun_autoscaler_decisions_total{reason="scale-up"}' in text
+        assert "citerun_autoscaler_desired_replicas" in text
         assert "Forbidden" not in op.log() and "403" not in op.log(), op.log()[-3000:]
     finally:
         op.stop()
