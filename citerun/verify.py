@@ -112,7 +112,9 @@ class LocalWorkers:
         for i, log in enumerate(self.logs):
             with open(log, "wb") as out:
                 self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "citerun", "--log-level", "WARNING", "worker"],
+                    # -P: the caller's directory (perhaps citerun's own checkout, whose
+                    # operator/ folder would shadow the standard library) stays off sys.path.
+                    [sys.executable, "-P", "-m", "citerun", "--log-level", "WARNING", "worker"],
                     env={**env, "CITERUN_WORKER__ID": f"local-{os.getpid()}-{i}"},
                     stdout=out, stderr=subprocess.STDOUT))
 
