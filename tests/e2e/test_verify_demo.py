@@ -43,9 +43,10 @@ class Run:
         return data
 
 
-def verify(data_dir: pathlib.Path, *args: str, cwd: pathlib.Path) -> Run:
+def verify(data_dir: pathlib.Path, *args: str, cwd: pathlib.Path,
+           env_extra: dict[str, str] | None = None) -> Run:
     env = {k: v for k, v in os.environ.items() if k != "CITERUN_DATABASE_URL"}
-    env.update(CITERUN_DATA_DIR=str(data_dir), COLUMNS="250")
+    env.update(CITERUN_DATA_DIR=str(data_dir), COLUMNS="250", **(env_extra or {}))
     done = subprocess.run([sys.executable, "-m", "citerun", "verify", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600, check=False)
     return Run(done.returncode, done.stdout, done.stderr)
@@ -118,20 +119,42 @@ def test_second_run_reuses_parsed_documents(first_runs: dict[str, Run],
     assert verdicts == [c["verdict"] for c in first_runs[THESES[0]].report()["citations"]]
 
 
-def test_corrupt_source_does_not_stop_the_run(tmp_path: pathlib.Path) -> None:
+BAD_SOURCES: dict[str, typing.Callable[[], bytes]] = {
+    "corrupt": pdf_fixtures.corrupt_pdf,
+    "not_pdf": pdf_fixtures.not_pdf,
+    "encrypted": pdf_fixtures.encrypted_pdf,
+    "empty": pdf_fixtures.zero_page_pdf,
+    "no_text": pdf_fixtures.scanned_pdf,
+    "too_large": lambda: pdf_fixtures.oversized_pdf(300_000),
+}
+
+
+@pytest.mark.parametrize("reason", sorted(BAD_SOURCES))
+def test_a_bad_source_does_not_stop_the_run(tmp_path: pathlib.Path, reason: str) -> None:
     sources = tmp_path / "sources"
     shutil.copytree(EXAMPLES / "sources", sources)
-    (sources / "wei2018.pdf").write_bytes(pdf_fixtures.corrupt_pdf())
+    (sources / "wei2018.pdf").write_bytes(BAD_SOURCES[reason]())
     run = verify(tmp_path / "data", str(EXAMPLES / "thesis_numeric.pdf"), "--sources",
-                 str(sources), "--out", str(tmp_path / "report.html"), cwd=tmp_path)
+                 str(sources), "--out", str(tmp_path / "report.html"), cwd=tmp_path,
+                 env_extra={"CITERUN_DOCUMENTS__MAX_BYTES": "200000"})
     assert run.returncode == 0, run.stderr
     report = run.report()
     wei = [c for c in report["citations"] if c["marker"] == "[4]"]
     assert wei and {c["verdict"] for c in wei} == {"source_unavailable"}, wei
+    assert all("wei2018.pdf" in c["rationale"] for c in wei), wei
     failed = [s for s in report["sources"] if s["filename"] == "wei2018.pdf"]
     assert failed and failed[0]["status"] == "failed" and failed[0]["error"]
     others = [c for c in report["citations"] if c["marker"] == "[1]"]
     assert others and others[0]["verdict"] == "supported"
+
+
+def test_an_unreadable_thesis_fails_the_run_with_a_clear_message(tmp_path: pathlib.Path) -> None:
+    thesis = tmp_path / "thesis.pdf"
+    thesis.write_bytes(pdf_fixtures.scanned_pdf())
+    run = verify(tmp_path / "data", str(thesis), "--sources", str(EXAMPLES / "sources"),
+                 cwd=tmp_path)
+    assert run.returncode == 1
+    assert "thesis.pdf could not be read" in run.stderr and "text" in run.stderr.lower()
 
 
 @pytest.mark.parametrize(
