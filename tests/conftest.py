@@ -58,22 +58,23 @@ def _admin(server: embedded.EmbeddedPostgres, statement: str) -> None:
     asyncio.run(run())
 
 
+def _database(server: embedded.EmbeddedPostgres, template: str | None) -> Iterator[str]:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    _admin(server, f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
+    yield server.url(name)
+    _admin(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 @pytest.fixture
 def fresh_database_url(pg_server: embedded.EmbeddedPostgres) -> Iterator[str]:
     """An empty database (no migrations)."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    _admin(pg_server, f"CREATE DATABASE {name}")
-    yield pg_server.url(name)
-    _admin(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    yield from _database(pg_server, None)
 
 
 @pytest.fixture
 def database_url(pg_server: embedded.EmbeddedPostgres) -> Iterator[str]:
     """A database with every migration applied (cloned from the template)."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    _admin(pg_server, f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
-    yield pg_server.url(name)
-    _admin(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    yield from _database(pg_server, TEMPLATE)
 
 
 @pytest.fixture

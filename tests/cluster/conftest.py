@@ -68,6 +68,15 @@ def namespace(
 
 
 @pytest.fixture
+def crd(control_plane: controlplane.ControlPlane) -> str:
+    """The CitationRun CRD applied (idempotent) and served; its name."""
+    import chart_support
+
+    chart_support.ensure_crd(control_plane)
+    return chart_support.CRD_NAME
+
+
+@pytest.fixture
 def api_client(control_plane: controlplane.ControlPlane) -> Iterator[k8s.ApiClient]:
     """The admin's kubernetes ApiClient, closed after the test."""
     with control_plane.client() as api:

@@ -45,13 +45,6 @@ def scaler_env(pod_name: str, **overrides: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def crd(control_plane: Any) -> None:
-    control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ops.CRD))
-    control_plane.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                          "crd/citationruns.citerun.dev")
-
-
-@pytest.fixture
 def deployment(api_client: k8s.ApiClient, namespace: str) -> str:
     k8s.AppsV1Api(api_client).create_namespaced_deployment(
         namespace, kubelet_mod.worker_deployment(DEPLOYMENT))

@@ -116,12 +116,6 @@ def _dry_run(plane: controlplane.ControlPlane, namespace: str, rendered: str) ->
     return proc.stdout
 
 
-@pytest.fixture(scope="module")
-def crd(control_plane: controlplane.ControlPlane) -> str:
-    cs.ensure_crd(control_plane)
-    return cs.CRD_NAME
-
-
 @pytest.mark.parametrize("values_file", SCENARIOS, ids=SCENARIO_IDS)
 def test_every_scenario_is_accepted_by_the_api_server(
     crd: str, control_plane: controlplane.ControlPlane, namespace: str,

@@ -20,12 +20,6 @@ pytestmark = pytest.mark.cluster
 DIGEST = "ab" * 32
 
 
-@pytest.fixture(scope="module")
-def crd(control_plane: controlplane.ControlPlane) -> str:
-    cs.ensure_crd(control_plane)
-    return cs.CRD_NAME
-
-
 @pytest.fixture
 def objects(api_client: k8s.ApiClient) -> k8s.CustomObjectsApi:
     return k8s.CustomObjectsApi(api_client)

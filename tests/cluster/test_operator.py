@@ -21,13 +21,6 @@ PIPELINE = "citerun.worker.tasks:registry"
 
 
 @pytest.fixture
-def crd(control_plane: Any) -> None:
-    control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ops.CRD))
-    control_plane.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                          "crd/citationruns.citerun.dev")
-
-
-@pytest.fixture
 def operators(control_plane: Any, namespace: str, database_url: str, tmp_path: pathlib.Path,
               api_client: k8s.ApiClient, crd: None) -> Iterator[Any]:
     started: list[ops.OperatorProcess] = []
