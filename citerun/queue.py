@@ -211,14 +211,17 @@ async def heartbeat(conn: Executor, tasks: Sequence[ClaimedTask], *,
 
 
 async def sweep_stalled(executor: Executor, *, backoff_base_s: float,
-                        backoff_cap_s: float, worker_id: str = "") -> SweepResult:
+                        backoff_cap_s: float, worker_id: str = "",
+                        requeue_only: bool = False) -> SweepResult:
     """Requeue tasks whose lease expired; dead-letter the ones out of attempts.
 
     One statement (requeue, notify and the sweeper's heartbeat stamp), so the periodic
-    sweep of an idle worker costs one round trip.
+    sweep of an idle worker costs one round trip. ``requeue_only`` leaves exhausted tasks
+    alone (for a sweeper that cannot run the dead-letter hooks: the operator).
     """
     rows = [r for r in await executor.fetch(_Q["task_sweep_stalled"], backoff_base_s,
-                                            backoff_cap_s, worker_id) if r["id"] is not None]
+                                            backoff_cap_s, worker_id, requeue_only)
+            if r["id"] is not None]
     return SweepResult(
         requeued=tuple(r["id"] for r in rows if r["state"] == "queued"),
         dead=tuple(r["id"] for r in rows if r["state"] == "failed"),

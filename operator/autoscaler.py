@@ -39,6 +39,7 @@ from citerun import listener, queue
 from citerun.operator import kube
 from citerun.operator import metrics as operator_metrics
 from citerun.operator.settings import AutoscalerConfig, OperatorConfig
+from citerun.settings import QueueSettings
 
 logger = logging.getLogger(__name__)
 
@@ -118,8 +119,10 @@ def decide(obs: Observation, state: State, config: AutoscalerConfig) -> Decision
 class Autoscaler:
     def __init__(self, pool: asyncpg.Pool, operator: OperatorConfig,
                  config: AutoscalerConfig,
-                 metrics: operator_metrics.OperatorMetrics | None = None) -> None:
+                 metrics: operator_metrics.OperatorMetrics | None = None,
+                 queue_settings: QueueSettings | None = None) -> None:
         self.pool = pool
+        self.queue = queue_settings or QueueSettings()
         self.metrics = metrics
         self.operator = operator
         self.config = config
@@ -156,6 +159,15 @@ class Autoscaler:
             await asyncio.gather(task, return_exceptions=True)
 
     async def observe(self) -> Observation:
+        # The leader also requeues expired leases on every evaluation, so a SIGKILLed or
+        # vanished worker's tasks come back within about a lease even when every other
+        # worker is idle (idle workers sweep only every poll_s).
+        swept = await queue.sweep_stalled(
+            self.pool, backoff_base_s=self.queue.backoff_base_s,
+            backoff_cap_s=self.queue.backoff_cap_s, requeue_only=True)
+        if swept.requeued:
+            logger.info("requeued %d task(s) whose lease expired", len(swept.requeued),
+                        extra={"action": "sweep"})
         due, running = await queue.outstanding(self.pool)
         busy = await queue.busy_workers(self.pool, fresh_s=120)
         scale = _plain(await asyncio.to_thread(

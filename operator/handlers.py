@@ -68,7 +68,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         memo.metrics.serve(CONFIG.operator.metrics_port)
     if CONFIG.autoscaler.enabled:
         scaler = autoscaler.Autoscaler(memo.pool, CONFIG.operator, CONFIG.autoscaler,
-                                       memo.metrics)
+                                       memo.metrics, core.queue)
         memo.background.append(asyncio.create_task(scaler.run(core.database_url),
                                                    name="autoscaler"))
 

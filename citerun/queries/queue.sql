@@ -81,7 +81,8 @@ RETURNING t.id;
 -- name: task_sweep_stalled --
 -- Requeue running tasks whose lease expired (with backoff), dead-letter the exhausted,
 -- notify for the requeued, and stamp the sweeping worker's row: one statement, so an
--- idle worker's maintenance costs one round trip.
+-- idle worker's maintenance costs one round trip. With $4 (requeue only), exhausted
+-- tasks are left for a worker's sweep, which runs the dead-letter hooks.
 WITH stamp AS (
     UPDATE workers SET heartbeat_at = now() WHERE id = $3
 ), swept AS (
@@ -97,6 +98,7 @@ WITH stamp AS (
     FROM (
         SELECT id FROM tasks
         WHERE state = 'running' AND lease_expires_at < now()
+          AND (NOT $4::boolean OR attempt - releases < max_attempts)
         ORDER BY lease_expires_at
         FOR UPDATE SKIP LOCKED
         LIMIT 500

@@ -151,3 +151,18 @@ async def test_cancel_run_fences_out_the_running_worker(pool: asyncpg.Pool) -> N
     with pytest.raises(queue.LeaseLost):
         await queue.complete(pool, running, worker_id="w1")
     assert await _claim(pool) == []
+
+
+async def test_a_requeue_only_sweep_leaves_exhausted_tasks_for_the_workers(
+        pool: asyncpg.Pool) -> None:
+    await queue.enqueue(pool, [queue.NewTask("k", {"n": 1}, max_attempts=1),
+                               queue.NewTask("k", {"n": 2}, max_attempts=3)])
+    await _claim(pool, lease_s=0.05, limit=2)
+    await asyncio.sleep(0.1)
+    partial = await queue.sweep_stalled(pool, backoff_base_s=0, backoff_cap_s=0,
+                                        requeue_only=True)
+    assert len(partial.requeued) == 1 and partial.dead == ()
+    states = dict(await pool.fetch("SELECT payload->>'n', state FROM tasks"))
+    assert states == {"1": "running", "2": "queued"}
+    full = await queue.sweep_stalled(pool, backoff_base_s=0, backoff_cap_s=0)
+    assert len(full.dead) == 1
