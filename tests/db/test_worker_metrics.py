@@ -86,3 +86,21 @@ async def test_workers_row_shows_busy_while_holding_and_idle_right_after(
         worker.stop()
         await asyncio.wait_for(running, 30)
     assert 1 in busy_seen
+
+
+def test_json_logs_carry_the_structured_fields() -> None:
+    """``--log-format json`` (CITERUN_LOG_FORMAT=json on a cluster): one object per line,
+    with the ``extra`` fields a log pipeline filters on."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import logging; from citerun import cli; cli.configure_logging('INFO', 'json'); "
+            "logging.getLogger('citerun.worker.runtime').info('claimed', "
+            "extra={'action': 'claim', 'task_id': 7})")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    record = json.loads(out.stderr.strip().splitlines()[-1])
+    assert record["message"] == "claimed" and record["action"] == "claim"
+    assert record["task_id"] == 7 and record["level"] == "INFO"
+    assert record["logger"] == "citerun.worker.runtime" and "time" in record
