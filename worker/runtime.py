@@ -76,6 +76,9 @@ class Worker:
                                            reconnect_s=settings.worker.listen_reconnect_s)
         self.last_work = float("-inf")  # no work yet: maintenance starts at the idle pace
         self._stamp_idle: asyncio.Task[None] | None = None
+        # Heartbeats and the idle stamp both write workers.busy; serialised, so an older
+        # heartbeat (busy=1) can never commit after the stamp that says busy=0.
+        self._stamp_lock = asyncio.Lock()
 
     # -- public -------------------------------------------------------------------------
 
@@ -300,16 +303,18 @@ class Worker:
         s = self.settings
         while True:
             await asyncio.sleep(s.queue.heartbeat_s * random.uniform(0.9, 1.1))
-            running = list(self._held.values())
-            if not running:
-                continue
-            tasks = [r.task for r in running]
-            try:
-                kept = await queue.heartbeat(self.pool, tasks, worker_id=self.id,
-                                             lease_s=s.queue.lease_s)
-            except DB_ERRORS as err:
-                logger.warning("heartbeat failed: %s", err, extra={"action": "heartbeat"})
-                continue
+            async with self._stamp_lock:
+                running = list(self._held.values())
+                if not running:
+                    continue
+                tasks = [r.task for r in running]
+                try:
+                    kept = await queue.heartbeat(self.pool, tasks, worker_id=self.id,
+                                                 lease_s=s.queue.lease_s)
+                except DB_ERRORS as err:
+                    logger.warning("heartbeat failed: %s", err,
+                                   extra={"action": "heartbeat"})
+                    continue
             for entry in running:
                 current = self._held.get(entry.task.id)
                 if entry.task.id in kept or current is not entry or entry.completing:
@@ -322,9 +327,12 @@ class Worker:
                 entry.future.cancel()
 
     async def _stamp(self) -> None:
-        with contextlib.suppress(*DB_ERRORS):
-            await queue.heartbeat(self.pool, [], worker_id=self.id,
-                                  lease_s=self.settings.queue.lease_s)
+        async with self._stamp_lock:
+            if self._held:
+                return  # busy again: the next heartbeat says so
+            with contextlib.suppress(*DB_ERRORS):
+                await queue.heartbeat(self.pool, [], worker_id=self.id,
+                                      lease_s=self.settings.queue.lease_s)
 
     async def _sweep_loop(self) -> None:
         s = self.settings
