@@ -422,8 +422,8 @@ async def test_openai_server_errors_exhaust_retries(server: ChatServer) -> None:
 
 
 async def test_openai_timeout_is_retried(server: ChatServer) -> None:
-    server.script = [Reply(content=_GOOD, delay_s=1.0), Reply(content=_GOOD)]
-    async with judge.OpenAIJudge(_config(server, timeout_s=0.3), judge.TokenBudget(None)) as openai:
+    server.script = [Reply(content=_GOOD, delay_s=3.0), Reply(content=_GOOD)]
+    async with judge.OpenAIJudge(_config(server, timeout_s=1.0), judge.TokenBudget(None)) as openai:
         result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
     assert result.verdict == Verdict.SUPPORTED
     assert len(server.seen) == 2
