@@ -38,9 +38,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import os
-import platform
 import random
-import re
 import shutil
 import signal
 import statistics
@@ -58,6 +56,7 @@ for p in (ROOT, ROOT / "tests" / "cluster"):
         sys.path.insert(0, str(p))
 
 import controlplane  # noqa: E402
+import machine as bench_machine  # noqa: E402  (bench/ is sys.path[0])
 from kubernetes import client as k8s  # noqa: E402
 
 from citerun import db, embedded, queue  # noqa: E402
@@ -302,7 +301,7 @@ def rows(r: Results) -> list[tuple[str, str]]:
          summary(r.poller)),
         (f"{r.tasks} tasks x {r.seconds} s on 4 workers x 4, no restart (s)",
          f"{r.plain[0]:.1f}"),
-        (f"same, with a rolling restart 2 s in (s)",
+        ("same, with a rolling restart 2 s in (s)",
          f"{r.rolled[0]:.1f} (rollout took {r.rolled[3]:.1f} s; {r.rolled[1]} pods "
          f"started, {r.rolled[2]} tasks released)"),
         ("Requeue after SIGTERM, release -> claimed by another worker (s)", summary(r.term)),
@@ -358,28 +357,8 @@ def markdown(r: Results) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_docs(text: str) -> None:
-    """Replace (or append) only this benchmark's section of docs/benchmarks.md."""
-    current = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _m: text.rstrip("\n") + "\n\n", current, count=1)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text
-    DOCS.write_text(updated.rstrip("\n") + "\n")
-
-
 def machine(pg_version: str, k8s_version: str) -> dict[str, str]:
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {"CPU": cpu, "Cores": str(os.cpu_count()),
-            "OS": f"{platform.system()} {platform.release()}",
-            "Python": platform.python_version(), "PostgreSQL": pg_version,
-            "kube-apiserver": k8s_version}
+    return {**bench_machine.basics(), "PostgreSQL": pg_version, "kube-apiserver": k8s_version}
 
 
 # -- main ---------------------------------------------------------------------------------
@@ -484,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(results)
     print(text)
     if args.write_docs:
-        write_docs(text)
+        bench_machine.write_section(SECTION, text)
         print(f"wrote the '{SECTION[3:]}' section of {DOCS.relative_to(ROOT)}")
     return 0
 

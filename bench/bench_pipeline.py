@@ -20,10 +20,10 @@ import argparse
 import asyncio
 import os
 import pathlib
-import platform
-import re
 import subprocess
 import sys
+
+import machine as bench_machine  # bench/ is sys.path[0] when run as a script
 import tempfile
 import time
 import typing
@@ -35,16 +35,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        info = pathlib.Path("/proc/cpuinfo").read_text()
-        cpu = re.search(r"model name\s*:\s*(.+)", info).group(1)  # type: ignore[union-attr]
-        mem = pathlib.Path("/proc/meminfo").read_text()
-        kib = int(re.search(r"MemTotal:\s*(\d+)", mem).group(1))  # type: ignore[union-attr]
-        ram = f"{kib / 1024 / 1024:.1f} GiB RAM"
-    except (OSError, AttributeError):
-        ram = "RAM unknown"
-    return f"{cpu}, {os.cpu_count()} cores, {ram}, Python {platform.python_version()}"
+    m = bench_machine.basics()
+    return f"{m['CPU']}, {m['Cores']} cores, {m['RAM']} RAM, Python {m['Python']}"
 
 
 def run_verify(data_dir: pathlib.Path, thesis: pathlib.Path, sources: pathlib.Path,

@@ -34,8 +34,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import os
-import platform
-import re
 import shutil
 import signal
 import subprocess
@@ -53,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import machine as bench_machine  # noqa: E402
 from bench import queue_tasks  # noqa: E402
 from citerun import db, embedded, queue  # noqa: E402
 
@@ -512,33 +511,13 @@ async def measure_idle(systems: list[System], seconds: float, settle_s: float,
 
 def machine(server_version: str) -> dict[str, str]:
     import pgqueuer
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    mem = "unknown"
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
     try:
         import uvloop
         uv = uvloop.__version__
     except ImportError:
         uv = "not installed"
-    return {
-        "CPU": cpu,
-        "Cores": str(os.cpu_count()),
-        "RAM": mem,
-        "OS": f"{platform.system()} {platform.release()}",
-        "Python": platform.python_version(),
-        "PostgreSQL": server_version,
-        "pgqueuer": pgqueuer.__version__,
-        "asyncpg": asyncpg.__version__,
-        "uvloop": uv,
-    }
+    return {**bench_machine.basics(), "PostgreSQL": server_version,
+            "pgqueuer": pgqueuer.__version__, "asyncpg": asyncpg.__version__, "uvloop": uv}
 
 
 def load() -> str:
@@ -676,18 +655,6 @@ def markdown(r: Results) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    """Replace (or append) only this benchmark's section of docs/benchmarks.md."""
-    DOCS.parent.mkdir(parents=True, exist_ok=True)
-    current = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _m: text.rstrip("\n") + "\n\n", current, count=1)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text
-    DOCS.write_text(updated.rstrip("\n") + "\n")
-
-
 # -- main ---------------------------------------------------------------------------------
 
 async def run(args: argparse.Namespace, server: embedded.EmbeddedPostgres,
@@ -794,7 +761,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     print_report(results)
     if args.write_docs:
-        write_docs(markdown(results))
+        bench_machine.write_section(SECTION, markdown(results))
         console.print(f"wrote the '{SECTION[3:]}' section of {DOCS.relative_to(ROOT)}")
     return 0
 

@@ -116,13 +116,14 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *,
             missing = sorted(set(request.required_digests) - known)
             if missing:
                 return Admission(created=False, missing=tuple(missing))
+        payloads = [(digest_of(data), data, filename) for data, filename in request.payloads]
         if caps is not None:
-            reason = await _over_capacity(conn, request, caps)
+            reason = await _over_capacity(conn, request, payloads, caps)
             if reason is not None:
                 return Admission(created=False, over_capacity=reason)
-        for data, filename in request.payloads:
-            await conn.fetchval(_Q["document_stage"], digest_of(data), filename, len(data),
-                                data, request.tenant)
+        for digest, data, filename in payloads:
+            await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data,
+                                request.tenant)
         created = await conn.fetchval(
             _Q["run_insert"], request.id, request.name, request.namespace, request.tenant,
             request.generation, request.spec, request.priority, request.resource_uid)
@@ -149,16 +150,16 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *,
 
 
 async def _over_capacity(conn: asyncpg.Connection, request: RunRequest,
-                         caps: Caps) -> str | None:
+                         payloads: list[tuple[str, bytes, str]], caps: Caps) -> str | None:
     await conn.execute(_Q["tenant_admission_lock"], request.tenant)
     usage = await conn.fetchrow(_Q["tenant_usage"], request.tenant)
     if caps.max_active_runs is not None and usage["active_runs"] >= caps.max_active_runs:
         return (f"tenant {request.tenant!r} has {usage['active_runs']} active run(s), "
                 f"the cap is {caps.max_active_runs}")
     if caps.max_staged_bytes is not None:
-        digests = [digest_of(d) for d, _ in request.payloads]
-        known = {r["digest"] for r in await conn.fetch(_Q["documents_known"], digests)}
-        new_bytes = sum(len(d) for d, _ in request.payloads if digest_of(d) not in known)
+        known = {r["digest"] for r in await conn.fetch(_Q["documents_known"],
+                                                        [digest for digest, _, _ in payloads])}
+        new_bytes = sum(len(data) for digest, data, _ in payloads if digest not in known)
         if usage["staged_bytes"] + new_bytes > caps.max_staged_bytes:
             return (f"tenant {request.tenant!r} would stage {usage['staged_bytes'] + new_bytes} "
                     f"bytes, the cap is {caps.max_staged_bytes}")

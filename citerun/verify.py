@@ -188,10 +188,9 @@ def print_summary(console: Console, report_json: dict[str, object]) -> None:
     for column in ("#", "marker", "page", "verdict", "source"):
         table.add_column(column)
     for c in citations[:100]:
+        source = c.get("source") or {}  # null for an unresolved citation
         table.add_row(str(c.get("ordinal")), str(c.get("marker")), str(c.get("page")),
-                      str(c.get("verdict")), str((c.get("source") or {}).get("filename")
-                                                  if isinstance(c.get("source"), dict) else
-                                                  c.get("source_filename") or "-"))
+                      str(c.get("verdict")), str(source.get("filename", "-")))
     console.print(table)
 
 

@@ -114,7 +114,7 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
         spec = specs.CitationRunSpec.model_validate(dict(body.get("spec") or {}))
     except pydantic.ValidationError as err:
         message = specs.validation_message(err)
-        await _write_status(namespace, name, previous, {
+        await _write_status(namespace, name, {
             "phase": "Failed", "observedGeneration": generation, "message": message,
             "conditions": status.merge_conditions(previous.get("conditions") or [], [
                 status.condition("Admitted", False, "InvalidSpec", message, generation,
@@ -125,7 +125,7 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
         return  # a bad spec is not retried: the user must change it (which is an update)
     run_id = run_id_for(uid, generation)
     if await runs.get(memo.pool, run_id) is None:
-        request = await _request(spec, run_id, uid, name, namespace, generation, previous)
+        request = await _request(spec, run_id, uid, name, namespace, generation)
         admission = await runs.create(memo.pool, request, caps=runs.Caps(
             CONFIG.operator.max_active_runs_per_tenant,
             CONFIG.operator.max_staged_bytes_per_tenant))
@@ -143,12 +143,11 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
 
 
 async def _request(spec: specs.CitationRunSpec, run_id: uuid.UUID, uid: str, name: str,
-                   namespace: str, generation: int,
-                   previous: dict[str, Any]) -> runs.RunRequest:
+                   namespace: str, generation: int) -> runs.RunRequest:
     """Resolve the spec's documents into what ``runs.create`` needs."""
     payloads: list[tuple[bytes, str]] = []
     fetches: list[runs.FetchRequest] = []
-    staged: dict[str, runs.StagedDocument] = {}
+    required: list[str] = []  # digests the spec names: they must already be stored
 
     async def resolve(ref: specs.DocumentRef, role: str,
                       keys: tuple[str, ...]) -> runs.StagedDocument | None:
@@ -156,6 +155,7 @@ async def _request(spec: specs.CitationRunSpec, run_id: uuid.UUID, uid: str, nam
             fetches.append(runs.FetchRequest(ref.url, ref.name, role, keys))
             return None
         if ref.digest is not None:
+            required.append(ref.digest)
             return runs.StagedDocument(ref.digest, ref.name, keys)
         kind, key_ref = (("secret", ref.secret_key_ref) if ref.secret_key_ref is not None
                          else ("configmap", ref.config_map_key_ref))
@@ -173,14 +173,12 @@ async def _request(spec: specs.CitationRunSpec, run_id: uuid.UUID, uid: str, nam
         doc = await resolve(source, "source", source.keys)
         if doc is not None:
             sources.append(doc)
-    digests = [d.digest for d in [thesis, *sources] if d is not None]
     return runs.RunRequest(
         id=run_id, name=name, namespace=namespace, resource_uid=uuid.UUID(uid),
         generation=generation, tenant=spec.tenant, priority=-spec.priority,
         thesis=thesis or runs.StagedDocument("", spec.thesis.name),
         sources=tuple(sources), spec=spec.pipeline_spec(), fetches=tuple(fetches),
-        payloads=tuple(payloads), required_digests=tuple(
-            d for d in digests if d not in {runs.digest_of(p) for p, _ in payloads}))
+        payloads=tuple(payloads), required_digests=tuple(required))
 
 
 async def _hold(body: kopf.Body, namespace: str, name: str, previous: dict[str, Any],
@@ -190,7 +188,7 @@ async def _hold(body: kopf.Body, namespace: str, name: str, previous: dict[str, 
                           for c in previous.get("conditions") or [])
     if not waiting_already:
         kopf.info(body, reason="Waiting", message=message)
-    await _write_status(namespace, name, previous, {
+    await _write_status(namespace, name, {
         "phase": "Pending", "observedGeneration": generation, "message": message,
         "conditions": status.merge_conditions(previous.get("conditions") or [], [
             status.condition("Admitted", False, reason, message, generation,
@@ -198,8 +196,7 @@ async def _hold(body: kopf.Body, namespace: str, name: str, previous: dict[str, 
     raise kopf.TemporaryError(message, delay=CONFIG.operator.admission_retry_s)
 
 
-async def _write_status(namespace: str, name: str, previous: dict[str, Any],
-                        new: dict[str, Any]) -> None:
+async def _write_status(namespace: str, name: str, new: dict[str, Any]) -> None:
     obj = await kube.get_run(namespace, name)
     if obj is not None:
         await kube.patch_status(namespace, name, new,

@@ -153,25 +153,23 @@ def operator_service_account(
     plane: controlplane.ControlPlane, namespace: str, release: str
 ) -> str:
     """Name of the operator's ServiceAccount of release ``release``."""
-    proc = plane.kubectl(
-        "get", "serviceaccounts", "--namespace", namespace, "--output", "name",
-        "--selector",
-        f"app.kubernetes.io/instance={release},app.kubernetes.io/component=operator",
-    )
-    names = proc.stdout.split()
-    assert len(names) == 1, f"operator ServiceAccounts of {release}: {names}"
-    return names[0].split("/", 1)[1]
+    return _component_object(plane, "serviceaccounts", namespace, release, "operator")
 
 
 def worker_deployment(plane: controlplane.ControlPlane, namespace: str, release: str) -> str:
     """Name of the worker Deployment of release ``release``."""
+    return _component_object(plane, "deployments", namespace, release, "worker")
+
+
+def _component_object(plane: controlplane.ControlPlane, resource: str, namespace: str,
+                      release: str, component: str) -> str:
+    """Name of the one ``resource`` of ``release`` labelled with ``component``."""
     proc = plane.kubectl(
-        "get", "deployments", "--namespace", namespace, "--output", "name",
-        "--selector",
-        f"app.kubernetes.io/instance={release},app.kubernetes.io/component=worker",
+        "get", resource, "--namespace", namespace, "--output", "name", "--selector",
+        f"app.kubernetes.io/instance={release},app.kubernetes.io/component={component}",
     )
     names = proc.stdout.split()
-    assert len(names) == 1, f"worker Deployments of {release}: {names}"
+    assert len(names) == 1, f"{component} {resource} of {release}: {names}"
     return names[0].split("/", 1)[1]
 
 

@@ -119,6 +119,16 @@ async def wait_for(check: Callable[[], Any], timeout: float, what: str,
     raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{logs()[-6000:]}")
 
 
+async def wait_succeeded(api: k8s.ApiClient, namespace: str, name: str, timeout: float,
+                         logs: Callable[[], str] = lambda: "") -> dict[str, Any]:
+    """Wait until the CitationRun's phase is Succeeded; return the object."""
+    def succeeded() -> dict[str, Any] | None:
+        obj = get(api, namespace, name)
+        return obj if ((obj or {}).get("status") or {}).get("phase") == "Succeeded" else None
+    obj: dict[str, Any] = await wait_for(succeeded, timeout, f"{name} to succeed", logs)
+    return obj
+
+
 def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
     for c in ((obj or {}).get("status") or {}).get("conditions") or []:
         if c["type"] == type_:

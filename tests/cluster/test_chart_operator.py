@@ -45,9 +45,8 @@ async def test_operator_with_the_charts_service_account_runs_a_citationrun(
                      .spec.replicas or 0) >= 1, 30, "the worker Deployment scaled up",
             lambda: op.log())
         workers = [spawn_worker(f"w{i}", tasks="citerun.worker.tasks:registry") for i in range(2)]
-        done = await ops.wait_for(
-            lambda: ((o := ops.get(api_client, namespace, "rbac-demo")) or {}).get(
-                "status", {}).get("phase") == "Succeeded" and o, 120, "phase Succeeded",
+        done = await ops.wait_succeeded(
+            api_client, namespace, "rbac-demo", 120,
             lambda: op.log() + "".join(w.log()[-2000:] for w in workers))
         assert done["status"]["counts"]["citations"] == 11
         import httpx

@@ -45,9 +45,8 @@ async def test_upload_submit_status_and_report(
         assert "cli-run" in submitted.stdout
         workers = [spawn_worker(f"w{i}", tasks="citerun.worker.tasks:registry")
                    for i in range(2)]
-        await ops.wait_for(
-            lambda: ((ops.get(api_client, namespace, "cli-run") or {}).get("status") or {})
-            .get("phase") == "Succeeded", 120, "Succeeded",
+        await ops.wait_succeeded(
+            api_client, namespace, "cli-run", 120,
             lambda: op.log() + "".join(w.log()[-2000:] for w in workers))
         shown = _citerun("status", "cli-run", "-n", namespace, kubeconfig=kube, url=database_url)
         assert shown.returncode == 0 and "Succeeded (11/11 judged)" in shown.stdout, shown.stdout

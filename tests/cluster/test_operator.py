@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import signal
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,13 +50,10 @@ async def test_a_citationrun_runs_to_succeeded_with_the_right_counts(
     obj = ops.create(api_client, namespace, ops.demo_body("demo", digests))
     uid = obj["metadata"]["uid"]
     await ops.wait_for(lambda: pool.fetchval("SELECT count(*) FROM tasks WHERE run_id = $1",
-                                             __import__("uuid").UUID(uid)),
+                                             uuid.UUID(uid)),
                        30, "the run's first tasks", _logs(op))
     workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
-    done = await ops.wait_for(
-        lambda: (o := ops.get(api_client, namespace, "demo")) and
-        (o.get("status") or {}).get("phase") == "Succeeded" and o,
-        120, "phase Succeeded", _logs(op, *workers))
+    done = await ops.wait_succeeded(api_client, namespace, "demo", 120, _logs(op, *workers))
     status = done["status"]
     verdicts = dict(await pool.fetch("SELECT verdict, count(*) FROM verdicts GROUP BY verdict"))
     assert status["runId"] == uid
@@ -149,9 +147,7 @@ async def test_operator_restart_mid_run_resumes_without_duplicating_tasks(
     await asyncio.sleep(3)  # the new operator resumes the existing resource
     assert await ops.counts(pool) == before
     workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
-    await ops.wait_for(
-        lambda: ((ops.get(api_client, namespace, "survivor") or {}).get("status") or {})
-        .get("phase") == "Succeeded", 120, "Succeeded after the restart", _logs(second, *workers))
+    await ops.wait_succeeded(api_client, namespace, "survivor", 120, _logs(second, *workers))
     after = await ops.counts(pool)
     assert after["runs"] == 1 and after["duplicate_keys"] == 0 and after["citations"] == 11
 
@@ -173,9 +169,7 @@ async def test_caps_hold_runs_back_and_release_them(
     assert await pool.fetchval("SELECT count(*) FROM runs") == 1
     workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
     for name in ("first", "second"):
-        await ops.wait_for(
-            lambda: ((ops.get(api_client, namespace, name) or {}).get("status") or {})
-            .get("phase") == "Succeeded", 120, f"{name} Succeeded", _logs(op, *workers))
+        await ops.wait_succeeded(api_client, namespace, name, 120, _logs(op, *workers))
     assert await pool.fetchval("SELECT count(*) FROM runs WHERE state = 'succeeded'") == 2
 
 
@@ -188,9 +182,8 @@ async def test_two_operators_at_once_produce_one_set_of_rows(
         ops.create(api_client, namespace, ops.demo_body(f"twin-{i}", digests))
     workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
     for i in range(3):
-        await ops.wait_for(
-            lambda: ((ops.get(api_client, namespace, f"twin-{i}") or {}).get("status") or {})
-            .get("phase") == "Succeeded", 180, f"twin-{i} Succeeded", _logs(a, b, *workers))
+        await ops.wait_succeeded(api_client, namespace, f"twin-{i}", 180,
+                                 _logs(a, b, *workers))
     result = await ops.counts(pool)
     assert result["runs"] == 3 and result["duplicate_keys"] == 0
     assert result["citations"] == 33
@@ -237,10 +230,8 @@ async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
         op = operators()
         ops.create(api_client, namespace, body)
         workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
-        done = await ops.wait_for(
-            lambda: (o := ops.get(api_client, namespace, "mixed")) and
-            (o.get("status") or {}).get("phase") == "Succeeded" and o,
-            120, "phase Succeeded", _logs(op, *workers))
+        done = await ops.wait_succeeded(api_client, namespace, "mixed", 120,
+                                        _logs(op, *workers))
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -276,9 +267,7 @@ async def test_a_spec_change_mid_run_restarts_under_the_new_generation(
     assert new["generation"] == 2 and new["spec"]["retrieval"] == {"top_k": 3}
     assert new["priority"] == -10  # higher CRD priority runs first: queue order is ascending
     workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
-    await ops.wait_for(
-        lambda: ((ops.get(api_client, namespace, "changing") or {}).get("status") or {})
-        .get("phase") == "Succeeded", 120, "Succeeded", _logs(op, *workers))
+    await ops.wait_succeeded(api_client, namespace, "changing", 120, _logs(op, *workers))
     assert await pool.fetchval("SELECT count(*) FROM reports") == 1
     assert await pool.fetchval("SELECT run_id::text FROM reports") == restarted["runId"]
 

@@ -33,7 +33,6 @@ import math
 import os
 import pathlib
 import re
-import time
 import typing
 
 import httpx
