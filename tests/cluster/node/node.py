@@ -13,7 +13,8 @@ What runs (binaries from ``build.sh`` beside this file and ``../build.sh``, imag
   process on the node address, the kubelet's ``clusterDNS``.
 
 Network (the workplace allows test traffic to loopback and to addresses the tests make):
-the node address ``NODE_IP`` sits on a dummy interface made here; pods get addresses on
+the node address ``NODE_IP`` sits on an interface made here (a bridge without ports:
+this kernel has no ``dummy`` module); pods get addresses on
 a bridge made by the CNI plugin; host-to-Service traffic is routed out of the dummy
 interface so its source is the node address; a FORWARD rule drops anything from or to
 the pod bridge through any other interface; ``ip_forward`` (needed between bridge ports
@@ -66,6 +67,7 @@ CLUSTER_DOMAIN = "cluster.local"
 
 STATE = pathlib.Path("/run/citerun-node")  # sockets, pids, saved sysctls, CNI IPAM
 KUBELET_ROOT = pathlib.Path("/var/lib/citerun-kubelet")
+PV_ROOT = pathlib.Path("/var/lib/citerun-node-pv")  # hostPath PersistentVolumes of tests
 CGROUP_ROOT = pathlib.Path("/sys/fs/cgroup")
 FWD_CHAIN = "CITERUN-NODE-FWD"
 SYSCTLS = ("net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables")
@@ -271,6 +273,7 @@ def cleanup(bin_dir: pathlib.Path) -> None:
                 pathlib.Path("/proc/sys", key).write_text(value)
     shutil.rmtree(STATE, ignore_errors=True)
     shutil.rmtree(KUBELET_ROOT, ignore_errors=True)
+    shutil.rmtree(PV_ROOT, ignore_errors=True)
 
 
 def _start_time(pid: int) -> str:
@@ -440,7 +443,9 @@ class Node:
         saved = {key: pathlib.Path("/proc/sys", key).read_text().strip() for key in SYSCTLS
                  if pathlib.Path("/proc/sys", key).exists()}
         (STATE / "sysctls.json").write_text(json.dumps(saved))
-        _run(["ip", "link", "add", NODE_IFACE, "type", "dummy"])
+        # A bridge with no ports as the node's own interface (this kernel has no dummy
+        # module): its address is local, reachable from the host and, routed, from pods.
+        _run(["ip", "link", "add", NODE_IFACE, "type", "bridge"])
         _run(["ip", "addr", "add", f"{NODE_IP}/32", "dev", NODE_IFACE])
         _run(["ip", "link", "set", NODE_IFACE, "up"])
         # Host -> ClusterIP leaves from the node address, never from the machine's own.
@@ -631,6 +636,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             "nodeStatusUpdateFrequency": "5s",
             "maxPods": 60,
             "podPidsLimit": -1,
+            "podLogsDir": str(KUBELET_ROOT / "pod-logs"),
         }))
         self._spawn("kubelet", [
             f"--config={config}",

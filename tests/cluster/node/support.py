@@ -21,7 +21,7 @@ README = REPO / "README.md"
 EXAMPLES = REPO / "examples"
 NAMESPACE = "citerun"
 RELEASE = "citerun"
-PV_DIR = pathlib.Path("/var/lib/citerun-node-pv")
+PV_DIR = node_mod.PV_ROOT / "postgresql"
 
 # What the node tests add to the README's `helm install`: the images built here (a
 # user pushes theirs to a registry and sets the same two values), and requests that fit

@@ -212,7 +212,9 @@ def test_readme_install_submit_succeeds_and_scales_workers_0_up_0(
 TASKS = 520
 LONG_EVERY = 20          # every 20th task outlives the drain timeout (5 s): released on drain
 LONG_S = 12.0
-SHORT_S = 1.0
+SHORT_S = 2.0
+IDLE_LONG_S = 60.0       # the idle-first phase: 2 long tasks keep 2 workers busy...
+IDLE_SHORT = 78          # ...while these finish and leave the other workers idle
 TASKS_MODULE = """\
 from citerun.worker.registry import Registry
 from citerun.worker.tasks import registry as _citerun
@@ -257,9 +259,9 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
         "workers.extraVolumeMounts": [{"name": "test-tasks", "mountPath": "/opt/test-tasks",
                                        "readOnly": True}],
         "workers.extraEnv": [{"name": "PYTHONPATH", "value": "/opt/test-tasks"}],
-        "workers.concurrency": 4,
-        "autoscaling.maxWorkers": 6,
-        "autoscaling.tasksPerWorker": 40,
+        "workers.concurrency": 2,
+        "autoscaling.maxWorkers": 4,
+        "autoscaling.tasksPerWorker": 20,
     }
     node.helm("upgrade", RELEASE, str(support.REPO / "charts" / "citerun"), "-n", NAMESPACE,
               "--reuse-values", *support.set_args(load_values))
@@ -353,25 +355,34 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
                 "jsonpath={.status.phase}").strip() == "Succeeded", 300,
                 "the CitationRun submitted under load to succeed")
 
-            # 4. idle pods first: two long tasks keep two workers busy while the others
-            #    are idle; the scale-down must delete idle pods, not the busy ones.
-            workers_before = ready_workers()
-            long_ids = await queue.enqueue(pool, [queue.NewTask("work", {"seconds": 45.0})
-                                                  for _ in range(2)])
+            await until(lambda: _worker_replicas(node) == 0 and not support.pods(node, "worker"),
+                        240, "scale to zero after the load")
+
+            # 4. idle pods first: 4 workers for 2 long + 78 short tasks; once the short
+            #    ones are done, 2 workers are busy and 2 idle, and the scale-down to the 2
+            #    busy ones must delete the idle pods (pod-deletion-cost, set by the
+            #    operator, honoured by the ReplicaSet controller).
+            long_ids = await queue.enqueue(pool, [
+                queue.NewTask("work", {"seconds": IDLE_LONG_S}, priority=-1)
+                for _ in range(2)])
+            await queue.enqueue(pool, [queue.NewTask("work", {"seconds": SHORT_S})
+                                       for _ in range(IDLE_SHORT)])
 
             async def long_running() -> list[str]:
                 rows = await pool.fetch("SELECT worker_id FROM tasks WHERE id = ANY($1) "
                                         "AND state = 'running'", long_ids)
                 return [r["worker_id"] for r in rows] if len(rows) == 2 else []
 
-            await until(long_running, 60, "the two long tasks to run")
+            await until(lambda: len(ready_workers()) >= 3, 240, "3+ ready workers")
+            await until(long_running, 120, "the two long tasks to run")
             busy_pods = set(await long_running())
-            await until(lambda: len(ready_workers()) <= 2, 120,
-                        "the scale-down to the busy workers")
-            survivors = set(ready_workers())
+            workers_before = set(ready_workers())
+            await until(lambda: len(support.pods(node, "worker")) == 2, 180,
+                        "the scale-down to the 2 busy workers")
+            survivors = {p["metadata"]["name"] for p in support.pods(node, "worker")}
             await until(lambda: pool.fetchval(
                 "SELECT count(*) = 2 FROM tasks WHERE id = ANY($1) AND state = 'succeeded'",
-                long_ids), 120, "the long tasks to finish")
+                long_ids), IDLE_LONG_S + 60, "the long tasks to finish")
             long_rows = await pool.fetch("SELECT worker_id, attempt, releases FROM tasks "
                                          "WHERE id = ANY($1)", long_ids)
             await until(lambda: _worker_replicas(node) == 0 and not support.pods(node, "worker"),
@@ -381,7 +392,7 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
                                      "GROUP BY state")
         await pool.close()
 
-    total = TASKS + 2
+    total = TASKS + 2 + IDLE_SHORT
     states = {r["state"]: r["count"] for r in leftovers}
     assert states == {"succeeded": total}, states
     pool = await _pool(url)
@@ -408,14 +419,15 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
     assert follower.lines(r"released \d+ tasks on drain") and released > 0
     # Idle pods went first: the two busy pods survived the scale-down, and their long
     # tasks finished on the first attempt, never released.
-    assert busy_pods <= survivors, (busy_pods, survivors, workers_before)
+    assert len(workers_before) >= 3 and busy_pods == survivors, (
+        busy_pods, survivors, workers_before)
     assert all(r["attempt"] == 1 and r["releases"] == 0 for r in long_rows), long_rows
     support.figure("rollout load: enqueue -> workers scaled up", scale_reaction, "s",
                    f"{TASKS} tasks enqueued at once into 0 workers")
     support.figure("rollout load: forced delete -> tasks taken again", requeue_s, "s",
                    "2 busy workers, kubectl delete --grace-period=0 --force")
     support.figure("rollout load: all tasks done", done_s, "s",
-                   f"{TASKS} tasks (1 s; every {LONG_EVERY}th {LONG_S:.0f} s) through helm "
+                   f"{TASKS} tasks ({SHORT_S:.0f} s; every {LONG_EVERY}th {LONG_S:.0f} s) through helm "
                    "upgrade, rollout restart x2, 2 forced deletes")
     support.figure("rollout load: releases on drain", float(released), "tasks",
                    f"{pods_seen} worker pods ran tasks")
