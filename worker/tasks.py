@@ -26,6 +26,7 @@ import pydantic
 
 from citerun import queue, runs, sql
 from citerun.worker import registry as registry_mod
+from citerun.worker import sandbox
 from citerun.worker.pipeline import citations, embed, fetch, judge, pdf, report, retrieval
 from citerun.worker.pipeline.settings import PipelineSettings, RetrievalConfig
 
@@ -95,18 +96,22 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
             await runs.advance_for_documents(conn, [payload.digest])
         return
     settings = pipeline_settings().documents
-    try:
-        parsed = await ctx.run_cpu(functools.partial(pdf.parse_pdf, bytes(row["raw"]),
-                                                     max_bytes=settings.max_bytes))
-    except pdf.DocumentError as err:
-        logger.info("document %s (%s) rejected: %s", row["filename"], payload.digest[:12], err,
-                    extra={"action": "parse", "reason": err.reason})
+    limits = pipeline_settings().limits
+    try:  # in a child process under the parse limits (see worker/sandbox.py)
+        outcome = await sandbox.run(limits.parse, sandbox.parse_job, bytes(row["raw"]),
+                                    settings.max_bytes, settings.chunk_chars,
+                                    settings.overlap_chars, limits)
+    except sandbox.DocumentTooComplex as err:
+        outcome = sandbox.Rejected(err.reason, str(err))
+    if isinstance(outcome, sandbox.Rejected):
+        logger.info("document %s (%s) rejected: %s", row["filename"], payload.digest[:12],
+                    outcome.message, extra={"action": "parse", "reason": outcome.reason})
         async with ctx.fenced() as conn:
-            await conn.execute(_Q["document_mark_failed"], payload.digest, err.reason, str(err))
+            await conn.execute(_Q["document_mark_failed"], payload.digest, outcome.reason,
+                               outcome.message)
             await runs.advance_for_documents(conn, [payload.digest])
         return
-    chunks = pdf.chunk_pages(parsed.pages, target_chars=settings.chunk_chars,
-                             overlap_chars=settings.overlap_chars)
+    parsed, chunks = outcome.document, list(outcome.chunks)
     vectors: Any = (await ctx.run_cpu(embedder().embed, [c.text for c in chunks])
                     if chunks else [])
     async with ctx.fenced() as conn:
@@ -196,7 +201,16 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                                   title=d["title"], authors=tuple(d["authors"] or ()),
                                   year=d["year"], explicit_keys=tuple(d["keys"] or ()))
              for d in sources]
-    extraction = await ctx.run_cpu(citations.extract, [(p["number"], p["text"]) for p in pages])
+    try:  # in a child process under the extract limits (see worker/sandbox.py)
+        extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
+                                           pipeline_settings().limits)
+    except sandbox.DocumentTooComplex as err:
+        logger.info("thesis of run %s rejected: %s", payload.run_id, err,
+                    extra={"action": "extract", "reason": err.reason})
+        async with ctx.fenced() as conn:
+            await runs.finish(conn, payload.run_id, "failed",
+                              f"the thesis {thesis['filename']} could not be read: {err}")
+        return
     mapped = citations.map_citations(extraction, infos, pipeline_settings().match)
     state = {d["digest"]: d for d in sources}
     judge_ids: list[int] = []
