@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,21 @@ class QueueSettings(BaseModel):
         "doubles with each attempt.")
     backoff_cap_s: float = Field(
         300.0, ge=0, description="Upper bound of the retry delay, in seconds.")
+
+    tenant_caps: dict[str, int] = Field(
+        default_factory=dict, description="Most tasks of one tenant (a namespace) running "
+        "at once across all workers, by tenant, e.g. {\"thesis-dept\": 16}; enforced in the "
+        "claim, so a department's deadline burst cannot hold every worker. Empty: no caps.")
+    tenant_cap_default: int | None = Field(
+        None, ge=1, description="The cap of every tenant not named in tenant_caps; None "
+        "leaves them uncapped. Any cap makes capped claims take turns (one advisory lock), "
+        "about 1 ms each, so leave both unset when one tenant owns the cluster.")
+
+    @model_validator(mode="after")
+    def _caps_positive(self) -> QueueSettings:
+        if any(cap < 1 for cap in self.tenant_caps.values()):
+            raise ValueError("queue.tenant_caps values must be at least 1")
+        return self
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> QueueSettings:
@@ -76,6 +92,9 @@ class WorkerSettings(BaseModel):
         None, ge=0, le=65535, description="Port of the Prometheus endpoint; None disables it.")
     kinds: tuple[str, ...] | None = Field(
         None, description="Task kinds this worker claims; None means every registered kind.")
+    run_id: uuid.UUID | None = Field(
+        None, description="Claim only this run's tasks (a local worker serving its own run "
+        "beside other runs in a shared database); None claims every run's.")
 
 
 class Settings(BaseSettings):

@@ -63,6 +63,8 @@ class Worker:
         self.id = settings.worker.id
         self.metrics = metrics.WorkerMetrics()
         self.kinds = settings.worker.kinds or None
+        self._caps = queue.TenantCaps(settings.queue.tenant_caps,
+                                      settings.queue.tenant_cap_default)
         self._on_dead = tasks.on_dead
         self._pool: asyncpg.Pool | None = None
         self._held: dict[int, _Running] = {}
@@ -153,7 +155,8 @@ class Worker:
             try:
                 claimed = await queue.claim(
                     self.pool, worker_id=self.id, kinds=self._claim_kinds(), limit=free,
-                    lease_s=self.settings.queue.lease_s)
+                    lease_s=self.settings.queue.lease_s, run_id=self.settings.worker.run_id,
+                    caps=self._caps)
             except DB_ERRORS as err:
                 logger.warning("claim failed: %s", err, extra={"action": "claim"})
                 await self._wait(self._stopping, error_delay)
