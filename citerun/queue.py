@@ -1,7 +1,7 @@
 """The durable task queue: the only module that talks the queue's SQL.
 
 Everything here is one statement (or one transaction) against Postgres, so any number of
-processes can call it at once. The protocol (see DESIGN.md):
+processes can call it at once. The protocol (see docs/architecture.md, "The queue protocol"):
 
 * enqueue inserts rows and NOTIFYs ``citerun_tasks`` in the same transaction;
 * claim is one ``UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED)`` statement;
@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
-from citerun import errors, retry, sql
+from citerun import errors, sql
 
 # Where a statement may run: a connection (possibly inside the caller's transaction)
 # or the pool.
@@ -95,9 +95,6 @@ class SweepResult:
     requeued: tuple[int, ...]
     dead: tuple[int, ...]
     dead_run_ids: tuple[uuid.UUID, ...]
-
-
-backoff_s = retry.backoff_s
 
 
 async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,

@@ -8,7 +8,7 @@ import uuid
 
 import asyncpg
 
-from citerun import runs
+from citerun import flow, runs
 
 PDF_A = b"%PDF-1.7 team-a's confidential thesis"
 PDF_B = b"%PDF-1.7 team-b's own thesis"
@@ -21,15 +21,15 @@ def _request(tenant: str, thesis: runs.StagedDocument, **kw: object) -> runs.Run
 
 async def test_another_tenants_digest_is_refused_like_an_unknown_one(pool: asyncpg.Pool) -> None:
     doc = await runs.stage_document(pool, PDF_A, "a.pdf", tenant="team-a")
-    stolen = await runs.create(pool, _request("team-b", doc, required_digests=(doc.digest,)))
+    stolen = await flow.create(pool, _request("team-b", doc, required_digests=(doc.digest,)))
     ghost = runs.StagedDocument("e" * 64, "ghost.pdf")
-    unknown = await runs.create(pool, _request("team-b", ghost,
+    unknown = await flow.create(pool, _request("team-b", ghost,
                                                required_digests=(ghost.digest,)))
     assert not stolen.created and stolen.missing == (doc.digest,)
     assert not unknown.created and unknown.missing == (ghost.digest,)
     assert await pool.fetchval("SELECT count(*) FROM runs") == 0
     # The owner may use it.
-    assert (await runs.create(pool, _request("team-a", doc,
+    assert (await flow.create(pool, _request("team-a", doc,
                                              required_digests=(doc.digest,)))).created
 
 
@@ -47,8 +47,8 @@ async def test_forged_tenant_column_is_what_the_caller_passes_namespace(
         pool: asyncpg.Pool) -> None:
     thesis = await runs.stage_document(pool, PDF_B, "b.pdf", tenant="team-b")
     caps = runs.Caps(max_active_runs=1)
-    assert (await runs.create(pool, _request("team-b", thesis), caps=caps)).created
-    held = await runs.create(pool, _request("team-b", thesis), caps=caps)
+    assert (await flow.create(pool, _request("team-b", thesis), caps=caps)).created
+    held = await flow.create(pool, _request("team-b", thesis), caps=caps)
     assert not held.created and "team-b" in (held.over_capacity or "")
 
 
@@ -69,7 +69,7 @@ async def test_pages_and_chunks_go_when_no_run_of_an_owner_needs_them(
     first = _request("team-a", doc, required_digests=(doc.digest,))
     second = _request("team-a", doc, required_digests=(doc.digest,))
     for request in (first, second):
-        assert (await runs.create(pool, request)).created
+        assert (await flow.create(pool, request)).created
     await _parsed(pool, doc.digest)
 
     await runs.finish(pool, first.id, "succeeded")  # second still needs it
@@ -80,14 +80,14 @@ async def test_pages_and_chunks_go_when_no_run_of_an_owner_needs_them(
     assert await pool.fetchval("SELECT count(*) FROM chunks") == 1
 
     third = _request("team-c", doc, required_digests=(doc.digest,))
-    assert (await runs.create(pool, third)).created
+    assert (await flow.create(pool, third)).created
     await runs.finish(pool, third.id, "failed", "x")
     assert await pool.fetchval("SELECT count(*) FROM document_pages") == 0
     assert await pool.fetchval("SELECT count(*) FROM chunks") == 0
     state = await pool.fetchrow("SELECT state, raw, title FROM documents")
     assert dict(state) == {"state": "staged", "raw": None, "title": None}
     # Nobody may reference it any more without bringing the bytes again.
-    again = await runs.create(pool, _request("team-a", doc, required_digests=(doc.digest,)))
+    again = await flow.create(pool, _request("team-a", doc, required_digests=(doc.digest,)))
     assert again.missing == (doc.digest,)
 
 
@@ -95,7 +95,7 @@ async def test_a_runs_own_judge_key_is_deleted_when_it_finishes(pool: asyncpg.Po
     doc = await runs.stage_document(pool, PDF_B, "b.pdf", tenant="team-b")
     request = _request("team-b", doc, judge_api_key="sk-run-key")
     assert "sk-run-key" not in repr(request)
-    assert (await runs.create(pool, request)).created
+    assert (await flow.create(pool, request)).created
     assert await pool.fetchval("SELECT judge_api_key FROM run_secrets") == "sk-run-key"
     await runs.finish(pool, request.id, "succeeded")
     assert await pool.fetchval("SELECT count(*) FROM run_secrets") == 0
