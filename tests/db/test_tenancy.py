@@ -37,7 +37,7 @@ async def test_bytes_count_against_each_tenant_that_brings_them(pool: asyncpg.Po
     await runs.stage_document(pool, b"%PDF-" + b"a" * 995, "big.pdf", tenant="team-a")
     thesis = await runs.stage_document(pool, PDF_B, "b.pdf", tenant="team-b")
     # team-b brings the same 1000 bytes team-a already stored: they are new to team-b.
-    over = await runs.create(
+    over = await flow.create(
         pool, _request("team-b", thesis, payloads=((b"%PDF-" + b"a" * 995, "big.pdf"),)),
         caps=runs.Caps(max_staged_bytes=1000))
     assert not over.created and "team-b" in (over.over_capacity or "")
