@@ -19,7 +19,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from citerun import runs
+from citerun import flow, runs
 from tests.support import hostile_pdfs
 
 pytestmark = pytest.mark.chaos
@@ -32,7 +32,7 @@ async def _start(pool: asyncpg.Pool, name: str, thesis: bytes,
     staged = await runs.stage_document(pool, thesis, f"{name}.pdf")
     staged_sources = [await runs.stage_document(pool, p.read_bytes(), p.name) for p in sources]
     run_id = uuid.uuid4()
-    await runs.create(pool, runs.RunRequest(id=run_id, name=name, thesis=staged,
+    await flow.create(pool, runs.RunRequest(id=run_id, name=name, thesis=staged,
                                             sources=tuple(staged_sources)))
     return run_id
 
