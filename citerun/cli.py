@@ -242,11 +242,9 @@ def configure_logging(level: str, fmt: str) -> None:
     ``action`` and ``task_id``) for a cluster's log pipeline."""
     handler = logging.StreamHandler()
     if fmt == "json":
-        from pythonjsonlogger.json import JsonFormatter
+        from citerun import logs
 
-        handler.setFormatter(JsonFormatter(
-            "%(asctime)s %(levelname)s %(name)s %(message)s",
-            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+        handler.setFormatter(logs.json_formatter())
     else:
         handler.setFormatter(logging.Formatter(
             "%(asctime)s %(levelname)s %(name)s: %(message)s"))
