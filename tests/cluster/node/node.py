@@ -36,6 +36,7 @@ import contextlib
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import signal
 import subprocess
@@ -209,7 +210,7 @@ def _iptables_cleanup() -> None:
             if line.startswith(":") and line[1:].startswith(OWN_CHAIN_PREFIXES)
         ]
         for line in dump.splitlines():
-            parts = line.split()
+            parts = shlex.split(line)
             if (
                 len(parts) > 2
                 and parts[0] == "-A"
@@ -555,7 +556,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             f"--service-account-private-key-file={pw / 'sa.key'}",
             "--use-service-account-credentials=false",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--controllers=*,-nodeipam,-cloud-node-lifecycle,-bootstrapsigner,-tokencleaner",
             "--concurrent-deployment-syncs=5",
             "--v=1",
         ])
@@ -656,6 +656,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             return out.strip() == "True"
 
         self._wait("kubelet", "node Ready", ready, 180)
+
+        def default_account() -> bool:  # kube-controller-manager is at work
+            return self.kubectl("get", "serviceaccount", "default", "-n", "default",
+                                check=False) != ""
+
+        self._wait("kube-controller-manager", "the default ServiceAccount", default_account, 120)
 
 
 @contextlib.contextmanager
