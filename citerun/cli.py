@@ -237,16 +237,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("upload", help="stage PDFs in Postgres and print their digests")
     p.add_argument("files", nargs="+")
-    p.add_argument("--tenant", default="default")
+    p.add_argument("--tenant", "-n", "--namespace", dest="tenant", default="default",
+                   help="namespace whose CitationRuns may use the documents (the tenant)")
     p.set_defaults(func=cmd_upload)
 
     p = sub.add_parser("submit", help="upload a thesis and its sources, create a CitationRun")
     p.add_argument("thesis")
     p.add_argument("--sources", nargs="+", required=True)
     p.add_argument("--name", help="name of the CitationRun (default: from the thesis file)")
-    p.add_argument("-n", "--namespace", default="default")
-    p.add_argument("--tenant", default="default")
-    p.add_argument("--priority", type=int, default=0)
+    p.add_argument("-n", "--namespace", default="default",
+                   help="namespace of the run, which is also its tenant")
     p.set_defaults(func=cmd_submit)
 
     p = sub.add_parser("status", help="show a CitationRun's status")

@@ -42,7 +42,8 @@ def submit(args: argparse.Namespace) -> int:
         await db.migrate(url)
         pool = await db.create_pool(url, min_size=1, max_size=2)
         try:
-            return [await runs.stage_document(pool, p.read_bytes(), p.name, tenant=args.tenant)
+            return [await runs.stage_document(pool, p.read_bytes(), p.name,
+                                              tenant=args.namespace)
                     for p in [thesis, *sources]]
         finally:
             await pool.close()
@@ -54,8 +55,7 @@ def submit(args: argparse.Namespace) -> int:
         "apiVersion": f"{specs.GROUP}/{specs.VERSION}", "kind": specs.KIND,
         "metadata": {"name": name, "namespace": args.namespace},
         "spec": {"thesis": {"name": staged[0].filename, "digest": staged[0].digest},
-                 "sources": [{"name": d.filename, "digest": d.digest} for d in staged[1:]],
-                 "tenant": args.tenant, "priority": args.priority}}
+                 "sources": [{"name": d.filename, "digest": d.digest} for d in staged[1:]]}}
     _custom().create_namespaced_custom_object(specs.GROUP, specs.VERSION, args.namespace,
                                               specs.PLURAL, body)
     print(f"citationrun.{specs.GROUP}/{name} created in {args.namespace}")

@@ -65,15 +65,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def stage_demo(url: str, thesis: str = "thesis.pdf") -> dict[str, str]:
-    """Upload the demo thesis and sources; return {file name: digest}."""
+async def stage_demo(url: str, thesis: str = "thesis.pdf", *, tenant: str) -> dict[str, str]:
+    """Upload the demo thesis and sources for ``tenant`` (the namespace whose runs may use
+    them); return {file name: digest}."""
     from citerun import db
     await db.migrate(url)
     pool = await db.create_pool(url, min_size=1, max_size=2)
     try:
         out = {}
         for path in [EXAMPLES / thesis, *sorted((EXAMPLES / "sources").glob("*.pdf"))]:
-            doc = await runs.stage_document(pool, path.read_bytes(), path.name)
+            doc = await runs.stage_document(pool, path.read_bytes(), path.name, tenant=tenant)
             out[path.name] = doc.digest
         return out
     finally:

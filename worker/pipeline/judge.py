@@ -940,6 +940,13 @@ class OpenAIConfig(pydantic.BaseModel):
         default="OPENAI_API_KEY",
         description="Environment variable holding the API key; used when api_key_file is not set.",
     )
+    api_key: pydantic.SecretStr | None = pydantic.Field(
+        default=None,
+        description=(
+            "The key itself (a run's own key, apiKeySecretRef, given per run by the "
+            "operator after its access check); wins over api_key_file and api_key_env."
+        ),
+    )
     api_key_file: pathlib.Path | None = pydantic.Field(
         default=None,
         description=(
@@ -1228,6 +1235,8 @@ class OpenAIJudge:
 
     def _api_key(self) -> str | None:
         config = self._config
+        if config.api_key is not None:
+            return config.api_key.get_secret_value() or None
         if config.api_key_file is not None:
             try:
                 return config.api_key_file.read_text(encoding="utf-8").strip() or None

@@ -107,13 +107,31 @@ INSERT INTO run_sources (run_id, digest, role, filename, keys) VALUES ($1, $2, $
 ON CONFLICT DO NOTHING;
 
 -- name: document_stage_fetched --
--- Stage downloaded bytes under their digest (a known document keeps its state).
-INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
-VALUES ($1, $2, $3, $4, (SELECT tenant FROM runs WHERE id = $5))
-ON CONFLICT (digest) DO UPDATE
-SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
-               THEN excluded.raw ELSE documents.raw END
-RETURNING state;
+-- Stage downloaded bytes under their digest (a known document keeps its state); the
+-- run's tenant owns the digest from now on.
+WITH doc AS (
+    INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
+    VALUES ($1, $2, $3, $4, (SELECT tenant FROM runs WHERE id = $5))
+    ON CONFLICT (digest) DO UPDATE
+    SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
+                   THEN excluded.raw ELSE documents.raw END
+    RETURNING digest, state
+), owner AS (
+    INSERT INTO document_owners (tenant, digest, size_bytes)
+    SELECT (SELECT tenant FROM runs WHERE id = $5), digest, $3 FROM doc
+    ON CONFLICT DO NOTHING
+)
+SELECT state FROM doc;
+
+-- name: tenant_over_byte_cap --
+-- Whether $2 more bytes (a download of run $1) would take the run's tenant over the byte
+-- cap the operator admitted the run with (NULL cap: never). Bytes the tenant already
+-- owns under digest $3 are not new.
+SELECT r.max_tenant_bytes IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM document_owners WHERE tenant = r.tenant AND digest = $3)
+       AND (SELECT coalesce(sum(size_bytes), 0) FROM document_owners WHERE tenant = r.tenant)
+           + $2 > r.max_tenant_bytes
+FROM runs AS r WHERE r.id = $1;
 
 -- name: document_record_failure --
 -- Record a document that could not be obtained at all (its digest names the URL).
@@ -121,3 +139,7 @@ INSERT INTO documents (digest, filename, size_bytes, state, error_reason, error,
                        finished_at)
 VALUES ($1, $2, 0, 'failed', $3, $4, (SELECT tenant FROM runs WHERE id = $5), now())
 ON CONFLICT (digest) DO UPDATE SET error = excluded.error, error_reason = excluded.error_reason;
+
+-- name: run_judge_key --
+-- The run's own judge API key, if the operator stored one (spec apiKeySecretRef).
+SELECT judge_api_key FROM run_secrets WHERE run_id = $1;
