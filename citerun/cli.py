@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import asyncpg
 import pydantic
@@ -56,22 +56,55 @@ def _die_with(parent: int) -> None:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from citerun import verify
+
+    parent = int(os.environ.get(verify.VERIFY_PID_ENV, "0")) or None
+    stopping: list[int] = []  # a SIGTERM before the worker's own handler is installed
+    stops: list[Callable[[], None]] = []
+    if parent is not None:  # a worker of `citerun verify`: it lives and dies with it
+        def on_term(signum: int, _frame: object) -> None:
+            stopping.append(signum)
+            for stop in stops:
+                stop()
+
+        signal.signal(signal.SIGTERM, on_term)
+        _die_with(parent)
+
     from citerun.worker import registry, runtime
 
     settings = _settings_with(args)
     tasks = registry.load(args.tasks)
-    parent = int(os.environ.get(verify.VERIFY_PID_ENV, "0")) or None
-    if parent is not None:  # a worker of `citerun verify`: it lives and dies with it
-        _die_with(parent)
+
+    def orphaned() -> bool:
+        return parent is not None and os.getppid() != parent
+
+    async def serve(url: str) -> None:
+        worker = runtime.Worker(url, tasks, settings)
+        if parent is not None:
+            stops.append(worker.stop)
+            if stopping:
+                worker.stop()
+        watch = asyncio.create_task(_watch_parent(orphaned, worker.stop))
+        try:
+            await worker.run()
+        finally:
+            watch.cancel()
+
     with localdb.database(settings) as url:
-        if parent is None or os.getppid() == parent:  # else the verify died already
-            worker = runtime.Worker(url, tasks, settings)
-            asyncio.run(worker.run())
-        if parent is not None and os.getppid() != parent and settings.worker.run_id:
+        if not orphaned() and not stopping:
+            asyncio.run(serve(url))
+        if orphaned() and settings.worker.run_id:
             asyncio.run(verify.cancel_run(
                 url, settings.worker.run_id,
                 f"interrupted: citerun verify (pid {parent}) died before the run ended"))
     return 0
+
+
+async def _watch_parent(orphaned: Callable[[], bool], stop: Callable[[], None]) -> None:
+    """Drain when the verify that started this worker is gone (a backstop for the
+    parent-death signal, which a worker still starting up may have missed)."""
+    while not orphaned():
+        await asyncio.sleep(0.5)
+    stop()
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -173,7 +206,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return client.report(args)
 
 
-def _count(low: int, high: int) -> object:
+def _count(low: int, high: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
