@@ -627,7 +627,9 @@ def _find_reference_section(
     is body again (an appendix may cite too).
     """
     lines: list[tuple[int, str]] = []  # (page index, line)
+    page_first: set[int] = set()  # indices of each page's first line
     for page_index, (_, text) in enumerate(pages):
+        page_first.add(len(lines))
         lines.extend((page_index, line) for line in text.split("\n"))
     best: tuple[int, int] | None = None  # (score, line index)
     for index, (_, line) in enumerate(lines):
@@ -641,7 +643,8 @@ def _find_reference_section(
     heading = best[1]
     end = len(lines)
     for index in range(heading + 1, len(lines)):
-        if index > heading + 3 and _is_stop(lines[index][1], not lines[index - 1][1].strip()):
+        opens = index in page_first or not lines[index - 1][1].strip()
+        if index > heading + 3 and _is_stop(lines[index][1], opens):
             end = index
             break
     reference_text = "\n".join(line for _, line in lines[heading + 1:end])
@@ -702,9 +705,13 @@ def _split_numbered(text: str) -> list[tuple[str, str]] | None:
 def _starts_entry(text: str) -> bool:
     """Whether a paragraph can open a reference entry (not a wrapped continuation)."""
     stripped = text.lstrip()
-    if not stripped or not (stripped[0].isupper() or stripped[0] in "[„“\"'(" or stripped[:2].lower() in ("de", "va", "vo", "di", "da", "le", "la", "du")):
+    if not stripped:
         return False
-    return True
+    if stripped[0].isupper() or stripped[0] in "[„“\"'(":
+        return True
+    # "van der Berg, A." and software named in lower case: "pdfplumber. 2023. ..."
+    return stripped.split(" ", 1)[0].casefold() in _PARTICLES or bool(
+        re.match(rf"^[\w.-]{{2,40}}\.\s+{_YEAR}", stripped))
 
 
 def _split_author_year(text: str) -> list[str]:

@@ -318,6 +318,34 @@ def _mark_paragraphs(ordered: list[tuple[_Raw, int]], body_size: float) -> list[
     return lines
 
 
+_FOOTNOTE_START = re.compile(r"^(?:\d{1,3}|[*∗†‡§¶])\s*\S")
+
+
+def _footnotes_last(ordered: list[tuple[_Raw, int]], body_size: float) -> list[tuple[_Raw, int]]:
+    """Footnotes (a run of small lines closing a column, opened by a note number) move
+    to the end of the page, so they do not cut a sentence or a reference entry that
+    goes on in the next column."""
+    moved: list[tuple[_Raw, int]] = []
+    kept: list[tuple[_Raw, int]] = []
+    columns = sorted({column for _, column in ordered})
+    for column in columns:
+        lines = [item for item in ordered if item[1] == column]
+        start = len(lines)
+        while start > 0 and lines[start - 1][0].size <= body_size - 0.9:
+            start -= 1
+        # The run must sit below the column's body text and open with a note number.
+        if 0 < start < len(lines) and _FOOTNOTE_START.match(lines[start][0].text):
+            moved.extend(lines[start:])
+            kept.extend(lines[:start])
+        else:
+            kept.extend(lines)
+    if not moved:
+        return ordered
+    order = {id(raw): index for index, (raw, _) in enumerate(ordered)}
+    kept.sort(key=lambda item: order[id(item[0])])
+    return kept + [(raw, 3) for raw, _ in moved]
+
+
 # --- pages ---------------------------------------------------------------------------
 
 
@@ -352,7 +380,7 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
                 and (counts[_edge_key(r.text)] >= _MIN_REPEATS or PAGE_NUMBER.fullmatch(r.text))
             )
         ]
-        ordered = _reading_order(kept)
+        ordered = _footnotes_last(_reading_order(kept), body_size)
         layouts.append(
             PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered, body_size)))
         )
