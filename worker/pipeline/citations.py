@@ -743,6 +743,7 @@ def _split_author_year(text: str) -> list[str]:
                 and _ANY_YEAR.search(current)
                 and previous_line.endswith(".")
                 and (_ENTRY_LINE_START.match(line) or _GIVEN_FIRST_START.match(line))
+                and line.split(" ", 1)[0].casefold() not in _NOT_SURNAMES
             ):
                 entries.append(current)
                 current = ""
@@ -873,6 +874,8 @@ def parse_entry(text: str, index: int, label: str | None = None) -> ReferenceEnt
     colon_style = _COLON_STYLE.match(text)
     if quoted and (year_match is None or quoted.start() < year_match.start()):
         authors, title = text[:quoted.start()], quoted["t"].strip(" ,.")
+    elif dotted and year_match is dotted and dotted.start() > 0:
+        authors, title = text[:dotted.start()], _first_segment(text[dotted.end():])
     elif colon_style:
         authors, title = colon_style["a"], colon_style["t"].strip(" .")
     elif vancouver:

@@ -330,9 +330,14 @@ def _footnotes_last(ordered: list[tuple[_Raw, int]], body_size: float) -> list[t
     columns = sorted({column for _, column in ordered})
     for column in columns:
         lines = [item for item in ordered if item[1] == column]
+        if not lines:
+            continue
+        note_size = lines[-1][0].size
         start = len(lines)
-        while start > 0 and lines[start - 1][0].size <= body_size - 0.9:
+        while start > 0 and abs(lines[start - 1][0].size - note_size) <= 0.3:
             start -= 1
+        if start > 0 and lines[start - 1][0].size < note_size + 0.9 or note_size > body_size - 0.9:
+            start = len(lines)  # no smaller run below the column's text
         # The run must sit below the column's body text and open with a note number.
         if 0 < start < len(lines) and _FOOTNOTE_START.match(lines[start][0].text):
             moved.extend(lines[start:])
