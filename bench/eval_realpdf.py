@@ -41,6 +41,9 @@ from citerun.worker.pipeline import citations, pdf  # noqa: E402
 # Reference entries counted by hand in each PDF (the CERMINE ones come from gold/).
 TRUE_ENTRIES: dict[str, int] = {
     "beyond_summarization_shen2023.pdf": 32,
+    # The PDF prints 40 entries; its JATS gold list has 44 because it splits four
+    # (e.g. a URL line as an entry of its own). The gold is used for surname + year.
+    "cermine_test5.pdf": 40,
     "citesee_chang2023.pdf": 65,
     "dont_stop_pretraining_gururangan2020.pdf": 55,
     "longeval_krishna2023.pdf": 66,
@@ -123,7 +126,7 @@ def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path) -> tuple[DocRe
         markers=markers,
         citations=len(extraction.citations),
         entries=len(entries),
-        true_entries=len(gold) if gold is not None else TRUE_ENTRIES.get(path.name),
+        true_entries=TRUE_ENTRIES.get(path.name, len(gold) if gold is not None else None),
         correct=correct,
         gold=gold is not None,
     ), extraction

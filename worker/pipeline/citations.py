@@ -274,6 +274,9 @@ _IBID_PART = re.compile(
 _IBID_BARE = re.compile(
     rf"(?<![\w.])(?:(?i:vgl\.)\s*)?(?i:{_IBID_WORD})(?:,?\s*{_PREFIXED_LOC})?"
 )
+# Superscript citation numbers as the layout writes them: "bias¹⁴ ¹⁵", "Jadad,¹¹⁻¹³".
+_SUPERSCRIPT = re.compile(r"(?<=[^\s⁰¹²³⁴⁵⁶⁷⁸⁹])(?P<body>[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:\s?[,–⁻-]?\s?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20})")
+_FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _YEAR_IN_LIST = re.compile(rf"(?P<y>{_YEAR})(?P<s>[a-z])?")
 _SPLIT_SURNAMES = re.compile(rf"\s*(?:,|{_JOIN}(?=\s))\s*")
 # How far before "(2020)" a narrative author group may start, in characters.
@@ -289,6 +292,7 @@ class _Ref:
     authors: tuple[str, ...] = ()
     year: int | None = None
     ibid: bool = False
+    superscript: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -346,7 +350,7 @@ def _expand_numbers(body: str) -> list[str]:
             # "[4-6]" is a range; "[9-2]" or "[1-5000]" is not, so keep only its ends.
             numbers = range(low, high + 1) if 0 < high - low <= 100 else (low, high)
             keys.extend(str(n) for n in numbers)
-        elif part:
+        elif part.isdigit():
             keys.append(str(int(part)))
     return list(dict.fromkeys(keys))
 
@@ -437,6 +441,12 @@ def _find_markers(text: str) -> list[_Marker]:
         refs = tuple(_Ref(key) for key in _expand_numbers(match["body"]))
         add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0], refs,
                     _clean_locator(match["loc"])))
+    for match in _SUPERSCRIPT.finditer(text):
+        body = re.sub(r"\s+", ",", match["body"].translate(_FROM_SUPERSCRIPT).replace("–", "-"))
+        body = re.sub(r",+", ",", body)
+        refs = tuple(_Ref(key, superscript=True) for key in _expand_numbers(body))
+        if refs:
+            add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0], refs, None))
     for match in _ALPHA_GROUP.finditer(text):
         if free(match.start(), match.end()):
             refs = tuple(_Ref(key.strip()) for key in re.split(r"\s*[,;]\s*", match["body"]))
@@ -562,7 +572,7 @@ _STOP_HEADING = re.compile(
 _LETTER_HEADING = re.compile(r"^\s*[A-H](?:\.\d{1,2})?\.?\s+[A-Z][^.!?]{2,80}$")
 _BRACKET_LABEL = re.compile(r"^[ \t]*\[(?P<n>\d{1,4})\][ \t]*", re.MULTILINE)
 _BRACKET_LABEL_ANY = re.compile(r"(?:^|(?<=\s))\[(?P<n>\d{1,4})\]\s*")
-_DOT_LABEL_LINE = re.compile(r"^[ \t]*(?P<n>\d{1,4})[.)][ \t]+", re.MULTILINE)
+_DOT_LABEL_LINE = re.compile(r"^[ \t]*(?P<n>\d{1,4})[.)](?:[ \t]+|$)", re.MULTILINE)
 _DOT_LABEL_ANY = re.compile(rf"(?:^|(?<=\s))(?P<n>\d{{1,4}})[.)]\s+(?={_CAP})")
 _BARE_LABEL_LINE = re.compile(rf"^[ \t]*(?P<n>\d{{1,4}})[ \t]+(?={_CAP})", re.MULTILINE)
 _ALPHA_LABEL = re.compile(r"^[ \t]*\[(?P<n>[A-Za-z][A-Za-z+]{0,7}\d{2,4}[a-z]?)\][ \t]*", re.MULTILINE)
@@ -880,8 +890,15 @@ def parse_entry(text: str, index: int, label: str | None = None) -> ReferenceEnt
         authors, title = colon_style["a"], colon_style["t"].strip(" .")
     elif vancouver:
         authors, title = vancouver["a"], vancouver["t"].strip(" .")
-    elif year_match and year_match.start() > 0:
+    elif year_match and year_match.start() > 0 and (
+        year_match is paren_year or not _SENTENCE_BREAK.search(text, 0, year_match.start())
+    ):
         authors, title = text[:year_match.start()], _first_segment(text[year_match.end():])
+    elif year_match and year_match.start() > 0:
+        # "World Health Organization. World prevalence of anaemia 1993-2005. ..." and
+        # "Michael Dobson. Title. Journal 2002;6": the authors end at the first full stop.
+        authors = _first_segment(text) or ""
+        title = _first_segment(text[len(authors):].lstrip(" ."))
     elif year_match:  # "2019. CHI '19: Proceedings ..." (no authors)
         authors, title = "", _first_segment(text[year_match.end():].lstrip(" ."))
     else:
@@ -944,6 +961,11 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> Extraction:
 
     markers = _find_markers(body)
     labels = {e.label for e in references if e.label}
+    # Raised numbers cite only in a paper that numbers its list and has no bracketed
+    # numbers; elsewhere they are footnote marks.
+    bracketed = any(not r.superscript and r.key.isdigit() for m in markers for r in m.refs)
+    if bracketed or not labels:
+        markers = [m for m in markers if not any(r.superscript for r in m.refs)]
     numeric = [m for m in markers if m.refs and all(r.key.isdigit() for r in m.refs)]
     # "[0, 1]" is an interval; in a paper whose list is author-year, or whose numbered
     # list holds none of the numbers, a bracketed number is an equation or a range.
