@@ -8,7 +8,7 @@
 * The run row stores the validated spec as jsonb (:meth:`RunSpec.to_json`) and the
   worker reads it back typed (:meth:`RunSpec.from_json`).
 
-What the spec deliberately does NOT carry (see docs/architecture.md, "Tenancy"): the
+What the spec deliberately does NOT carry (see docs/security.md): the
 tenant (it is the CitationRun's namespace), the priority (per-namespace policy in the
 operator's configuration) and the judge's endpoint (a run chooses one of the judge
 *profiles* the operator's configuration names; the URL comes from the profile only).

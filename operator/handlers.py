@@ -170,7 +170,7 @@ async def _read_for_run(namespace: str, kind: str, ref: specs.KeyRef) -> bytes:
     (the apiserver checked at admission that the run's creator may get it)."""
     binding = CONFIG.operator.access_policy_binding
     try:
-        if binding is None or not await kube.access_policy_in_force(binding):
+        if not binding or not await kube.access_policy_in_force(binding):
             raise InvalidRun("Secret and ConfigMap references are disabled: the access policy "
                              f"{binding!r} that checks the run's creator is not installed")
         return await kube.read_key_bytes(namespace, kind, ref.name, ref.key)

@@ -26,11 +26,11 @@ class OperatorConfig(pydantic.BaseModel):
         "a CitationRun cannot choose its own.")
     default_priority: int = pydantic.Field(
         0, ge=-100, le=100, description="Priority of namespaces not in namespace_priorities.")
-    access_policy_binding: str | None = pydantic.Field(
+    access_policy_binding: str = pydantic.Field(
         "citerun-run-access", description="Name of the ValidatingAdmissionPolicyBinding "
         "(shipped by the chart) that lets a CitationRun name only Secrets/ConfigMaps its "
         "creator may get. The operator reads no Secret or ConfigMap for a run unless this "
-        "binding is in force; None: never read them at all.")
+        "binding is in force; empty: never read them at all.")
     admission_retry_s: float = pydantic.Field(
         10.0, gt=0, description="Seconds before a run held back by a cap is tried again.")
     resync_s: float = pydantic.Field(

@@ -167,7 +167,7 @@ released AS (
       AND o.digest IN (SELECT digest FROM run_sources WHERE run_id = run.id)
       AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
                       WHERE s.digest = o.digest AND r.tenant = run.tenant AND r.id <> run.id
-                        AND r.state IN ('pending', 'running'))
+                        AND r.state = 'running')
     RETURNING o.digest
 ),
 orphans AS (
@@ -176,7 +176,7 @@ orphans AS (
                       WHERE o.digest = released.digest AND o.tenant <> run.tenant)
       AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id, run
                       WHERE s.digest = released.digest AND r.id <> run.id
-                        AND r.state IN ('pending', 'running'))
+                        AND r.state = 'running')
 ),
 pages AS (DELETE FROM document_pages WHERE digest IN (SELECT digest FROM orphans)),
 chunk_rows AS (DELETE FROM chunks WHERE digest IN (SELECT digest FROM orphans))

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
+import chart_support
 import operator_support as ops
 
 pytestmark = pytest.mark.cluster
@@ -194,7 +195,7 @@ async def test_two_operators_at_once_produce_one_set_of_rows(
 
 async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
         operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
-        database_url: str, pool: asyncpg.Pool) -> None:
+        database_url: str, pool: asyncpg.Pool, control_plane: Any) -> None:
     import base64
     import http.server
     import threading
@@ -228,9 +229,13 @@ async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
                              f"http://127.0.0.1:{httpd.server_address[1]}/{served.name}")}] + [
                              {"name": p.name, "configMapKeyRef": {"name": "pdfs", "key": p.name}}
                              for p in sources[1:]]}}
-        op = operators()
+        # ConfigMaps are read only under the chart's access policy; the URL is on loopback,
+        # which the workers fetch only when it is allow-listed.
+        op = operators(env={"CITERUN_OPERATOR__ACCESS_POLICY_BINDING":
+                            chart_support.ensure_access_policy(control_plane)})
         ops.create(api_client, namespace, body)
-        workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
+        workers = [spawn_worker(f"w{i}", tasks=PIPELINE, env={
+            "CITERUN_DOCUMENTS__FETCH_ALLOW_NETWORKS": '["127.0.0.1/32"]'}) for i in range(2)]
         done = await ops.wait_succeeded(api_client, namespace, "mixed", 120,
                                         _logs(op, *workers))
     finally:
