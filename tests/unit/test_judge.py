@@ -16,6 +16,7 @@ import pytest
 
 from citerun import errors
 from citerun.worker.pipeline import embed, judge
+from citerun.worker.pipeline.judging import language
 
 Verdict = judge.Verdict
 
@@ -45,11 +46,11 @@ _COHORT = judge.Passage(
 
 
 @pytest.fixture(scope="module")
-def embedded() -> judge.EmbeddedJudge:
-    return judge.EmbeddedJudge(embed.WordLlamaEmbedder())
+def embedded() -> judge.RulesJudge:
+    return judge.RulesJudge(embed.WordLlamaEmbedder())
 
 
-async def test_supported_claim_quotes_the_supporting_sentence(embedded: judge.EmbeddedJudge) -> None:
+async def test_supported_claim_quotes_the_supporting_sentence(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge(
         "Adults who exercised regularly reported fewer symptoms of anxiety than the control group.",
         [_COHORT, _TRIAL],
@@ -65,14 +66,14 @@ async def test_supported_claim_quotes_the_supporting_sentence(embedded: judge.Em
     assert result.tokens_used == 0
 
 
-async def test_paraphrased_claim_is_supported(embedded: judge.EmbeddedJudge) -> None:
+async def test_paraphrased_claim_is_supported(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge("Regular exercise reduces anxiety symptoms in adults.", [_TRIAL])
     assert result.verdict == Verdict.SUPPORTED
     assert "twelve weeks" in result.evidence[0].quote
 
 
 async def test_claim_saying_more_than_the_source_is_partially_supported(
-    embedded: judge.EmbeddedJudge,
+    embedded: judge.RulesJudge,
 ) -> None:
     result = await embedded.judge(
         "Regular exercise reduces anxiety symptoms and depression in adults and adolescents.",
@@ -81,7 +82,7 @@ async def test_claim_saying_more_than_the_source_is_partially_supported(
     assert result.verdict == Verdict.PARTIALLY_SUPPORTED
 
 
-async def test_unrelated_claim_is_unsupported(embedded: judge.EmbeddedJudge) -> None:
+async def test_unrelated_claim_is_unsupported(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge("The printing press was invented in Mainz around 1450.", [_TRIAL, _COHORT])
     assert result.verdict == Verdict.UNSUPPORTED
     assert result.confidence > 0.8
@@ -106,7 +107,7 @@ async def test_unrelated_claim_is_unsupported(embedded: judge.EmbeddedJudge) -> 
     ],
 )
 async def test_contradicted_claims(
-    embedded: judge.EmbeddedJudge, claim: str, passage: judge.Passage
+    embedded: judge.RulesJudge, claim: str, passage: judge.Passage
 ) -> None:
     result = await embedded.judge(claim, [passage])
     assert result.verdict == Verdict.CONTRADICTED, result.rationale
@@ -114,7 +115,7 @@ async def test_contradicted_claims(
     assert result.evidence and result.evidence[0].page_start == passage.page_start
 
 
-async def test_no_passages_is_unsupported(embedded: judge.EmbeddedJudge) -> None:
+async def test_no_passages_is_unsupported(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge("Anything at all.", [])
     assert (result.verdict, result.evidence) == (Verdict.UNSUPPORTED, ())
 
@@ -185,14 +186,14 @@ _FRONT = judge.Passage(
 
 
 def test_titles_and_headings_are_not_quoted() -> None:
-    sentences = judge._sentences(_FRONT)
+    sentences = language.sentences_of(_FRONT)
     assert sentences[0] == "We linked daily admissions to daily maximum temperature."
     assert sentences[-1] == "The effect was stronger in districts with little green space."
     assert not any("Public Health" in s for s in sentences)
 
 
 async def test_contradiction_by_direction_uses_the_title_as_context(
-    embedded: judge.EmbeddedJudge,
+    embedded: judge.RulesJudge,
 ) -> None:
     result = await embedded.judge(
         "Hospital admissions of older adults fall during heat waves, because older people "
@@ -202,7 +203,7 @@ async def test_contradiction_by_direction_uses_the_title_as_context(
 
 
 async def test_authors_comment_in_a_which_clause_is_not_required(
-    embedded: judge.EmbeddedJudge,
+    embedded: judge.RulesJudge,
 ) -> None:
     result = await embedded.judge(
         "Admissions peak one day after the hottest day, which gives health services a short "
@@ -211,7 +212,7 @@ async def test_authors_comment_in_a_which_clause_is_not_required(
     assert result.evidence[0].quote == "Admissions peaked one day after the hottest day."
 
 
-async def test_one_half_of_an_or_is_partial_support(embedded: judge.EmbeddedJudge) -> None:
+async def test_one_half_of_an_or_is_partial_support(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge(
         "Heat exposure is uneven: it is worst where streets are narrow or green space is "
         "scarce.", [_FRONT])
@@ -221,12 +222,12 @@ async def test_one_half_of_an_or_is_partial_support(embedded: judge.EmbeddedJudg
 
 def test_embedded_config_rejects_inverted_thresholds() -> None:
     with pytest.raises(ValueError, match="partially_supported"):
-        judge.EmbeddedJudgeConfig(supported=0.4, partially_supported=0.6)
+        judge.RulesJudgeConfig(supported=0.4, partially_supported=0.6)
 
 
 def test_make_judge_builds_the_configured_judge() -> None:
     embedder = embed.WordLlamaEmbedder()
-    assert isinstance(judge.make_judge(judge.JudgeConfig(), embedder), judge.EmbeddedJudge)
+    assert isinstance(judge.make_judge(judge.JudgeConfig(), embedder), judge.RulesJudge)
     openai = judge.make_judge(
         judge.JudgeConfig.model_validate({"kind": "openai", "openai": {"token_budget": 5}}), embedder
     )
