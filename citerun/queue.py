@@ -1,7 +1,7 @@
 """The durable task queue: the only module that talks the queue's SQL.
 
 Everything here is one statement (or one transaction) against Postgres, so any number of
-processes can call it at once. The protocol (see DESIGN.md):
+processes can call it at once. The protocol (see docs/architecture.md, "The queue protocol"):
 
 * enqueue inserts rows and NOTIFYs ``citerun_tasks`` in the same transaction;
 * claim is one ``UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED)`` statement;
@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeAlias
 
 import asyncpg
 
-from citerun import errors, retry, sql
+from citerun import errors, sql
 
 # Where a statement may run: a connection (possibly inside the caller's transaction)
 # or the pool.
@@ -73,6 +73,7 @@ class ClaimedTask:
     created_at: datetime
     run_after: datetime
     claimed_at: datetime
+    tenant: str = "default"
 
     @property
     def wait_s(self) -> float:
@@ -94,9 +95,6 @@ class SweepResult:
     requeued: tuple[int, ...]
     dead: tuple[int, ...]
     dead_run_ids: tuple[uuid.UUID, ...]
-
-
-backoff_s = retry.backoff_s
 
 
 async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,
@@ -134,12 +132,36 @@ async def _transaction(executor: Executor) -> AsyncIterator[asyncpg.Connection]:
             yield executor
 
 
+@dataclass(frozen=True)
+class TenantCaps:
+    """At most ``caps[tenant]`` (else ``default``; None: no limit) tasks of a tenant running."""
+
+    caps: Mapping[str, int] = field(default_factory=dict)
+    default: int | None = None
+
+    def __post_init__(self) -> None:
+        if any(cap < 1 for cap in self.caps.values()) or (
+                self.default is not None and self.default < 1):
+            raise ValueError("a tenant cap must be at least 1")
+
+
+NO_CAPS = TenantCaps()
+
+
 async def claim(conn: Executor, *, worker_id: str, kinds: Iterable[str],
-                limit: int, lease_s: float) -> list[ClaimedTask]:
-    """Claim up to ``limit`` due tasks for ``worker_id`` in one statement."""
+                limit: int, lease_s: float, run_id: uuid.UUID | None = None,
+                caps: TenantCaps = NO_CAPS) -> list[ClaimedTask]:
+    """Claim up to ``limit`` due tasks for ``worker_id`` in one statement.
+
+    Order: priority, then fair share (a tenant with a smaller backlog first, runs taking
+    turns within it), then age. ``run_id`` claims only that run's tasks (a local worker
+    serving its own run); ``caps`` bounds each tenant's running tasks cluster-wide.
+    """
     if limit <= 0:
         return []
-    rows = await conn.fetch(_Q["task_claim_many"], worker_id, list(kinds), lease_s, limit)
+    tenants = sorted(caps.caps)
+    rows = await conn.fetch(_Q["task_claim_many"], worker_id, list(kinds), lease_s, limit,
+                            run_id, tenants, [caps.caps[t] for t in tenants], caps.default)
     return [ClaimedTask(**dict(r)) for r in rows]
 
 

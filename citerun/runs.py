@@ -1,17 +1,19 @@
-"""Runs: staging documents, creating a run idempotently, and moving it between stages.
+"""Runs: staging documents, creating a run idempotently, locking and finishing it.
 
 A run is created in one transaction with its documents and its first tasks, keyed by
 the run id (a CitationRun's uid on a cluster), so a retried or duplicated create
-changes nothing. The pipeline's stage transitions that involve several tasks ("all
-documents of this run are parsed" -> extract) lock the run's row first, so two tasks
-finishing at once cannot both miss, or both take, the transition.
+changes nothing. This module knows no stage of the pipeline: which tasks a run starts
+with and which follow is :mod:`citerun.flow`'s, handed in as ``start``. Transitions
+that involve several tasks lock the run's row first (:func:`lock`,
+:func:`lock_by_documents`), so two tasks finishing at once cannot both miss, or both
+take, the transition. See ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +23,9 @@ from citerun import errors, queue, sql
 
 _Q = sql.load("citerun", "queries/runs.sql")
 
-# Task kinds of the pipeline (keep in sync with citerun.worker.tasks).
-PARSE_DOCUMENT = "parse_document"
-EXTRACT_CITATIONS = "extract_citations"
-JUDGE_CITATION = "judge_citation"
-FINALIZE_RUN = "finalize_run"
-FETCH_DOCUMENT = "fetch_document"
+#: Enqueues a new run's first tasks; called inside the create transaction with the run's
+#: row locked (see :meth:`citerun.flow.Flow.start`).
+StartHook = Callable[[asyncpg.Connection, "RunRequest"], Awaitable[None]]
 
 
 class RunError(errors.CiterunError):
@@ -98,9 +97,9 @@ async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, f
     return StagedDocument(digest, filename)
 
 
-async def create(pool: asyncpg.Pool, request: RunRequest, *,
-                 max_attempts: int = 5, caps: Caps | None = None) -> Admission:
-    """Admit and create the run with its first tasks in one transaction.
+async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
+                 caps: Caps | None = None) -> Admission:
+    """Admit and create the run with its first tasks (``start``) in one transaction.
 
     Idempotent by run id: an existing run is left alone (``created=False``). With
     ``caps``, the tenant's active runs and staged bytes are checked under a per-tenant
@@ -135,16 +134,7 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *,
                  for s in request.sources]
         await conn.executemany(_Q["run_source_insert"], rows)
         await conn.fetchrow(_Q["run_lock"], request.id)
-        await queue.enqueue(conn, [
-            queue.NewTask(FETCH_DOCUMENT, {"run_id": str(request.id), "url": f.url,
-                                           "filename": f.filename, "role": f.role,
-                                           "keys": list(f.keys)},
-                          priority=request.priority, run_id=request.id,
-                          dedupe_key=f"fetch:{request.id}:{f.role}:{f.filename}",
-                          max_attempts=max_attempts)
-            for f in request.fetches])
-        await advance(conn, request.id, priority=request.priority, max_attempts=max_attempts,
-                      parse_pending=True)
+        await start(conn, request)
         await conn.execute(_Q["run_touch"], request.id)
     return Admission(created=True)
 
@@ -166,36 +156,29 @@ async def _over_capacity(conn: asyncpg.Connection, request: RunRequest,
     return None
 
 
-async def advance(conn: asyncpg.Connection, run_id: uuid.UUID, *, priority: int,
-                  max_attempts: int = 5, parse_pending: bool = False) -> None:
-    """Enqueue what a run needs next; call with the run's row locked.
-
-    With ``parse_pending`` (only when the run is created), every document not parsed yet
-    gets a ``parse_document`` task of this run. Once no document is pending, the run gets
-    its ``extract_citations`` task. Dedupe keys make a repeated call harmless.
-
-    A finishing parse task must not re-enqueue parse tasks here: its insert would wait on
-    the sibling parse tasks' rows (ON CONFLICT on their dedupe keys) while they wait on
-    this run's row lock, a deadlock.
-    """
-    pending = await conn.fetch(_Q["run_documents_pending"], run_id)
-    if pending and parse_pending:
-        await queue.enqueue(conn, [
-            queue.NewTask(PARSE_DOCUMENT, {"digest": r["digest"]}, priority=priority,
-                          dedupe_key=f"parse:{r['digest']}:{run_id}", run_id=run_id,
-                          max_attempts=max_attempts)
-            for r in pending])
-    if pending or await conn.fetchval(_Q["run_fetches_open"], run_id):
-        return
-    await queue.enqueue(conn, [queue.NewTask(
-        EXTRACT_CITATIONS, {"run_id": str(run_id)}, priority=priority,
-        dedupe_key=f"extract:{run_id}", run_id=run_id, max_attempts=max_attempts)])
+async def documents_pending(conn: asyncpg.Connection, run_id: uuid.UUID) -> list[str]:
+    """Digests of the run's documents that are neither parsed nor failed."""
+    return [r["digest"] for r in await conn.fetch(_Q["run_documents_pending"], run_id)]
 
 
-async def advance_for_documents(conn: asyncpg.Connection, digests: Sequence[str]) -> None:
-    """After documents reached a terminal state: advance every running run using them."""
-    for row in await conn.fetch(_Q["run_lock_by_documents"], list(digests)):
-        await advance(conn, row["id"], priority=row["priority"])
+async def tasks_open(conn: asyncpg.Connection, run_id: uuid.UUID, kinds: Sequence[str]) -> bool:
+    """Whether the run has a queued or running task of one of ``kinds``."""
+    return bool(await conn.fetchval(_Q["run_tasks_open"], run_id, list(kinds)))
+
+
+async def lock_by_documents(conn: asyncpg.Connection,
+                            digests: Sequence[str]) -> list[tuple[uuid.UUID, int]]:
+    """Lock every running run that uses one of ``digests`` (in id order, so two callers
+    cannot deadlock); return their ids and priorities."""
+    return [(r["id"], r["priority"])
+            for r in await conn.fetch(_Q["run_lock_by_documents"], list(digests))]
+
+
+async def fail_document(conn: asyncpg.Connection, digest: str, reason: str,
+                        error: str) -> None:
+    """Record why a document cannot be used (unless it was parsed meanwhile) and drop its
+    staged bytes."""
+    await conn.execute(_Q["document_mark_failed"], digest, reason, error[:2000])
 
 
 async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, state: str,

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from citerun import retry
 
 
 class QueueSettings(BaseModel):
@@ -30,15 +33,44 @@ class QueueSettings(BaseModel):
         10.0, gt=0, description="Seconds between lease renewals of a busy worker: a third "
         "of the lease, so two heartbeats may be lost before the lease expires.")
     max_attempts: int = Field(
-        5, ge=1, description="Attempts before a task is dead-lettered (state 'failed').")
+        5, ge=1, description="Attempts before a task is dead-lettered (state 'failed'): "
+        "enough to ride out a database restart or a flaky source server (with the "
+        "backoff below, about 15 s of retries), few enough that a bug fails the run soon.")
+    max_attempts_by_kind: dict[str, int] = Field(
+        default_factory=dict, description="Attempts per task kind where they differ from "
+        "max_attempts, e.g. CITERUN_QUEUE__MAX_ATTEMPTS_BY_KIND='{\"fetch_document\": 8}'.")
     backoff_base_s: float = Field(
         1.0, ge=0, description="Retry delay after the first failed attempt, in seconds; "
         "doubles with each attempt.")
     backoff_cap_s: float = Field(
         300.0, ge=0, description="Upper bound of the retry delay, in seconds.")
+    tenant_caps: dict[str, int] = Field(
+        default_factory=dict, description="Most tasks of one tenant (a namespace) running "
+        "at once across all workers, by tenant, e.g. {\"thesis-dept\": 16}; enforced in the "
+        "claim, so a department's deadline burst cannot hold every worker. Empty: no caps.")
+    tenant_cap_default: int | None = Field(
+        None, ge=1, description="The cap of every tenant not named in tenant_caps; None "
+        "leaves them uncapped. Any cap makes capped claims take turns (one advisory lock), "
+        "about 1 ms each, so leave both unset when one tenant owns the cluster.")
+
+    @model_validator(mode="after")
+    def _caps_positive(self) -> QueueSettings:
+        if any(cap < 1 for cap in self.tenant_caps.values()):
+            raise ValueError("queue.tenant_caps values must be at least 1")
+        return self
+
+    def attempts_for(self, kind: str) -> int:
+        """Attempts a task of ``kind`` gets before it is dead-lettered."""
+        return self.max_attempts_by_kind.get(kind, self.max_attempts)
+
+    def retry_policy(self) -> retry.RetryPolicy:
+        """The backoff between a failed task's attempts."""
+        return retry.RetryPolicy(base_s=self.backoff_base_s, cap_s=self.backoff_cap_s)
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> QueueSettings:
+        if any(n < 1 for n in self.max_attempts_by_kind.values()):
+            raise ValueError("queue.max_attempts_by_kind values must be at least 1")
         if self.heartbeat_s >= self.lease_s:
             raise ValueError("queue.heartbeat_s must be shorter than queue.lease_s")
         return self
@@ -71,11 +103,14 @@ class WorkerSettings(BaseModel):
         "before releasing them. Keep below the pod's terminationGracePeriodSeconds.")
     listen_reconnect_s: float = Field(
         1.0, gt=0, description="Seconds before re-opening a lost LISTEN connection (doubles "
-        "up to 30 s while the database stays away).")
+        "up to 5 s, citerun.db.RECONNECT, while the database stays away).")
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="Port of the Prometheus endpoint; None disables it.")
     kinds: tuple[str, ...] | None = Field(
         None, description="Task kinds this worker claims; None means every registered kind.")
+    run_id: uuid.UUID | None = Field(
+        None, description="Claim only this run's tasks (a local worker serving its own run "
+        "beside other runs in a shared database); None claims every run's.")
 
 
 class Settings(BaseSettings):

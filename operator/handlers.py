@@ -26,7 +26,7 @@ from typing import Any
 import kopf
 import pydantic
 
-from citerun import db, runs
+from citerun import db, flow, runs
 from citerun.operator import autoscaler, kube, status, sync
 from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 CONFIG = op_settings.OperatorSettings()
 FINALIZER = "citerun.dev/finalizer"
-DB_ERRORS = (OSError, db.DatabaseError, asyncio.TimeoutError)
+DB_ERRORS = db.UNAVAILABLE
 
 
 def run_id_for(uid: str, generation: int) -> uuid.UUID:
@@ -126,7 +126,7 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
     run_id = run_id_for(uid, generation)
     if await runs.get(memo.pool, run_id) is None:
         request = await _request(spec, run_id, uid, name, namespace, generation)
-        admission = await runs.create(memo.pool, request, caps=runs.Caps(
+        admission = await flow.create(memo.pool, request, caps=runs.Caps(
             CONFIG.operator.max_active_runs_per_tenant,
             CONFIG.operator.max_staged_bytes_per_tenant))
         if admission.missing:

@@ -1,5 +1,5 @@
-"""The pipeline's task kinds: parse_document -> extract_citations -> judge_citation ->
-finalize_run.
+"""The handlers of the pipeline's task kinds (the order of the stages, their dedupe keys
+and what a dead task does are :mod:`citerun.flow`'s; see docs/architecture.md).
 
 Each handler does its slow work first (parsing, embedding, retrieval, judging), then
 records its results and enqueues the next stage in ONE fenced transaction, so a worker
@@ -24,9 +24,11 @@ import httpx
 import numpy as np
 import pydantic
 
-from citerun import queue, runs, sql
+from citerun import flow, runs, sql
 from citerun.worker import registry as registry_mod
+from citerun.worker import sandbox
 from citerun.worker.pipeline import citations, embed, fetch, judge, pdf, report, retrieval
+from citerun.settings import Settings
 from citerun.worker.pipeline.settings import PipelineSettings, RetrievalConfig
 
 logger = logging.getLogger(__name__)
@@ -78,7 +80,7 @@ class ParsePayload(pydantic.BaseModel):
     digest: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
 
 
-@registry.task(runs.PARSE_DOCUMENT, payload=ParsePayload)
+@registry.task(flow.PARSE_DOCUMENT, payload=ParsePayload)
 async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -> None:
     """Parse, chunk and embed one document; store pages and chunks; advance its runs."""
     row = await ctx.pool.fetchrow(_Q["document_claim_bytes"], payload.digest)
@@ -86,27 +88,30 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
         raise registry_mod.PermanentError(f"document {payload.digest} does not exist")
     if row["state"] in ("parsed", "failed"):
         async with ctx.fenced() as conn:  # parsed for another run meanwhile
-            await runs.advance_for_documents(conn, [payload.digest])
+            await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
     if row["raw"] is None:
         async with ctx.fenced() as conn:
-            await conn.execute(_Q["document_mark_failed"], payload.digest, "missing",
-                               "the document's bytes are gone (staging expired or dropped)")
-            await runs.advance_for_documents(conn, [payload.digest])
+            await runs.fail_document(conn, payload.digest, "missing",
+                                     "the document's bytes are gone (staging expired or dropped)")
+            await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
     settings = pipeline_settings().documents
-    try:
-        parsed = await ctx.run_cpu(functools.partial(pdf.parse_pdf, bytes(row["raw"]),
-                                                     max_bytes=settings.max_bytes))
-    except pdf.DocumentError as err:
-        logger.info("document %s (%s) rejected: %s", row["filename"], payload.digest[:12], err,
-                    extra={"action": "parse", "reason": err.reason})
+    limits = pipeline_settings().limits
+    try:  # in a child process under the parse limits (see worker/sandbox.py)
+        outcome = await sandbox.run(limits.parse, sandbox.parse_job, bytes(row["raw"]),
+                                    settings.max_bytes, settings.chunk_chars,
+                                    settings.overlap_chars, limits)
+    except sandbox.DocumentTooComplex as err:
+        outcome = sandbox.Rejected(err.reason, str(err))
+    if isinstance(outcome, sandbox.Rejected):
+        logger.info("document %s (%s) rejected: %s", row["filename"], payload.digest[:12],
+                    outcome.message, extra={"action": "parse", "reason": outcome.reason})
         async with ctx.fenced() as conn:
-            await conn.execute(_Q["document_mark_failed"], payload.digest, err.reason, str(err))
-            await runs.advance_for_documents(conn, [payload.digest])
+            await runs.fail_document(conn, payload.digest, outcome.reason, outcome.message)
+            await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
-    chunks = pdf.chunk_pages(parsed.pages, target_chars=settings.chunk_chars,
-                             overlap_chars=settings.overlap_chars)
+    parsed, chunks = outcome.document, list(outcome.chunks)
     vectors: Any = (await ctx.run_cpu(embedder().embed, [c.text for c in chunks])
                     if chunks else [])
     async with ctx.fenced() as conn:
@@ -117,7 +122,7 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
              np.asarray(v, dtype=np.float32)) for c, v in zip(chunks, vectors)])
         await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
                            list(parsed.authors), parsed.year, parsed.page_count)
-        await runs.advance_for_documents(conn, [payload.digest])
+        await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
 
 
 # -- fetch_document ----------------------------------------------------------------------
@@ -134,7 +139,7 @@ class FetchError(registry_mod.PermanentError):
     """The document cannot be downloaded."""
 
 
-@registry.task(runs.FETCH_DOCUMENT, payload=FetchPayload)
+@registry.task(flow.FETCH_DOCUMENT, payload=FetchPayload)
 async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -> None:
     """Download a document of a run (http/https, size and time caps), then stage it.
 
@@ -156,7 +161,8 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
                                err.reason, str(err), payload.run_id)
             await conn.execute(_Q["run_source_attach"], payload.run_id, failed, payload.role,
                                payload.filename, payload.keys)
-            await runs.advance(conn, payload.run_id, priority=run["priority"] if run else 0)
+            await flow.of(ctx.settings).advance(conn, payload.run_id,
+                                                priority=run["priority"] if run else 0)
         return
     digest = runs.digest_of(data)
     async with ctx.fenced() as conn:
@@ -165,8 +171,9 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
                             data, payload.run_id)
         await conn.execute(_Q["run_source_attach"], payload.run_id, digest, payload.role,
                            payload.filename, payload.keys)
-        await runs.advance(conn, payload.run_id, priority=run["priority"] if run else 0,
-                           parse_pending=True)
+        await flow.of(ctx.settings).advance(conn, payload.run_id,
+                                            priority=run["priority"] if run else 0,
+                                            parse_pending=True)
 
 
 # -- extract_citations -------------------------------------------------------------------
@@ -175,7 +182,7 @@ class RunPayload(pydantic.BaseModel):
     run_id: uuid.UUID
 
 
-@registry.task(runs.EXTRACT_CITATIONS, payload=RunPayload)
+@registry.task(flow.EXTRACT_CITATIONS, payload=RunPayload)
 async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
     """Find the thesis's cited claims, map them to sources, enqueue one judge each."""
     docs = await ctx.pool.fetch(_Q["run_documents"], payload.run_id)
@@ -196,7 +203,16 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                                   title=d["title"], authors=tuple(d["authors"] or ()),
                                   year=d["year"], explicit_keys=tuple(d["keys"] or ()))
              for d in sources]
-    extraction = await ctx.run_cpu(citations.extract, [(p["number"], p["text"]) for p in pages])
+    try:  # in a child process under the extract limits (see worker/sandbox.py)
+        extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
+                                           pipeline_settings().limits)
+    except sandbox.DocumentTooComplex as err:
+        logger.info("thesis of run %s rejected: %s", payload.run_id, err,
+                    extra={"action": "extract", "reason": err.reason})
+        async with ctx.fenced() as conn:
+            await runs.finish(conn, payload.run_id, "failed",
+                              f"the thesis {thesis['filename']} could not be read: {err}")
+        return
     mapped = citations.map_citations(extraction, infos, pipeline_settings().match)
     state = {d["digest"]: d for d in sources}
     judge_ids: list[int] = []
@@ -218,11 +234,8 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                               f"the source {doc['filename']} could not be read: {doc['error']}")
             else:
                 judge_ids.append(citation_id)
-        await queue.enqueue(conn, [
-            queue.NewTask(runs.JUDGE_CITATION, {"citation_id": i}, priority=run["priority"],
-                          dedupe_key=f"judge:{i}", run_id=payload.run_id) for i in judge_ids])
-        if not judge_ids:
-            await _enqueue_finalize(conn, payload.run_id, run["priority"])
+        await flow.of(ctx.settings).judge(conn, payload.run_id, judge_ids,
+                                          priority=run["priority"])
         await runs.touch(conn, payload.run_id)
 
 
@@ -233,19 +246,13 @@ async def _record(conn: asyncpg.Connection, citation_id: int, run_id: uuid.UUID,
                        rationale, evidence or [], judge_name)
 
 
-async def _enqueue_finalize(conn: asyncpg.Connection, run_id: uuid.UUID, priority: int) -> None:
-    await queue.enqueue(conn, [queue.NewTask(
-        runs.FINALIZE_RUN, {"run_id": str(run_id)}, priority=priority,
-        dedupe_key=f"finalize:{run_id}", run_id=run_id)])
-
-
 # -- judge_citation ----------------------------------------------------------------------
 
 class JudgePayload(pydantic.BaseModel):
     citation_id: int
 
 
-@registry.task(runs.JUDGE_CITATION, payload=JudgePayload)
+@registry.task(flow.JUDGE_CITATION, payload=JudgePayload)
 async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -> None:
     """Retrieve the cited source's passages for the claim and judge the citation."""
     row = await ctx.pool.fetchrow(_Q["citation_get"], payload.citation_id)
@@ -272,13 +279,14 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
         if verdict.tokens_used:
             await conn.execute(_Q["run_add_tokens"], row["run_id"], verdict.tokens_used)
         if await conn.fetchval(_Q["run_unjudged_count"], row["run_id"]) == 0:
-            await _enqueue_finalize(conn, row["run_id"], run["priority"] if run else 0)
+            await flow.of(ctx.settings).finalize(conn, row["run_id"],
+                                                 priority=run["priority"] if run else 0)
         await runs.touch(conn, row["run_id"])
 
 
 # -- finalize_run ------------------------------------------------------------------------
 
-@registry.task(runs.FINALIZE_RUN, payload=RunPayload)
+@registry.task(flow.FINALIZE_RUN, payload=RunPayload)
 async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
     """Build the report (JSON and HTML), store it, and mark the run succeeded."""
     run = await runs.get(ctx.pool, payload.run_id)
@@ -324,20 +332,14 @@ def build_report(run: asyncpg.Record, docs: list[asyncpg.Record],
 # -- dead-lettered tasks -----------------------------------------------------------------
 
 async def on_dead(pool: asyncpg.Pool, task_ids: list[int]) -> None:
-    """A pipeline task ran out of attempts: fail its run with the task's error."""
-    for row in await pool.fetch(_Q["task_runs_of"], task_ids):
-        if row["run_id"] is None:
-            continue
-        async with pool.acquire() as conn, conn.transaction():
-            if row["kind"] == runs.PARSE_DOCUMENT:
-                digest = row["payload"].get("digest", "")
-                await conn.execute(_Q["document_mark_failed"], digest, "crashed",
-                                   f"parsing failed repeatedly: {row['last_error']}"[:2000])
-                await runs.advance_for_documents(conn, [digest])
-                continue
-            await runs.lock(conn, row["run_id"])
-            await runs.finish(conn, row["run_id"], "failed",
-                              f"{row['kind']} task {row['id']} failed: {row['last_error']}"[:4000])
+    """A pipeline task ran out of attempts: the flow decides what that means for its run."""
+    await flow.of(core_settings()).on_dead(pool, task_ids)
+
+
+@functools.cache
+def core_settings() -> Settings:
+    """The process's core settings (queue attempts), read once."""
+    return Settings()
 
 
 registry.on_dead = on_dead

@@ -1,11 +1,36 @@
 -- name: task_enqueue_many --
--- Insert a batch of tasks; a row whose dedupe_key already exists is skipped.
-INSERT INTO tasks (kind, payload, priority, run_after, max_attempts, dedupe_key, run_id)
-SELECT t.kind, t.payload, t.priority, now() + make_interval(secs => t.delay_s),
-       t.max_attempts, t.dedupe_key, t.run_id
-FROM unnest($1::text[], $2::jsonb[], $3::integer[], $4::float8[], $5::integer[],
-            $6::text[], $7::uuid[])
-     AS t (kind, payload, priority, delay_s, max_attempts, dedupe_key, run_id)
+-- Insert a batch of tasks with their tenant and fair-share key; an existing dedupe_key is skipped.
+-- fair_key = (floor(log2(the tenant's open tasks, this batch included)) << 32) + the task's
+-- place in its run's backlog (see migrations/0004_fair_claim.sql); the count is capped
+-- at 65,536 so an enqueue stays cheap behind any backlog.
+WITH input AS (
+    SELECT t.*, coalesce(r.tenant, 'default') AS tenant
+    FROM unnest($1::text[], $2::jsonb[], $3::integer[], $4::float8[], $5::integer[],
+                $6::text[], $7::uuid[]) WITH ORDINALITY
+         AS t (kind, payload, priority, delay_s, max_attempts, dedupe_key, run_id, ord)
+    LEFT JOIN runs AS r ON r.id = t.run_id
+), tenant_load AS (
+    SELECT i.tenant, count(*) + (
+        SELECT count(*) FROM (
+            SELECT 1 FROM tasks AS o
+            WHERE o.tenant = i.tenant AND o.state IN ('queued', 'running') LIMIT 65536
+        ) AS open) AS load
+    FROM input AS i GROUP BY i.tenant
+), run_load AS (
+    SELECT i.run_id, (SELECT count(*) FROM tasks AS o
+                      WHERE o.run_id = i.run_id AND o.state IN ('queued', 'running')) AS open
+    FROM input AS i WHERE i.run_id IS NOT NULL GROUP BY i.run_id
+)
+INSERT INTO tasks (kind, payload, priority, run_after, max_attempts, dedupe_key, run_id,
+                   tenant, fair_key)
+SELECT i.kind, i.payload, i.priority, now() + make_interval(secs => i.delay_s),
+       i.max_attempts, i.dedupe_key, i.run_id, i.tenant,
+       (floor(log(2, tl.load))::bigint << 32) + coalesce(rl.open, 0)
+       + row_number() OVER (PARTITION BY i.run_id ORDER BY i.ord)
+FROM input AS i
+JOIN tenant_load AS tl ON tl.tenant = i.tenant
+LEFT JOIN run_load AS rl ON rl.run_id = i.run_id
+ORDER BY i.ord
 ON CONFLICT (dedupe_key) DO NOTHING
 RETURNING id, kind;
 
@@ -14,20 +39,10 @@ RETURNING id, kind;
 SELECT pg_notify('citerun_tasks', $1);
 
 -- name: task_claim_many --
--- Claim up to $4 due tasks of the given kinds in priority order, skipping locked rows.
-UPDATE tasks AS t
-SET state = 'running', worker_id = $1, attempt = t.attempt + 1, claimed_at = now(),
-    lease_expires_at = now() + make_interval(secs => $3)
-FROM (
-    SELECT id FROM tasks
-    WHERE state = 'queued' AND run_after <= now() AND kind = ANY($2::text[])
-    ORDER BY priority, id
-    FOR UPDATE SKIP LOCKED
-    LIMIT $4
-) AS due
-WHERE t.id = due.id
-RETURNING t.id, t.kind, t.payload, t.attempt, t.releases, t.max_attempts, t.run_id,
-          t.created_at, t.run_after, t.claimed_at;
+-- Claim up to $4 due tasks of kinds $2 fairly, within the tenant caps (citerun_claim_v1).
+SELECT id, kind, payload, attempt, releases, max_attempts, run_id, created_at, run_after,
+       claimed_at, tenant
+FROM citerun_claim_v1($1, $2::text[], $3, $4, $5::uuid, $6::text[], $7::integer[], $8);
 
 -- name: task_complete --
 -- Mark one claimed task succeeded, fenced by (id, attempt) and the claiming worker.

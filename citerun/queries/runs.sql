@@ -53,7 +53,7 @@ FROM runs WHERE id = $1;
 
 -- name: run_active_of_resource --
 -- The unfinished runs of one CitationRun (any generation).
-SELECT id FROM runs WHERE resource_uid = $1 AND state IN ('pending', 'running');
+SELECT id FROM runs WHERE resource_uid = $1 AND state = 'running';
 
 -- name: run_progress --
 -- A run's state and counts: citations found, judged, and per verdict.
@@ -74,7 +74,7 @@ FROM runs AS r WHERE r.id = $1;
 -- Move a running run to a terminal state and tell the listeners.
 WITH done AS (
     UPDATE runs SET state = $2, error = $3, updated_at = now(), finished_at = now()
-    WHERE id = $1 AND state IN ('pending', 'running')
+    WHERE id = $1 AND state = 'running'
     RETURNING id
 )
 SELECT pg_notify('citerun_runs', id::text) FROM done;
@@ -90,17 +90,23 @@ UPDATE documents AS d SET raw = NULL
 WHERE d.raw IS NOT NULL
   AND d.digest IN (SELECT digest FROM run_sources WHERE run_id = $1)
   AND NOT EXISTS (SELECT 1 FROM run_sources s JOIN runs r ON r.id = s.run_id
-                  WHERE s.digest = d.digest AND r.id <> $1 AND r.state IN ('pending', 'running'))
+                  WHERE s.digest = d.digest AND r.id <> $1 AND r.state = 'running')
 RETURNING d.digest;
 
 -- name: report_get --
 -- A run's stored report.
 SELECT json, html, created_at FROM reports WHERE run_id = $1;
 
--- name: run_fetches_open --
--- Whether a run still has documents being downloaded.
-SELECT EXISTS (SELECT 1 FROM tasks WHERE run_id = $1 AND kind = 'fetch_document'
+-- name: run_tasks_open --
+-- Whether a run has a queued or running task of one of the given kinds.
+SELECT EXISTS (SELECT 1 FROM tasks WHERE run_id = $1 AND kind = ANY($2::text[])
                AND state IN ('queued', 'running'));
+
+-- name: document_mark_failed --
+-- Record why a document cannot be used and drop its staged bytes (a parsed one stays).
+UPDATE documents
+SET state = 'failed', raw = NULL, error_reason = $2, error = $3, finished_at = now()
+WHERE digest = $1 AND state <> 'parsed';
 
 -- name: tenant_admission_lock --
 -- Serialise admissions of one tenant (held until the transaction ends).
@@ -108,7 +114,7 @@ SELECT pg_advisory_xact_lock(hashtextextended('citerun.admit:' || $1, 0));
 
 -- name: tenant_usage --
 -- A tenant's active runs and staged bytes, for admission.
-SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND state IN ('pending', 'running'))
+SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND state = 'running')
            AS active_runs,
        (SELECT coalesce(sum(size_bytes), 0) FROM documents
          WHERE tenant = $1 AND raw IS NOT NULL)::bigint AS staged_bytes;
@@ -121,12 +127,12 @@ SELECT digest, state, size_bytes FROM documents WHERE digest = ANY($1::text[]);
 -- name: run_active_with_resource --
 -- Unfinished runs that belong to a CitationRun (for the orphan sweep).
 SELECT id, namespace, name, resource_uid FROM runs
-WHERE resource_uid IS NOT NULL AND state IN ('pending', 'running');
+WHERE resource_uid IS NOT NULL AND state = 'running';
 
 -- name: document_drop_expired_bytes --
 -- The staging TTL: drop bytes staged longer than $1 seconds ago that no active run needs.
 UPDATE documents AS d SET raw = NULL
 WHERE d.raw IS NOT NULL AND d.staged_at < now() - make_interval(secs => $1)
   AND NOT EXISTS (SELECT 1 FROM run_sources s JOIN runs r ON r.id = s.run_id
-                  WHERE s.digest = d.digest AND r.state IN ('pending', 'running'))
+                  WHERE s.digest = d.digest AND r.state = 'running')
 RETURNING d.digest;

@@ -9,12 +9,6 @@ SET state = 'parsed', raw = NULL, title = $2, authors = $3, year = $4, page_coun
     error = NULL, error_reason = NULL, finished_at = now()
 WHERE digest = $1 AND state <> 'parsed';
 
--- name: document_mark_failed --
--- Record why a document could not be parsed and drop its staged bytes.
-UPDATE documents
-SET state = 'failed', raw = NULL, error_reason = $2, error = $3, finished_at = now()
-WHERE digest = $1 AND state <> 'parsed';
-
 -- name: document_page_insert --
 -- Store the cleaned text of one page.
 INSERT INTO document_pages (digest, number, text) VALUES ($1, $2, $3)
@@ -84,10 +78,6 @@ WHERE c.run_id = $1 ORDER BY c.ordinal;
 INSERT INTO reports (run_id, json, html) VALUES ($1, $2, $3)
 ON CONFLICT (run_id) DO UPDATE SET json = excluded.json, html = excluded.html,
     created_at = now();
-
--- name: task_runs_of --
--- The runs and kinds of some tasks (to react to dead-lettered ones).
-SELECT id, kind, run_id, payload, last_error FROM tasks WHERE id = ANY($1::bigint[]);
 
 -- name: chunk_vector_search --
 -- Nearest chunks of the given documents by cosine distance.

@@ -9,23 +9,12 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
-import enum
 import typing
 
 import numpy.typing
 
 from citerun import errors
-
-
-class Verdict(enum.StrEnum):
-    """What the report says about one citation."""
-
-    SUPPORTED = "supported"
-    PARTIALLY_SUPPORTED = "partially_supported"
-    UNSUPPORTED = "unsupported"
-    CONTRADICTED = "contradicted"
-    SOURCE_UNAVAILABLE = "source_unavailable"
-    UNRESOLVED_CITATION = "unresolved_citation"
+from citerun.verdicts import Verdict as Verdict  # the one list of verdicts
 
 
 @dataclasses.dataclass(frozen=True)
