@@ -31,12 +31,17 @@ minutes, most of it features.
 
 from __future__ import annotations
 
-import argparse
+import os
+
+# One BLAS thread: the same sums in the same order, so a retrain writes the same bytes.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
 import collections
 import dataclasses
 import hashlib
 import json
-import os
 import pathlib
 import random
 import sys
@@ -102,9 +107,11 @@ def examples(claims: list[dict[str, object]], corpus: dict[int, dict[str, object
                     if variant:
                         out.append(Example(variant, doc_id, "CONTRADICT", group, aug_weight, False))
             elif label == "CONTRADICT":
-                variant = perturb.unnegate(text)
-                if variant:
-                    out.append(Example(variant, doc_id, "SUPPORT", group, aug_weight, False))
+                # Not X is supported where X is contradicted: the same cue, the other label,
+                # so the model learns the claim's negation against the evidence, not alone.
+                for variant in (perturb.unnegate(text), perturb.negate(text), perturb.flip(text)):
+                    if variant:
+                        out.append(Example(variant, doc_id, "SUPPORT", group, aug_weight, False))
         other = rng.choice([d for d in doc_ids if d not in cited])
         out.append(Example(text, other, "NEI", group, aug_weight, False))
         hard = next(doc_ids[j] for j in nearest[index] if doc_ids[j] not in cited)
@@ -118,7 +125,7 @@ def featurize(items: list[Example], corpus: dict[int, dict[str, object]],
     for item in items:
         found = featurizer.features(item.claim, passages_of(corpus[item.doc_id]))
         rows.append(found.vector if found is not None else numpy.zeros(len(features.NAMES), numpy.float32))
-    return numpy.stack(rows)
+    return numpy.stack(rows) if rows else numpy.zeros((0, len(features.NAMES)), numpy.float32)
 
 
 def macro_f1(gold: numpy.ndarray, predicted: numpy.ndarray) -> tuple[float, list[float]]:
@@ -173,16 +180,17 @@ def main() -> None:
     print(f"{len(items)} examples: " + ", ".join(
         f"{k} {v}" for k, v in sorted(collections.Counter((e.label, e.real) for e in items).items())),
         file=sys.stderr)
-    key = hashlib.sha256(json.dumps([dataclasses.astuple(e) for e in items]).encode()
-                         + pathlib.Path(features.__file__).read_bytes()).hexdigest()[:16]
-    cache = args.cache / f"train-features-{key}.npy" if args.cache else None
-    if cache is not None and cache.exists():
-        x = numpy.load(cache)
-    else:
-        x = featurize(items, corpus, features.Featurizer(embedder))
-        if cache is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            numpy.save(cache, x)
+    key = hashlib.sha256(pathlib.Path(features.__file__).read_bytes()).hexdigest()[:16]
+    cache_file = args.cache / f"features-{key}.json" if args.cache else None
+    cache: dict[str, list[float]] = (json.loads(cache_file.read_text()) if cache_file is not None
+                                     and cache_file.exists() else {})
+    todo = [e for e in items if f"{e.doc_id}\t{e.claim}" not in cache]
+    for item, row in zip(todo, featurize(todo, corpus, features.Featurizer(embedder))):
+        cache[f"{item.doc_id}\t{item.claim}"] = row.tolist()
+    if cache_file is not None and todo:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        cache_file.write_text(json.dumps(cache))
+    x = numpy.asarray([cache[f"{e.doc_id}\t{e.claim}"] for e in items], dtype=numpy.float32)
     if args.no_vector:
         x[:, len(features.NAMES) - features.DIM:] = 0.0
     featured = time.perf_counter()

@@ -347,7 +347,7 @@ async def test_openai_good_answer(server: ChatServer) -> None:
     async with judge.OpenAIJudge(_config(server), budget) as openai:
         result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
     assert (result.verdict, result.confidence, result.tokens_used) == (Verdict.SUPPORTED, 0.85, 321)
-    assert result.rationale == "Passage 2 states it."
+    assert result.rationale == "Passage 2 states it. (deciding passages: [2])"
     assert [e.chunk_id for e in result.evidence] == [11]
     assert result.evidence[0].quote.startswith("Adults who exercised regularly")
     assert budget.spent == 321
@@ -487,3 +487,80 @@ async def test_openai_missing_key_file_is_a_config_error(server: ChatServer, tmp
 def test_token_budget_rejects_negative_counts() -> None:
     with pytest.raises(ValueError):
         judge.TokenBudget(limit=10, spent=-1)
+
+
+class DictCache:
+    """An answer cache in a dict (the Postgres one is tested in tests/db)."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, tuple[str, int]] = {}
+
+    async def get(self, key: str) -> tuple[str, int] | None:
+        return self.answers.get(key)
+
+    async def put(self, key: str, model: str, answer: str, tokens: int) -> None:
+        self.answers.setdefault(key, (answer, tokens))
+
+
+async def test_openai_identical_question_is_answered_from_the_cache(server: ChatServer) -> None:
+    server.script = [Reply(content=_GOOD, tokens=321)]
+    cache = DictCache()
+    budget = judge.TokenBudget(limit=10_000)
+    async with judge.OpenAIJudge(_config(server), budget, cache=cache) as openai:
+        first = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+        again = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 1  # the second answer cost no request
+    assert (first.tokens_used, again.tokens_used, budget.spent) == (321, 0, 321)
+    assert again.verdict == first.verdict and again.rationale.endswith("(cached answer)")
+    assert [e.chunk_id for e in again.evidence] == [e.chunk_id for e in first.evidence]
+
+
+async def test_openai_cache_key_changes_with_model_claim_and_passages(server: ChatServer) -> None:
+    server.script = [Reply(content=_GOOD) for _ in range(3)]
+    cache = DictCache()
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None), cache=cache) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+        await openai.judge(_CLAIM + " Strongly.", [_COHORT, _TRIAL])
+        await openai.judge(_CLAIM, [_TRIAL, _COHORT])
+    async with judge.OpenAIJudge(_config(server, model="other-model"), judge.TokenBudget(None),
+                                 cache=cache) as openai:
+        server.script = [Reply(content=_GOOD)]
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 4 and len(cache.answers) == 4
+
+
+async def test_openai_cached_answer_that_no_longer_validates_is_asked_again(server: ChatServer) -> None:
+    cache = DictCache()
+    server.script = [Reply(content=_GOOD, tokens=50)]
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None), cache=cache) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+        (key,) = cache.answers
+        cache.answers[key] = ('{"verdict": "maybe"}', 50)
+        server.script = [Reply(content=_GOOD, tokens=60)]
+        result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 2 and result.tokens_used == 60
+
+
+async def test_openai_api_key_given_in_the_config_wins_and_is_not_printed(
+        server: ChatServer, tmp_path: pathlib.Path) -> None:
+    key_file = tmp_path / "api-key"
+    key_file.write_text("sk-from-file\n")
+    config = _config(server, api_key="sk-per-run", api_key_file=key_file)
+    assert "sk-per-run" not in repr(config) and "sk-per-run" not in str(config.model_dump())
+    server.script = [Reply(content=_GOOD)]
+    async with judge.OpenAIJudge(config, judge.TokenBudget(None)) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert server.seen[0].headers["Authorization"] == "Bearer sk-per-run"
+
+
+async def test_openai_prompt_numbers_every_passage_and_asks_for_deciding_ids(server: ChatServer) -> None:
+    server.script = [Reply(content=json.dumps({"verdict": "contradicted", "confidence": 0.7,
+                                               "evidence": [2, 1], "rationale": "[2] says the opposite."}))]
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None)) as openai:
+        result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    (request,) = server.seen  # one request for the citation, with all its passages
+    system, user = request.body["messages"]
+    assert "decide the verdict" in system["content"]
+    assert user["content"].count("\n[") == 2
+    assert [e.chunk_id for e in result.evidence] == [_TRIAL.chunk_id, _COHORT.chunk_id]
+    assert result.rationale.endswith("(deciding passages: [2], [1])")

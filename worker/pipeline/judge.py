@@ -15,6 +15,7 @@ passage, with the passage's pages, because a reader checks a sentence, not a chu
 from __future__ import annotations
 
 from citerun.worker.pipeline.judging.budget import TokenBudget
+from citerun.worker.pipeline.judging.cache import AnswerCache, PostgresAnswerCache
 from citerun.worker.pipeline.judging.embedded import TrainedJudge, TrainedJudgeConfig
 from citerun.worker.pipeline.judging.factory import JudgeConfig, make_judge
 from citerun.worker.pipeline.judging.language import (
@@ -47,7 +48,7 @@ from citerun.worker.pipeline.judging.types import (
 )
 
 __all__ = [
-    "SYSTEM_PROMPT", "BudgetExhausted", "RulesJudge", "RulesJudgeConfig", "Embedder",
+    "SYSTEM_PROMPT", "AnswerCache", "BudgetExhausted", "PostgresAnswerCache", "RulesJudge", "RulesJudgeConfig", "Embedder",
     "Evidence", "Judge", "JudgeAnswer", "JudgeAnswerError", "JudgeConfig", "JudgeConfigError",
     "JudgeError", "JudgeRequestError", "JudgeUnavailable", "Judgement", "OpenAIConfig",
     "OpenAIJudge", "Passage", "TokenBudget", "TrainedJudge", "TrainedJudgeConfig", "Verdict", "best_sentence", "coverage",

@@ -6,7 +6,7 @@ guessing: a SUPPORT decision below ``supported_min`` becomes ``partially_support
 ("leans supported, check it"), a decision whose probability is below ``abstain_below``
 keeps its verdict but is marked as doubtful in the rationale, and its confidence is the
 calibrated probability either way (see docs/benchmarks.md for the reliability table).
-Claims with several parts ("A or B", "A; B") are first checked part by part by the
+A German claim is glossed into English first (:mod:`.german`). Claims with several parts ("A or B", "A; B") are first checked part by part by the
 rule judge's coverage test: a source that states only one part gives
 ``partially_supported``, because the model was trained on single statements.
 """
@@ -21,7 +21,7 @@ import pathlib
 import numpy
 import pydantic
 
-from citerun.worker.pipeline.judging import features, language, model, rules
+from citerun.worker.pipeline.judging import features, german, language, model, rules
 from citerun.worker.pipeline.judging.types import (
     Embedder,
     Evidence,
@@ -84,6 +84,8 @@ class TrainedJudge:
         return await asyncio.to_thread(self.judge_sync, claim, passages)
 
     def judge_sync(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
+        """:meth:`judge`, in the calling thread; a German claim is glossed into English first."""
+        claim = german.to_english(claim)
         found = self._featurizer.features(claim, passages)
         if found is None:
             return Judgement(Verdict.UNSUPPORTED, 0.5, (),

@@ -8,6 +8,7 @@ import httpx
 import pydantic
 
 from citerun.worker.pipeline.judging.budget import TokenBudget
+from citerun.worker.pipeline.judging.cache import AnswerCache
 from citerun.worker.pipeline.judging.openai import OpenAIConfig, OpenAIJudge
 from citerun.worker.pipeline.judging.rules import RulesJudge, RulesJudgeConfig
 from citerun.worker.pipeline.judging.types import Embedder, Judge
@@ -33,6 +34,7 @@ def make_judge(
     *,
     budget: TokenBudget | None = None,
     client: httpx.AsyncClient | None = None,
+    cache: AnswerCache | None = None,
 ) -> Judge:
     """The judge ``config`` asks for.
 
@@ -42,5 +44,6 @@ def make_judge(
     if config.kind == "embedded":
         return RulesJudge(embedder, config.embedded)
     return OpenAIJudge(
-        config.openai, budget or TokenBudget(config.openai.token_budget), client=client
+        config.openai, budget or TokenBudget(config.openai.token_budget), client=client,
+        cache=cache,
     )

@@ -72,8 +72,22 @@ _SCALARS = (
     "claim_numbers", "numbers_found", "numbers_missing",
     "unmatched_share", "unmatched_polarity",
 )
+# Cue words whose presence on one side only the model weighs (prefixes of tokens; the
+# negations whole). A fixed list, so each cue gets its own learned weight.
+CUES = (
+    "not", "no", "never", "without", "none", "neither", "nor", "cannot", "fail", "lack",
+    "absen", "increas", "decreas", "reduc", "high", "low", "more", "less", "great", "fewer",
+    "elevat", "improv", "wors", "enhanc", "impair", "inhibit", "promot", "suppress", "activat",
+    "block", "prevent", "induc", "protect", "risk", "associat", "correlat", "significant",
+    "differ", "similar", "compar", "may", "might", "could", "suggest", "only", "all", "both",
+    "independent", "require", "sufficient", "necessary", "cause", "effect", "improve",
+)
+_WHOLE = frozenset({"not", "no", "never", "without", "none", "neither", "nor", "cannot", "may",
+                    "might", "could", "only", "all", "both", "less", "more"})
 DIM = 256  # WordLlama's width; the unmatched-words vector has it
-NAMES: tuple[str, ...] = _SCALARS + tuple(f"unmatched_vec{i}" for i in range(DIM))
+NAMES: tuple[str, ...] = (_SCALARS + tuple(f"claim_only_{c}" for c in CUES)
+                          + tuple(f"evidence_only_{c}" for c in CUES)
+                          + tuple(f"unmatched_vec{i}" for i in range(DIM)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +134,15 @@ def _stems(tokens: collections.abc.Iterable[str]) -> set[str]:
 
 def _numbers(text: str) -> set[str]:
     return {n.replace(",", ".").rstrip("0").rstrip(".") or "0" for n in _NUMBER.findall(text)}
+
+
+def _cues(tokens: collections.abc.Iterable[str]) -> set[str]:
+    present = set()
+    for token in tokens:
+        for cue in CUES:
+            if token == cue or (cue not in _WHOLE and token.startswith(cue)):
+                present.add(cue)
+    return present
 
 
 def _effective(p: language.Polarity) -> int:
@@ -215,5 +238,11 @@ class Featurizer:
         ]
         unmatched_vector = (numpy.mean([word_vectors[t] for t in unmatched], axis=0) if unmatched
                             else numpy.zeros(DIM, dtype=numpy.float32))
-        vector = numpy.concatenate([numpy.asarray(scalars, dtype=numpy.float32), unmatched_vector])
+        claim_cues = _cues(claim_tokens)
+        near_cues = _cues(top_tokens)
+        best_cues = _cues(first.candidate.tokens)
+        cue_flags = [float(c in claim_cues and c not in near_cues) for c in CUES] + [
+            float(c in best_cues and c not in claim_cues) for c in CUES]
+        vector = numpy.concatenate([numpy.asarray(scalars + cue_flags, dtype=numpy.float32),
+                                    unmatched_vector])
         return PairFeatures(vector.astype(numpy.float32), tuple(sentences))

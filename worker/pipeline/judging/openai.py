@@ -21,6 +21,7 @@ import httpx
 import pydantic
 
 from citerun import retry
+from citerun.worker.pipeline.judging import cache as answer_cache
 from citerun.worker.pipeline.judging import language
 from citerun.worker.pipeline.judging.budget import TokenBudget
 from citerun.worker.pipeline.judging.types import (
@@ -52,6 +53,14 @@ class OpenAIConfig(pydantic.BaseModel):
         default="gpt-4o-mini",
         min_length=1,
         description="Model name sent with each request; the default is cheap and supports JSON mode.",
+    )
+    api_key: pydantic.SecretStr | None = pydantic.Field(
+        default=None,
+        description=(
+            "The API key itself, for a caller that resolved it per run (e.g. from the run's "
+            "judge.openai.apiKeySecretRef); wins over api_key_file and api_key_env. Never "
+            "logged: a SecretStr prints as stars."
+        ),
     )
     api_key_env: str | None = pydantic.Field(
         default="OPENAI_API_KEY",
@@ -175,7 +184,8 @@ with it.
 
 Do not use outside knowledge. Answer with one JSON object and nothing else:
 {"verdict": "<one of the four>", "confidence": <0.0-1.0>, "evidence": [<numbers of the \
-passages that bear on the claim>], "rationale": "<one or two sentences>"}"""
+passages that decide the verdict, most important first>], "rationale": "<one or two \
+sentences that refer to the passages by their numbers, e.g. [2]>"}"""
 
 
 def _user_prompt(claim: str, passages: collections.abc.Sequence[Passage], limit: int) -> str:
@@ -207,9 +217,11 @@ class OpenAIJudge:
         config: OpenAIConfig,
         budget: TokenBudget,
         client: httpx.AsyncClient | None = None,
+        cache: answer_cache.AnswerCache | None = None,
     ) -> None:
         self._config = config
         self._budget = budget
+        self._cache = cache
         self._client = client
         self._owns_client = client is None
 
@@ -241,6 +253,16 @@ class OpenAIJudge:
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": _user_prompt(claim, passages, self._config.max_passage_chars)},
         ]
+        key = answer_cache.key_of(self._config.model, messages)
+        if self._cache is not None:
+            cached = await self._cache.get(key)
+            if cached is not None:
+                try:
+                    answer = self._checked(cached[0], passages)
+                except (pydantic.ValidationError, ValueError):
+                    pass  # an answer the current checks reject is asked again
+                else:
+                    return self._judgement(claim, passages, answer, 0, cached=True)
         tokens = 0
         problem = ""
         for attempt in range(2):
@@ -248,10 +270,7 @@ class OpenAIJudge:
             tokens += response.usage.total_tokens if response.usage else 0
             content = response.choices[0].message.content if response.choices else ""
             try:
-                answer = JudgeAnswer.model_validate_json(_strip_fences(content))
-                bad = [n for n in answer.evidence if not 1 <= n <= len(passages)]
-                if bad:
-                    raise ValueError(f"evidence numbers {bad} are not among 1..{len(passages)}")
+                answer = self._checked(_strip_fences(content), passages)
             except (pydantic.ValidationError, ValueError) as err:
                 problem = language.short(str(err))
                 logger.info(
@@ -268,13 +287,33 @@ class OpenAIJudge:
                     },
                 ]
                 continue
-            evidence = tuple(language.best_sentence(claim, passages[n - 1]) for n in dict.fromkeys(answer.evidence))
-            return Judgement(
-                Verdict(answer.verdict), answer.confidence, evidence, answer.rationale.strip(), tokens
-            )
+            if self._cache is not None:
+                await self._cache.put(key, self._config.model, answer.model_dump_json(), tokens)
+            return self._judgement(claim, passages, answer, tokens, cached=False)
         raise JudgeAnswerError(
             f"the judge model {self._config.model!r} returned an invalid answer twice; last problem: {problem}"
         )
+
+    @staticmethod
+    def _checked(content: str, passages: collections.abc.Sequence[Passage]) -> JudgeAnswer:
+        answer = JudgeAnswer.model_validate_json(content)
+        bad = [n for n in answer.evidence if not 1 <= n <= len(passages)]
+        if bad:
+            raise ValueError(f"evidence numbers {bad} are not among 1..{len(passages)}")
+        return answer
+
+    @staticmethod
+    def _judgement(claim: str, passages: collections.abc.Sequence[Passage], answer: JudgeAnswer,
+                   tokens: int, *, cached: bool) -> Judgement:
+        """The answer as a judgement: evidence from the passages it cites, in its order."""
+        cited = list(dict.fromkeys(answer.evidence))
+        evidence = tuple(language.best_sentence(claim, passages[n - 1]) for n in cited)
+        rationale = answer.rationale.strip()
+        if cited:
+            rationale += " (deciding passages: " + ", ".join(f"[{n}]" for n in cited) + ")"
+        if cached:
+            rationale += " (cached answer)"
+        return Judgement(Verdict(answer.verdict), answer.confidence, evidence, rationale, tokens)
 
     async def _complete(self, messages: list[dict[str, str]]) -> _ChatResponse:
         config = self._config
@@ -345,6 +384,8 @@ class OpenAIJudge:
 
     def _api_key(self) -> str | None:
         config = self._config
+        if config.api_key is not None:
+            return config.api_key.get_secret_value() or None
         if config.api_key_file is not None:
             try:
                 return config.api_key_file.read_text(encoding="utf-8").strip() or None
