@@ -29,7 +29,7 @@ from typing import Any
 
 import asyncpg
 
-from citerun import queue, runs
+from citerun import errors, queue, runs
 from citerun.settings import QueueSettings, Settings
 
 logger = logging.getLogger(__name__)
@@ -153,13 +153,16 @@ class Flow:
                 if row["kind"] == PARSE_DOCUMENT:
                     digest = str(row["payload"].get("digest", ""))
                     await runs.fail_document(conn, digest, "crashed",
-                                             f"parsing failed repeatedly: {row['last_error']}")
+                                             "parsing failed on every attempt "
+                                             f"({errors.code_of(row['last_error'])})")
                     await self.advance_for_documents(conn, [digest])
                     continue
                 await runs.lock(conn, row["run_id"])
+                # A stable code and a short message, never the task's stored error (it
+                # may hold a traceback or a server's response body).
                 await runs.finish(conn, row["run_id"], "failed",
-                                  f"{row['kind']} task {row['id']} failed: "
-                                  f"{row['last_error']}"[:4000])
+                                  f"{row['kind']} task {row['id']} failed on every attempt "
+                                  f"({errors.code_of(row['last_error'])})")
 
 
 def of(settings: Settings | QueueSettings | None = None) -> Flow:

@@ -25,6 +25,7 @@ from typing import Any, TypeAlias
 import asyncpg
 
 from citerun import errors, sql
+from citerun.settings import QueueSettings
 
 # Where a statement may run: a connection (possibly inside the caller's transaction)
 # or the pool.
@@ -34,6 +35,9 @@ TASKS_CHANNEL = "citerun_tasks"
 RUNS_CHANNEL = "citerun_runs"
 
 _Q = sql.load("citerun", "queries/queue.sql")
+
+# A task enqueued without max_attempts (the flow always sets it) gets the settings' default.
+_DEFAULT_MAX_ATTEMPTS: int = QueueSettings.model_fields["max_attempts"].default
 
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -98,7 +102,7 @@ class SweepResult:
 
 
 async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,
-                  default_max_attempts: int = 5) -> list[int]:
+                  default_max_attempts: int | None = None) -> list[int]:
     """Insert ``tasks`` and notify the workers, atomically; return the new ids.
 
     Runs in the caller's transaction when there is one (so a stage can record its results
@@ -112,7 +116,7 @@ async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,
             _Q["task_enqueue_many"],
             [t.kind for t in tasks], [t.payload for t in tasks], [t.priority for t in tasks],
             [t.delay_s for t in tasks],
-            [t.max_attempts or default_max_attempts for t in tasks],
+            [t.max_attempts or default_max_attempts or _DEFAULT_MAX_ATTEMPTS for t in tasks],
             [t.dedupe_key for t in tasks], [t.run_id for t in tasks])
         for kind in sorted({r["kind"] for r in rows}):
             await conn.execute(_Q["task_notify"], kind)

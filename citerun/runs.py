@@ -83,6 +83,8 @@ class RunRequest:
     payloads: tuple[tuple[bytes, str], ...] = ()
     # Digests that must already be stored (documents referenced by digest).
     required_digests: tuple[str, ...] = ()
+    # The run's own judge API key (spec.judge.openai.apiKeySecretRef), after the access check.
+    judge_api_key: str | None = field(default=None, repr=False)
 
 
 def digest_of(data: bytes) -> str:
@@ -91,7 +93,8 @@ def digest_of(data: bytes) -> str:
 
 async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, filename: str,
                          *, tenant: str = "default") -> StagedDocument:
-    """Store a PDF's bytes under its sha256 (a document seen before is reused)."""
+    """Store a PDF's bytes under its sha256 (a document seen before is reused); the
+    tenant owns the digest from now on (see migrations/0003_tenancy.sql)."""
     digest = digest_of(data)
     await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant)
     return StagedDocument(digest, filename)
@@ -110,9 +113,11 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
         if await conn.fetchrow(_Q["run_get"], request.id) is not None:
             return Admission(created=False)
         if request.required_digests:
-            known = {r["digest"] for r in await conn.fetch(_Q["documents_known"],
-                                                            list(request.required_digests))}
-            missing = sorted(set(request.required_digests) - known)
+            # Only digests this tenant owns: another tenant's document is "missing" in
+            # exactly the words a digest nobody stored gets.
+            owned = {r["digest"] for r in await conn.fetch(
+                _Q["documents_owned"], request.tenant, list(request.required_digests))}
+            missing = sorted(set(request.required_digests) - owned)
             if missing:
                 return Admission(created=False, missing=tuple(missing))
         payloads = [(digest_of(data), data, filename) for data, filename in request.payloads]
@@ -125,9 +130,12 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
                                 request.tenant)
         created = await conn.fetchval(
             _Q["run_insert"], request.id, request.name, request.namespace, request.tenant,
-            request.generation, request.spec, request.priority, request.resource_uid)
+            request.generation, request.spec, request.priority, request.resource_uid,
+            caps.max_staged_bytes if caps is not None else None)
         if created is None:
             return Admission(created=False)
+        if request.judge_api_key is not None:
+            await conn.execute(_Q["run_secret_insert"], request.id, request.judge_api_key)
         rows = [(request.id, request.thesis.digest, "thesis", request.thesis.filename,
                  list(request.thesis.keys))] if request.thesis.digest else []
         rows += [(request.id, s.digest, "source", s.filename, list(s.keys))
@@ -147,9 +155,9 @@ async def _over_capacity(conn: asyncpg.Connection, request: RunRequest,
         return (f"tenant {request.tenant!r} has {usage['active_runs']} active run(s), "
                 f"the cap is {caps.max_active_runs}")
     if caps.max_staged_bytes is not None:
-        known = {r["digest"] for r in await conn.fetch(_Q["documents_known"],
-                                                        [digest for digest, _, _ in payloads])}
-        new_bytes = sum(len(data) for digest, data, _ in payloads if digest not in known)
+        owned = {r["digest"] for r in await conn.fetch(
+            _Q["documents_owned"], request.tenant, [digest for digest, _, _ in payloads])}
+        new_bytes = sum(len(data) for digest, data, _ in payloads if digest not in owned)
         if usage["staged_bytes"] + new_bytes > caps.max_staged_bytes:
             return (f"tenant {request.tenant!r} would stage {usage['staged_bytes'] + new_bytes} "
                     f"bytes, the cap is {caps.max_staged_bytes}")
@@ -182,9 +190,17 @@ async def fail_document(conn: asyncpg.Connection, digest: str, reason: str,
 
 
 async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, state: str,
-                 error: str | None = None) -> None:
-    """Move the run to ``state`` (succeeded, failed, cancelled) and notify."""
+                 error: str | None = None, *, release: bool = True) -> None:
+    """Move the run to ``state`` (succeeded, failed, cancelled) and notify.
+
+    With ``release``, the run's tenant stops owning the documents no other active run of
+    the tenant needs, and documents nobody owns lose their bytes, pages and chunks; the
+    run's own judge key is deleted either way.
+    """
     await conn.execute(_Q["run_finish"], run_id, state, error)
+    await conn.execute(_Q["run_secret_delete"], run_id)
+    if release:
+        await conn.execute(_Q["run_release_documents"], run_id)
 
 
 async def touch(conn: asyncpg.Connection, run_id: uuid.UUID) -> None:
@@ -229,7 +245,7 @@ async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str, *,
     async with pool.acquire() as conn, conn.transaction():
         await conn.fetchrow(_Q["run_lock"], run_id)
         cancelled = await queue.cancel_run(conn, run_id, reason)
-        await finish(conn, run_id, "cancelled", reason)
+        await finish(conn, run_id, "cancelled", reason, release=drop_bytes)
         if drop_bytes:
             await conn.fetch(_Q["run_drop_staged_bytes"], run_id)
     return cancelled

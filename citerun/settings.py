@@ -17,7 +17,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from citerun import retry
+from citerun import errors, retry
 
 
 class QueueSettings(BaseModel):
@@ -113,6 +113,10 @@ class WorkerSettings(BaseModel):
         "beside other runs in a shared database); None claims every run's.")
 
 
+class MissingDatabaseUrl(errors.CiterunError):
+    """CITERUN_DATABASE_URL is not set."""
+
+
 class Settings(BaseSettings):
     """Everything a citerun process reads from its environment."""
 
@@ -129,6 +133,16 @@ class Settings(BaseSettings):
     pool_max: int = Field(8, ge=1, description="Connections a pool may open.")
     queue: QueueSettings = Field(default_factory=QueueSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+
+    def cluster_database_url(self, command: str) -> str:
+        """The cluster's database for ``command`` (submit, upload): never a local one,
+        whose documents the cluster's operator would never see."""
+        if not self.database_url:
+            raise MissingDatabaseUrl(
+                f"{command} needs CITERUN_DATABASE_URL: the postgresql:// URL of the "
+                "cluster's database (the one the operator uses). Without it the documents "
+                "would go to a local database the cluster cannot read.")
+        return self.database_url
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (validated like the original)."""

@@ -24,7 +24,7 @@ import httpx
 import numpy as np
 import pydantic
 
-from citerun import flow, runs, sql
+from citerun import flow, runs, runspec, sql
 from citerun.worker import registry as registry_mod
 from citerun.worker import sandbox
 from citerun.worker.pipeline import citations, embed, fetch, judge, pdf, report, retrieval
@@ -60,17 +60,42 @@ def _http_client() -> httpx.AsyncClient:
     return httpx.AsyncClient()
 
 
-def _run_config(spec: dict[str, Any]) -> tuple[judge.JudgeConfig, RetrievalConfig]:
-    """The run's judge and retrieval settings: its spec over the process defaults."""
+def _run_config(spec: Any, api_key: str | None = None) -> tuple[judge.JudgeConfig,
+                                                                 RetrievalConfig]:
+    """The run's judge and retrieval settings: its typed spec over the process defaults.
+
+    An openai judge takes its endpoint and model from the judge profile the run names
+    (never from the spec), and the run's own key (``api_key``, read by the operator after
+    the access check) or else the profile's key.
+    """
     base = pipeline_settings()
+    run = runspec.RunSpec.from_json(spec)
+    if run is None:
+        return base.judge, base.retrieval
     judge_config = base.judge
-    if spec.get("judge"):
-        judge_config = judge.JudgeConfig.model_validate(
-            {**base.judge.model_dump(), **spec["judge"]})
+    if run.judge is not None:
+        judge_config = judge_config.model_copy(update={"kind": run.judge.kind})
+        if run.judge.kind == "openai":
+            chosen = run.judge.openai or runspec.OpenAISpec()
+            profile = runspec.judge_profiles().get(chosen.profile)
+            if profile is None:
+                raise registry_mod.PermanentError(
+                    f"judge profile {chosen.profile!r} is not configured on the workers")
+            update: dict[str, Any] = {
+                "base_url": profile.base_url, "model": profile.model,
+                "api_key_env": profile.api_key_env, "api_key_file": None,
+                "api_key": pydantic.SecretStr(api_key) if api_key else None}
+            if chosen.token_budget is not None:
+                update["token_budget"] = chosen.token_budget or None
+            if chosen.timeout_seconds is not None:
+                update["timeout_s"] = chosen.timeout_seconds
+            judge_config = judge_config.model_copy(
+                update={"openai": judge_config.openai.model_copy(update=update)})
     retrieval_config = base.retrieval
-    if spec.get("retrieval"):
+    if run.retrieval is not None:
+        overrides = run.retrieval.model_dump(exclude_none=True)
         retrieval_config = RetrievalConfig.model_validate(
-            {**base.retrieval.model_dump(), **spec["retrieval"]})
+            {**base.retrieval.model_dump(), **overrides})
     return judge_config, retrieval_config
 
 
@@ -112,14 +137,16 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
     parsed, chunks = outcome.document, list(outcome.chunks)
-    vectors: Any = (await ctx.run_cpu(embedder().embed, [c.text for c in chunks])
+    the_embedder = embedder()
+    vectors: Any = (await ctx.run_cpu(the_embedder.embed, [c.text for c in chunks])
                     if chunks else [])
     async with ctx.fenced() as conn:
         await conn.executemany(_Q["document_page_insert"],
                                [(payload.digest, p.number, p.text) for p in parsed.pages])
         await conn.executemany(_Q["chunk_insert"], [
             (payload.digest, c.ordinal, c.page_start, c.page_end, c.text,
-             np.asarray(v, dtype=np.float32)) for c, v in zip(chunks, vectors)])
+             np.asarray(v, dtype=np.float32), the_embedder.name, the_embedder.dim)
+            for c, v in zip(chunks, vectors)])
         await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
                            list(parsed.authors), parsed.year, parsed.page_count)
         await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
@@ -148,25 +175,27 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
     get ``source_unavailable``; a transient failure is retried with backoff.
     """
     settings = pipeline_settings().documents
+    policy = fetch.AddressPolicy.from_strings(settings.fetch_allow_networks,
+                                              settings.fetch_deny_networks)
     try:
         data = await fetch.download(payload.url, max_bytes=settings.max_bytes,
-                                    timeout_s=settings.fetch_timeout_s)
+                                    timeout_s=settings.fetch_timeout_s, policy=policy)
+        if not pdf_magic(data):  # rejected before hashing or storing
+            raise fetch.DownloadError("not_pdf", "the URL did not return a PDF", permanent=True)
     except fetch.DownloadError as err:
         if not err.permanent and not ctx.task.last_attempt:
             raise
-        failed = runs.digest_of(b"url:" + payload.url.encode())
-        async with ctx.fenced() as conn:
-            run = await runs.lock(conn, payload.run_id)
-            await conn.execute(_Q["document_record_failure"], failed, payload.filename,
-                               err.reason, str(err), payload.run_id)
-            await conn.execute(_Q["run_source_attach"], payload.run_id, failed, payload.role,
-                               payload.filename, payload.keys)
-            await flow.of(ctx.settings).advance(conn, payload.run_id,
-                                                priority=run["priority"] if run else 0)
+        logger.info("fetch of a document of run %s failed: %s", payload.run_id, err.reason)
+        await _record_fetch_failure(ctx, payload, err)
         return
     digest = runs.digest_of(data)
     async with ctx.fenced() as conn:
         run = await runs.lock(conn, payload.run_id)
+        if await conn.fetchval(_Q["tenant_over_byte_cap"], payload.run_id, len(data), digest):
+            await _record_fetch_failure(ctx, payload, fetch.DownloadError(
+                "over_quota", "the run's namespace is over its byte cap", permanent=True),
+                conn=conn)
+            return
         await conn.fetchval(_Q["document_stage_fetched"], digest, payload.filename, len(data),
                             data, payload.run_id)
         await conn.execute(_Q["run_source_attach"], payload.run_id, digest, payload.role,
@@ -174,6 +203,36 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
         await flow.of(ctx.settings).advance(conn, payload.run_id,
                                             priority=run["priority"] if run else 0,
                                             parse_pending=True)
+
+
+def pdf_magic(data: bytes) -> bool:
+    """Whether ``data`` starts like a PDF (``%PDF-`` within the first 1024 bytes, as
+    readers accept)."""
+    return b"%PDF-" in data[:1024]
+
+
+async def _record_fetch_failure(ctx: registry_mod.TaskContext, payload: FetchPayload,
+                                err: fetch.DownloadError,
+                                conn: asyncpg.Connection | None = None) -> None:
+    """The document failed: the run goes on, its citations get source_unavailable. The
+    user sees one generic reason (a stable code) and message, never the server's answer."""
+    failed = runs.digest_of(b"url:" + payload.url.encode())
+    reason = err.reason if err.reason in ("too_large", "over_quota", "not_pdf") else "download_failed"
+
+    async def record(conn: asyncpg.Connection) -> None:
+        run = await runs.lock(conn, payload.run_id)
+        await conn.execute(_Q["document_record_failure"], failed, payload.filename,
+                           reason, str(err), payload.run_id)
+        await conn.execute(_Q["run_source_attach"], payload.run_id, failed, payload.role,
+                           payload.filename, payload.keys)
+        await flow.of(ctx.settings).advance(conn, payload.run_id,
+                                            priority=run["priority"] if run else 0)
+
+    if conn is not None:
+        await record(conn)
+        return
+    async with ctx.fenced() as fenced:
+        await record(fenced)
 
 
 # -- extract_citations -------------------------------------------------------------------
@@ -258,7 +317,8 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
     row = await ctx.pool.fetchrow(_Q["citation_get"], payload.citation_id)
     if row is None:
         raise registry_mod.PermanentError(f"citation {payload.citation_id} does not exist")
-    judge_config, retrieval_config = _run_config(row["spec"] or {})
+    judge_config, retrieval_config = _run_config(
+        row["spec"] or {}, await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
     finder = retrieval.Retriever(embedder(), retrieval_config, _bm25_cache)
     passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
     the_judge = judge.make_judge(judge_config, embedder(), client=_http_client(),

@@ -1,11 +1,19 @@
 -- name: document_stage --
 -- Stage a PDF's bytes under its digest; a document seen before keeps its state and bytes.
-INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
-VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (digest) DO UPDATE
-SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
-               THEN excluded.raw ELSE documents.raw END
-RETURNING state;
+-- The tenant ($5) owns the digest from now on.
+WITH doc AS (
+    INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
+    VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (digest) DO UPDATE
+    SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
+                   THEN excluded.raw ELSE documents.raw END
+    RETURNING digest, state
+), owner AS (
+    INSERT INTO document_owners (tenant, digest, size_bytes)
+    SELECT $5, digest, $3 FROM doc
+    ON CONFLICT DO NOTHING
+)
+SELECT state FROM doc;
 
 -- name: document_get --
 -- One document's metadata (no bytes).
@@ -16,8 +24,8 @@ FROM documents WHERE digest = $1;
 -- name: run_insert --
 -- Create a run; an existing run of the same id is left as it is (idempotent create).
 INSERT INTO runs (id, name, namespace, tenant, generation, spec, priority, state,
-                  resource_uid)
-VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8)
+                  resource_uid, max_tenant_bytes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8, $9)
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
@@ -116,8 +124,8 @@ SELECT pg_advisory_xact_lock(hashtextextended('citerun.admit:' || $1, 0));
 -- A tenant's active runs and staged bytes, for admission.
 SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND state = 'running')
            AS active_runs,
-       (SELECT coalesce(sum(size_bytes), 0) FROM documents
-         WHERE tenant = $1 AND raw IS NOT NULL)::bigint AS staged_bytes;
+       (SELECT coalesce(sum(size_bytes), 0) FROM document_owners
+         WHERE tenant = $1)::bigint AS staged_bytes;
 
 -- name: documents_known --
 -- Which of these digests are stored (with their state).
@@ -136,3 +144,43 @@ WHERE d.raw IS NOT NULL AND d.staged_at < now() - make_interval(secs => $1)
   AND NOT EXISTS (SELECT 1 FROM run_sources s JOIN runs r ON r.id = s.run_id
                   WHERE s.digest = d.digest AND r.state = 'running')
 RETURNING d.digest;
+
+-- name: documents_owned --
+-- Which of these digests tenant $1 owns (brought the bytes of itself).
+SELECT digest FROM document_owners WHERE tenant = $1 AND digest = ANY($2::text[]);
+
+-- name: run_secret_insert --
+-- A run's own judge API key (deleted when the run finishes).
+INSERT INTO run_secrets (run_id, judge_api_key) VALUES ($1, $2) ON CONFLICT DO NOTHING;
+
+-- name: run_secret_delete --
+DELETE FROM run_secrets WHERE run_id = $1;
+
+-- name: run_release_documents --
+-- A finished run's tenant stops owning the documents no other active run of the tenant
+-- uses; a document that thereby has no owner left loses its bytes, pages and chunks and
+-- goes back to 'staged' (a later owner re-uploads the bytes and it is parsed again).
+WITH run AS (SELECT id, tenant FROM runs WHERE id = $1),
+released AS (
+    DELETE FROM document_owners AS o USING run
+    WHERE o.tenant = run.tenant
+      AND o.digest IN (SELECT digest FROM run_sources WHERE run_id = run.id)
+      AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
+                      WHERE s.digest = o.digest AND r.tenant = run.tenant AND r.id <> run.id
+                        AND r.state = 'running')
+    RETURNING o.digest
+),
+orphans AS (
+    SELECT digest FROM released
+    WHERE NOT EXISTS (SELECT 1 FROM document_owners AS o, run
+                      WHERE o.digest = released.digest AND o.tenant <> run.tenant)
+      AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id, run
+                      WHERE s.digest = released.digest AND r.id <> run.id
+                        AND r.state = 'running')
+),
+pages AS (DELETE FROM document_pages WHERE digest IN (SELECT digest FROM orphans)),
+chunk_rows AS (DELETE FROM chunks WHERE digest IN (SELECT digest FROM orphans))
+UPDATE documents AS d
+SET raw = NULL, state = CASE WHEN d.state = 'failed' THEN 'failed' ELSE 'staged' END,
+    title = NULL, authors = '{}', year = NULL, page_count = NULL, finished_at = NULL
+WHERE d.digest IN (SELECT digest FROM orphans);

@@ -24,6 +24,12 @@ class DocumentSettings(pydantic.BaseModel):
     fetch_timeout_s: float = pydantic.Field(
         120.0, gt=0, description="Seconds a worker may spend downloading one document from "
         "a URL, start to finish.")
+    fetch_allow_networks: tuple[str, ...] = pydantic.Field(
+        (), description="Networks (CIDR) URL documents may be fetched from although they are "
+        "loopback, private or link-local (e.g. an internal mirror); empty: public only.")
+    fetch_deny_networks: tuple[str, ...] = pydantic.Field(
+        (), description="Extra networks (CIDR) URL documents are never fetched from: the "
+        "cluster's pod and service ranges when they are not private addresses.")
     chunk_chars: int = pydantic.Field(
         900, ge=200, description="Target chunk length in characters (about a paragraph).")
     overlap_chars: int = pydantic.Field(

@@ -57,9 +57,9 @@ class OpenAIConfig(pydantic.BaseModel):
     api_key: pydantic.SecretStr | None = pydantic.Field(
         default=None,
         description=(
-            "The API key itself, for a caller that resolved it per run (e.g. from the run's "
-            "judge.openai.apiKeySecretRef); wins over api_key_file and api_key_env. Never "
-            "logged: a SecretStr prints as stars."
+            "The key itself (a run's own key, apiKeySecretRef, given per run by the "
+            "operator after its access check); wins over api_key_file and api_key_env. "
+            "Never logged: a SecretStr prints as stars."
         ),
     )
     api_key_env: str | None = pydantic.Field(
