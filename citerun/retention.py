@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import asyncpg
 
@@ -19,7 +20,7 @@ from citerun import sql
 
 _Q = sql.load("citerun", "queries/retention.sql")
 
-Executor = asyncpg.Connection | asyncpg.Pool
+Executor: TypeAlias = asyncpg.Connection | asyncpg.Pool
 
 
 async def delete_finished_tasks(conn: Executor, *, older_than_s: float, limit: int) -> int:
