@@ -31,6 +31,7 @@ import collections
 import dataclasses
 import re
 import statistics
+import typing
 
 import pymupdf
 
@@ -120,6 +121,19 @@ class _Raw:
         return max(self.y1 - self.y0, 1.0)
 
 
+_SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+_NOTE_NUMBERS = re.compile(r"\s*\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\s*")
+
+
+def _span_text(span: dict[str, typing.Any]) -> str:
+    """A span's text; raised note numbers ("bias¹⁴", "Jadad,¹¹") become superscript
+    digits, so that citation extraction can tell them from numbers in the text."""
+    text: str = span["text"]
+    if span["flags"] & 1 and _NOTE_NUMBERS.fullmatch(text):  # TEXT_FONT_SUPERSCRIPT
+        return text.translate(_SUPERSCRIPT_DIGITS)
+    return text
+
+
 def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
     """Horizontal lines of a page; fragments on one baseline that touch are joined."""
     found: list[_Raw] = []
@@ -132,7 +146,7 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
             spans = [s for s in line["spans"] if s["text"].strip()]
             if not spans:
                 continue
-            text = normalize_spaces("".join(s["text"] for s in line["spans"]))
+            text = normalize_spaces("".join(_span_text(s) for s in line["spans"]))
             if not text:
                 continue
             chars = sum(len(s["text"].strip()) for s in spans)
@@ -147,8 +161,8 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
         if (
             last is not None
             and abs((last.y0 + last.y1) / 2 - (raw.y0 + raw.y1) / 2) < 0.35 * min(last.height, raw.height)
-            and 0 <= raw.x0 - last.x1 < 1.2 * raw.size
-        ):
+            and 0 <= raw.x0 - last.x1 < (4.0 if len(last.text) <= 6 else 1.2) * raw.size
+        ):  # a label ("12.", "[3]") may stand further off its entry
             space = "" if raw.x0 - last.x1 < 0.15 * raw.size else " "
             last.text = f"{last.text}{space}{raw.text}"
             last.x1 = max(last.x1, raw.x1)
@@ -172,7 +186,7 @@ def _gutter(lines: list[_Raw]) -> float | None:
     if width <= 0:
         return None
     best: tuple[int, float] | None = None
-    steps = 40
+    steps = 80
     low, high = _GUTTER_RANGE
     for step in range(steps + 1):
         x = left_edge + width * (low + (high - low) * step / steps)
@@ -191,9 +205,9 @@ def _gutter(lines: list[_Raw]) -> float | None:
     # Columns of text, not a table's label column: the right side holds long lines.
     right_widths = sorted(r.x1 - r.x0 for r in lines if r.x0 >= x - 1)
     left_widths = sorted(r.x1 - r.x0 for r in lines if r.x1 <= x + 1)
-    if right_widths[len(right_widths) // 2] < 0.25 * width or left_widths[len(left_widths) // 2] < 0.25 * width:
+    # (The upper quartile: labels of a figure are many short lines.)
+    if right_widths[3 * len(right_widths) // 4] < 0.25 * width or left_widths[3 * len(left_widths) // 4] < 0.25 * width:
         return None
-    # The gap itself must be empty: the nearest left line end and right line start.
     return x
 
 
@@ -318,6 +332,39 @@ def _mark_paragraphs(ordered: list[tuple[_Raw, int]], body_size: float) -> list[
     return lines
 
 
+_FOOTNOTE_START = re.compile(r"^(?:\d{1,3}|[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}|[*∗†‡§¶])\s*\S")
+
+
+def _footnotes_last(ordered: list[tuple[_Raw, int]], body_size: float) -> list[tuple[_Raw, int]]:
+    """Footnotes (a run of small lines closing a column, opened by a note number) move
+    to the end of the page, so they do not cut a sentence or a reference entry that
+    goes on in the next column."""
+    moved: list[tuple[_Raw, int]] = []
+    kept: list[tuple[_Raw, int]] = []
+    columns = sorted({column for _, column in ordered})
+    for column in columns:
+        lines = [item for item in ordered if item[1] == column]
+        if not lines:
+            continue
+        note_size = lines[-1][0].size
+        start = len(lines)
+        while start > 0 and abs(lines[start - 1][0].size - note_size) <= 0.3:
+            start -= 1
+        if start > 0 and lines[start - 1][0].size < note_size + 0.9 or note_size > body_size - 0.9:
+            start = len(lines)  # no smaller run below the column's text
+        # The run must sit below the column's body text and open with a note number.
+        if 0 < start < len(lines) and _FOOTNOTE_START.match(lines[start][0].text):
+            moved.extend(lines[start:])
+            kept.extend(lines[:start])
+        else:
+            kept.extend(lines)
+    if not moved:
+        return ordered
+    order = {id(raw): index for index, (raw, _) in enumerate(ordered)}
+    kept.sort(key=lambda item: order[id(item[0])])
+    return kept + [(raw, 3) for raw, _ in moved]
+
+
 # --- pages ---------------------------------------------------------------------------
 
 
@@ -352,7 +399,7 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
                 and (counts[_edge_key(r.text)] >= _MIN_REPEATS or PAGE_NUMBER.fullmatch(r.text))
             )
         ]
-        ordered = _reading_order(kept)
+        ordered = _footnotes_last(_reading_order(kept), body_size)
         layouts.append(
             PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered, body_size)))
         )
