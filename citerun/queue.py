@@ -255,14 +255,16 @@ async def sweep_stalled(executor: Executor, *, backoff_base_s: float,
     )
 
 
-async def has_due(conn: Executor, kinds: Iterable[str]) -> bool:
-    """Whether a task of ``kinds`` is waiting to be claimed."""
-    return bool(await conn.fetchval(_Q["task_has_due"], list(kinds)))
+async def has_due(conn: Executor, kinds: Iterable[str], *,
+                  run_id: uuid.UUID | None = None) -> bool:
+    """Whether a task of ``kinds`` (of ``run_id`` when given) is waiting to be claimed."""
+    return bool(await conn.fetchval(_Q["task_has_due"], list(kinds), run_id))
 
 
-async def next_due_s(conn: Executor, kinds: Iterable[str]) -> float | None:
+async def next_due_s(conn: Executor, kinds: Iterable[str], *,
+                     run_id: uuid.UUID | None = None) -> float | None:
     """Seconds until the next queued task of ``kinds`` is due (<= 0: due now; None: none)."""
-    value: float | None = await conn.fetchval(_Q["task_next_due"], list(kinds))
+    value: float | None = await conn.fetchval(_Q["task_next_due"], list(kinds), run_id)
     return value
 
 
@@ -284,9 +286,10 @@ async def busy_workers(conn: Executor, *, fresh_s: float) -> dict[str, int]:
     return {r["id"]: int(r["busy"]) for r in rows}
 
 
-async def depth(conn: Executor) -> dict[tuple[str, str], int]:
-    """Task counts by (kind, state)."""
-    return {(r["kind"], r["state"]): r["n"] for r in await conn.fetch(_Q["task_depth"])}
+async def depth(conn: Executor, kinds: Iterable[str]) -> dict[tuple[str, str], int]:
+    """Open (queued, running) task counts of ``kinds`` by (kind, state)."""
+    return {(r["kind"], r["state"]): r["n"]
+            for r in await conn.fetch(_Q["task_depth"], list(kinds))}
 
 
 async def get(conn: Executor, task_id: int) -> asyncpg.Record | None:

@@ -45,6 +45,9 @@ DB_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.TooManyConnectionsError, asyncio.TimeoutError, db.DatabaseError,
 )
 
+_TICK_S = 1.0  # liveness stamp period of the event loop
+
+
 @dataclass
 class _Running:
     task: queue.ClaimedTask
@@ -61,7 +64,10 @@ class Worker:
         self.registry = tasks
         self.settings = settings
         self.id = settings.worker.id
-        self.metrics = metrics.WorkerMetrics()
+        self.metrics = metrics.WorkerMetrics(
+            depth_interval_s=settings.worker.depth_interval_s,
+            # A loop stalled for a whole lease has lost its tasks: that pod is not healthy.
+            stall_s=settings.queue.lease_s)
         self.kinds = settings.worker.kinds or None
         self._caps = queue.TenantCaps(settings.queue.tenant_caps,
                                       settings.queue.tenant_cap_default)
@@ -111,13 +117,15 @@ class Worker:
             self.url, min_size=1, max_size=self.settings.worker.concurrency + 3))
         await self._retry("register", self._register)
         self.metrics.watch_queue_depth(loop, self._read_depth)
+        http = None
         if self.settings.worker.metrics_port is not None:
-            self.metrics.serve(self.settings.worker.metrics_port)
+            http = self.metrics.serve(self.settings.worker.metrics_port)
         services = [asyncio.create_task(coro, name=name) for name, coro in (
             ("listener", self._listener.run()),
             ("heartbeat", self._heartbeat_loop()),
             ("sweeper", self._sweep_loop()),
             ("completer", self._complete_loop()),
+            ("ticker", self._tick_loop()),
         )]
         logger.info("worker %s started (kinds: %s, concurrency %d)", self.id,
                     ", ".join(self._claim_kinds()), self.settings.worker.concurrency,
@@ -133,6 +141,9 @@ class Worker:
                 await asyncio.wait_for(
                     queue.set_worker_state(self.pool, worker_id=self.id, state="stopped"), 5)
             await self.pool.close()
+            if http is not None:
+                await asyncio.to_thread(http.shutdown)
+                http.server_close()
         logger.info("worker %s stopped", self.id, extra={"action": "stop"})
 
     # -- claiming -----------------------------------------------------------------------
@@ -175,7 +186,8 @@ class Worker:
                 # Woken for work that is not due yet (a retry's backoff, a delayed task):
                 # wake again when it is, not only at the next poll.
                 with contextlib.suppress(*DB_ERRORS):
-                    due = await queue.next_due_s(self.pool, self._claim_kinds())
+                    due = await queue.next_due_s(self.pool, self._claim_kinds(),
+                                                 run_id=self.settings.worker.run_id)
                     if due is not None:
                         timeout = min(timeout, max(due, 0.0) + 0.005)
             woke = await self._wait(self._wake, timeout)
@@ -329,6 +341,15 @@ class Worker:
                 self.metrics.lease_losses.labels(entry.task.kind).inc()
                 entry.future.cancel()
 
+    async def _tick_loop(self) -> None:
+        """Stamp the loop's liveness for /healthz and measure how late the loop wakes."""
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(_TICK_S)
+            now = time.monotonic()
+            self.metrics.loop_tick = now
+            self.metrics.loop_lag.observe(max(0.0, now - before - _TICK_S))
+
     async def _stamp(self) -> None:
         async with self._stamp_lock:
             if self._held:
@@ -398,7 +419,7 @@ class Worker:
                                                   "concurrency": self.settings.worker.concurrency})
 
     async def _read_depth(self) -> dict[tuple[str, str], int]:
-        return await queue.depth(self.pool)
+        return await queue.depth(self.pool, self._claim_kinds())
 
     async def _retry(self, what: str, call: Callable[[], Awaitable[T]], *,
                      give_up_after: float | None = None) -> T:

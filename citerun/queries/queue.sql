@@ -2,7 +2,7 @@
 -- Insert a batch of tasks with their tenant and fair-share key; an existing dedupe_key is skipped.
 -- fair_key = (floor(log2(the tenant's open tasks, this batch included)) << 32) + the task's
 -- place in its run's backlog (see migrations/0004_fair_claim.sql); the count is capped
--- at 65,536 so an enqueue stays cheap behind any backlog.
+-- at 4,096 (band 12) so an enqueue stays cheap behind any backlog.
 WITH input AS (
     SELECT t.*, coalesce(r.tenant, 'default') AS tenant
     FROM unnest($1::text[], $2::jsonb[], $3::integer[], $4::float8[], $5::integer[],
@@ -13,7 +13,7 @@ WITH input AS (
     SELECT i.tenant, count(*) + (
         SELECT count(*) FROM (
             SELECT 1 FROM tasks AS o
-            WHERE o.tenant = i.tenant AND o.state IN ('queued', 'running') LIMIT 65536
+            WHERE o.tenant = i.tenant AND o.state IN ('queued', 'running') LIMIT 4096
         ) AS open) AS load
     FROM input AS i GROUP BY i.tenant
 ), run_load AS (
@@ -131,10 +131,12 @@ SELECT NULL, NULL, NULL, NULL, (SELECT count(*) FROM notified)
 WHERE NOT EXISTS (SELECT 1 FROM swept);
 
 -- name: task_has_due --
--- Whether any task of the given kinds is due: the cheap idle probe of a worker.
+-- Whether a task of kinds $1 (of run $2 when given) is due: one index probe per kind.
 SELECT EXISTS (
-    SELECT 1 FROM tasks
-    WHERE state = 'queued' AND run_after <= now() AND kind = ANY($1::text[])
+    SELECT 1 FROM unnest($1::text[]) AS k (kind)
+    WHERE EXISTS (SELECT 1 FROM tasks
+                  WHERE state = 'queued' AND kind = k.kind AND run_after <= now()
+                    AND ($2::uuid IS NULL OR run_id = $2))
 );
 
 -- name: task_cancel_by_run --
@@ -146,8 +148,14 @@ WHERE run_id = $1 AND state IN ('queued', 'running')
 RETURNING id;
 
 -- name: task_depth --
--- Task counts by kind and state (metrics, autoscaler).
-SELECT kind, state, count(*) AS n FROM tasks GROUP BY kind, state;
+-- Open tasks of kinds $1 by kind and state (worker metrics): finished rows are never read.
+SELECT k.kind, 'queued' AS state,
+       (SELECT count(*) FROM tasks WHERE state = 'queued' AND kind = k.kind) AS n
+FROM unnest($1::text[]) AS k (kind)
+UNION ALL
+SELECT k.kind, 'running',
+       (SELECT count(*) FROM tasks WHERE state = 'running' AND kind = k.kind)
+FROM unnest($1::text[]) AS k (kind);
 
 -- name: task_get --
 -- One task by id.
@@ -168,9 +176,14 @@ SET version = excluded.version, capabilities = excluded.capabilities, state = 'a
 UPDATE workers SET state = $2, heartbeat_at = now() WHERE id = $1;
 
 -- name: task_next_due --
--- Seconds until the earliest queued task of the given kinds becomes due (null: none).
-SELECT extract(epoch FROM min(run_after) - now())::float8
-FROM tasks WHERE state = 'queued' AND kind = ANY($1::text[]);
+-- Seconds until the earliest queued task of kinds $1 (of run $2) is due (null: none).
+SELECT extract(epoch FROM min(first.run_after) - now())::float8
+FROM unnest($1::text[]) AS k (kind)
+CROSS JOIN LATERAL (
+    SELECT run_after FROM tasks
+    WHERE state = 'queued' AND kind = k.kind AND ($2::uuid IS NULL OR run_id = $2)
+    ORDER BY run_after LIMIT 1
+) AS first;
 
 -- name: task_outstanding --
 -- Tasks waiting or running now (what the autoscaler sizes the workers for).
