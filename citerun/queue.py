@@ -31,6 +31,9 @@ from citerun import errors, retry, sql
 Executor: TypeAlias = asyncpg.Connection | asyncpg.Pool
 
 TASKS_CHANNEL = "citerun_tasks"
+# Suffix of a TASKS_CHANNEL payload (the kind) whose tasks are not due yet (a delay, a
+# retry's backoff): a worker woken by it probes for the next due time.
+LATER = ":later"
 RUNS_CHANNEL = "citerun_runs"
 
 _Q = sql.load("citerun", "queries/queue.sql")
@@ -104,21 +107,19 @@ async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,
                   default_max_attempts: int = 5) -> list[int]:
     """Insert ``tasks`` and notify the workers, atomically; return the new ids.
 
-    Runs in the caller's transaction when there is one (so a stage can record its results
-    and enqueue the next stage at once), else in its own. Tasks whose ``dedupe_key``
-    exists already are skipped and have no id in the result.
+    One statement (insert and NOTIFY), so it runs in the caller's transaction when there
+    is one (a stage records its results and enqueues the next stage at once), else on its
+    own in one round trip. Tasks whose ``dedupe_key`` exists already are skipped and have
+    no id in the result.
     """
     if not tasks:
         return []
-    async with _transaction(executor) as conn:
-        rows = await conn.fetch(
-            _Q["task_enqueue_many"],
-            [t.kind for t in tasks], [t.payload for t in tasks], [t.priority for t in tasks],
-            [t.delay_s for t in tasks],
-            [t.max_attempts or default_max_attempts for t in tasks],
-            [t.dedupe_key for t in tasks], [t.run_id for t in tasks])
-        for kind in sorted({r["kind"] for r in rows}):
-            await conn.execute(_Q["task_notify"], kind)
+    rows = await executor.fetch(
+        _Q["task_enqueue_many"],
+        [t.kind for t in tasks], [t.payload for t in tasks], [t.priority for t in tasks],
+        [t.delay_s for t in tasks],
+        [t.max_attempts or default_max_attempts for t in tasks],
+        [t.dedupe_key for t in tasks], [t.run_id for t in tasks])
     return [r["id"] for r in rows]
 
 
@@ -210,7 +211,7 @@ async def fail(executor: Executor, task: ClaimedTask, *, worker_id: str, error: 
         state: str | None = await conn.fetchval(
             _Q["task_fail"], task.id, task.attempt, worker_id, error[:8000], delay_s, permanent)
         if state == "queued":
-            await conn.execute(_Q["task_notify"], task.kind)
+            await conn.execute(_Q["task_notify"], task.kind + (LATER if delay_s > 0 else ""))
     return state
 
 

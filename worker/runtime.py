@@ -46,6 +46,10 @@ DB_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 _TICK_S = 1.0  # liveness stamp period of the event loop
+# Re-claim delay when due work exists that this worker's claim could not take (held by a
+# racing claim, capped tenant): doubles from MIN to MAX until a claim finds work.
+_HELD_BACK_MIN_S = 0.02
+_HELD_BACK_MAX_S = 2.0
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Worker:
         self._held: dict[int, _Running] = {}
         self._wake = asyncio.Event()
         self._wake_source = "rescan"
+        self._wake_probe = True
         self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
         self._completions: asyncio.Queue[tuple[queue.ClaimedTask, asyncio.Future[bool]]] = (
@@ -95,9 +100,11 @@ class Worker:
         assert self._pool is not None, "the worker is not running"
         return self._pool
 
-    def wake(self, source: str, _payload: str | None = None) -> None:
+    def wake(self, source: str, payload: str | None = None) -> None:
         """Tell the claim loop that work may be waiting (called by the listener)."""
         self._wake_source = source
+        if source != "notify" or payload is None or payload.endswith(queue.LATER):
+            self._wake_probe = True  # work that may not be due yet: find out when
         self._wake.set()
 
     def stop(self) -> None:
@@ -157,6 +164,7 @@ class Worker:
         source = "rescan"
         concurrency = self.settings.worker.concurrency
         error_delay = 0.5
+        held_back = _HELD_BACK_MIN_S
         while not self._stopping.is_set():
             free = concurrency - len(self._held)
             if free <= 0:
@@ -178,18 +186,28 @@ class Worker:
                 self._start(task, source)
             if claimed:
                 self.last_work = time.monotonic()
+                held_back = _HELD_BACK_MIN_S
             if len(claimed) == free:
                 source = "continuation"
                 continue
             timeout = self.settings.worker.poll_s
-            if source != "poll":
+            probe, self._wake_probe = self._wake_probe, False
+            # After a NOTIFY for work due now, an empty or short claim means other workers
+            # took the rest: no probe (saves a statement per idle worker per enqueue).
+            if source != "poll" and (source != "notify" or probe):
                 # Woken for work that is not due yet (a retry's backoff, a delayed task):
                 # wake again when it is, not only at the next poll.
                 with contextlib.suppress(*DB_ERRORS):
                     due = await queue.next_due_s(self.pool, self._claim_kinds(),
                                                  run_id=self.settings.worker.run_id)
-                    if due is not None:
-                        timeout = min(timeout, max(due, 0.0) + 0.005)
+                    if due is not None and due > 0:
+                        timeout = min(timeout, due + 0.005)
+                    elif due is not None:
+                        # Due now, yet this claim did not get it: another worker holds
+                        # it (a racing claim), or its tenant is at its cap. Look again,
+                        # backing off, instead of spinning on it.
+                        timeout = min(timeout, held_back)
+                        held_back = min(held_back * 2, _HELD_BACK_MAX_S)
             woke = await self._wait(self._wake, timeout)
             if woke:
                 source = self._wake_source

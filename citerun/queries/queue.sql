@@ -1,5 +1,7 @@
 -- name: task_enqueue_many --
--- Insert a batch of tasks with their tenant and fair-share key; an existing dedupe_key is skipped.
+-- Insert a batch of tasks with tenant and fair-share key, and NOTIFY each inserted kind.
+-- One statement, so an enqueue outside a transaction is one round trip; the NOTIFY is
+-- delivered when the transaction commits. An existing dedupe_key is skipped.
 -- fair_key = (floor(log2(the tenant's open tasks, this batch included)) << 32) + the task's
 -- place in its run's backlog (see migrations/0004_fair_claim.sql); the count is capped
 -- at 4,096 (band 12) so an enqueue stays cheap behind any backlog.
@@ -21,18 +23,28 @@ WITH input AS (
                       WHERE o.run_id = i.run_id AND o.state IN ('queued', 'running')) AS open
     FROM input AS i WHERE i.run_id IS NOT NULL GROUP BY i.run_id
 )
-INSERT INTO tasks (kind, payload, priority, run_after, max_attempts, dedupe_key, run_id,
-                   tenant, fair_key)
-SELECT i.kind, i.payload, i.priority, now() + make_interval(secs => i.delay_s),
-       i.max_attempts, i.dedupe_key, i.run_id, i.tenant,
-       (floor(log(2, tl.load))::bigint << 32) + coalesce(rl.open, 0)
-       + row_number() OVER (PARTITION BY i.run_id ORDER BY i.ord)
-FROM input AS i
-JOIN tenant_load AS tl ON tl.tenant = i.tenant
-LEFT JOIN run_load AS rl ON rl.run_id = i.run_id
-ORDER BY i.ord
-ON CONFLICT (dedupe_key) DO NOTHING
-RETURNING id, kind;
+, inserted AS (
+    INSERT INTO tasks (kind, payload, priority, run_after, max_attempts, dedupe_key, run_id,
+                       tenant, fair_key)
+    SELECT i.kind, i.payload, i.priority, now() + make_interval(secs => i.delay_s),
+           i.max_attempts, i.dedupe_key, i.run_id, i.tenant,
+           (floor(log(2, tl.load))::bigint << 32) + coalesce(rl.open, 0)
+           + row_number() OVER (PARTITION BY i.run_id ORDER BY i.ord)
+    FROM input AS i
+    JOIN tenant_load AS tl ON tl.tenant = i.tenant
+    LEFT JOIN run_load AS rl ON rl.run_id = i.run_id
+    ORDER BY i.ord
+    ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING id, kind
+), notified AS (
+    -- The payload is the kind, with ':later' when none of its tasks is due yet (keep in
+    -- sync with queue.LATER): a worker woken for due work it did not get skips the probe.
+    SELECT pg_notify('citerun_tasks',
+                     kind || CASE WHEN due THEN '' ELSE ':later' END)
+    FROM (SELECT i.kind, bool_or(i.delay_s <= 0) AS due
+          FROM input AS i JOIN inserted AS n ON n.kind = i.kind GROUP BY i.kind) AS kinds
+)
+SELECT id, kind, (SELECT count(*) FROM notified) AS notifications FROM inserted;
 
 -- name: task_notify --
 -- Wake the listening workers for one kind; delivered only when the transaction commits.
@@ -121,7 +133,7 @@ WITH stamp AS (
     WHERE t.id = stalled.id
     RETURNING t.id, t.kind, t.state, t.run_id
 ), notified AS (
-    SELECT pg_notify('citerun_tasks', kind) FROM (
+    SELECT pg_notify('citerun_tasks', kind || ':later') FROM (
         SELECT DISTINCT kind FROM swept WHERE state = 'queued') AS kinds
 )
 SELECT s.id, s.kind, s.state, s.run_id, (SELECT count(*) FROM notified) AS notifications
