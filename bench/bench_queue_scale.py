@@ -81,10 +81,10 @@ async def _admin(server: embedded.EmbeddedPostgres, statement: str) -> None:
 
 async def _fill(conn: asyncpg.Connection, rows: int) -> None:
     await conn.execute("""
-        INSERT INTO tasks (kind, state, attempt, claimed_at, finished_at)
-        SELECT 'done', 'succeeded', 1, now(), now() FROM generate_series(1, $1)""", rows)
-    await conn.execute("INSERT INTO tasks (kind) SELECT 'other' FROM generate_series(1, $1)",
-                       rows)
+        INSERT INTO tasks (kind, state, attempt, max_attempts, claimed_at, finished_at)
+        SELECT 'done', 'succeeded', 1, 5, now(), now() FROM generate_series(1, $1)""", rows)
+    await conn.execute("INSERT INTO tasks (kind, max_attempts) "
+                       "SELECT 'other', 5 FROM generate_series(1, $1)", rows)
 
 
 async def _timed(fn: Callable[[], Awaitable[Any]], repeat: int,
@@ -125,8 +125,8 @@ async def measure_before(url: str, rows: int, repeat: int) -> dict[str, list[flo
     try:
         await conn.execute((ROOT / "migrations" / "0001_initial.sql").read_text())
         await _fill(conn, rows)
-        await conn.execute("INSERT INTO tasks (kind) SELECT $1 FROM generate_series(1, 100)",
-                           KIND)
+        await conn.execute("INSERT INTO tasks (kind, max_attempts) "
+                           "SELECT $1, 5 FROM generate_series(1, 100)", KIND)
         await conn.execute("VACUUM ANALYZE tasks")
         kinds = [KIND]
         return {
@@ -173,8 +173,9 @@ async def measure_after(url: str, rows: int, repeat: int) -> dict[str, list[floa
         # another tenant (which the fair claim must find first).
         backlog = await _run(conn, "dept")
         await conn.execute("""
-            INSERT INTO tasks (kind, run_id, tenant, fair_key)
-            SELECT $1, $2, 'dept', (20::bigint << 32) + g FROM generate_series(1, $3) AS g""",
+            INSERT INTO tasks (kind, run_id, tenant, fair_key, max_attempts)
+            SELECT $1, $2, 'dept', (12::bigint << 32) + g, 5
+            FROM generate_series(1, $3) AS g""",
                            KIND, backlog, rows)
         await conn.execute("UPDATE tasks SET state = 'succeeded' WHERE kind = $1 "
                            "AND run_id IS NULL", KIND)

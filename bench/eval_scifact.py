@@ -98,7 +98,8 @@ async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder) -> in
                                    [(digest_of(i), 1, t) for i, t in texts.items()])
             await conn.executemany(_PIPE["chunk_insert"], [
                 (digest_of(i), c.ordinal, c.page_start, c.page_end, c.text,
-                 np.asarray(v, dtype=np.float32)) for (i, c), v in zip(flat, vectors)])
+                 np.asarray(v, dtype=np.float32), embedder.name, embedder.dim)
+                for (i, c), v in zip(flat, vectors)])
             for d in batch:
                 await conn.execute(_PIPE["document_mark_parsed"], digest_of(d["doc_id"]),
                                    d["title"], [], None, 1)

@@ -98,6 +98,28 @@ def cmd_operator(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reembed(args: argparse.Namespace) -> int:
+    from citerun.worker.pipeline import embed, reembed
+    from citerun.worker.pipeline.settings import PipelineSettings
+
+    settings = Settings()
+    embedder = embed.make_embedder(PipelineSettings().embedding)
+
+    async def run(url: str) -> int:
+        await db.migrate(url)
+        pool = await db.create_pool(url, min_size=1, max_size=2)
+        try:
+            return await reembed.reembed(pool, embedder, everything=args.all,
+                                         batch_size=args.batch_size)
+        finally:
+            await pool.close()
+
+    with localdb.database(settings) as url:
+        count = asyncio.run(run(url))
+    print(f"re-embedded {count} chunk(s) with {embedder.name}")
+    return 0
+
+
 def cmd_upload(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -115,12 +137,12 @@ def cmd_upload(args: argparse.Namespace) -> int:
         finally:
             await pool.close()
 
+    url = Settings().cluster_database_url("citerun upload")
     for name in args.files:
         if not Path(name).is_file():
             print(f"citerun upload: error: {name!r} is not a file", file=sys.stderr)
             return 2
-    with localdb.database(Settings()) as url:
-        asyncio.run(upload(url))
+    asyncio.run(upload(url))
     return 0
 
 
@@ -180,18 +202,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="watch only this namespace (repeatable); default: all namespaces")
     p.set_defaults(func=cmd_operator)
 
+    p = sub.add_parser("reembed", help="re-embed stored chunks with the configured embedder "
+                       "(after the embedding settings changed)")
+    p.add_argument("--all", action="store_true",
+                   help="every chunk, not only those of another model")
+    p.add_argument("--batch-size", type=int, default=256, help="chunks per batch")
+    p.set_defaults(func=cmd_reembed)
+
     p = sub.add_parser("upload", help="stage PDFs in Postgres and print their digests")
     p.add_argument("files", nargs="+")
-    p.add_argument("--tenant", default="default")
+    p.add_argument("--tenant", "-n", "--namespace", dest="tenant", default="default",
+                   help="namespace whose CitationRuns may use the documents (the tenant)")
     p.set_defaults(func=cmd_upload)
 
     p = sub.add_parser("submit", help="upload a thesis and its sources, create a CitationRun")
     p.add_argument("thesis")
     p.add_argument("--sources", nargs="+", required=True)
     p.add_argument("--name", help="name of the CitationRun (default: from the thesis file)")
-    p.add_argument("-n", "--namespace", default="default")
-    p.add_argument("--tenant", default="default")
-    p.add_argument("--priority", type=int, default=0)
+    p.add_argument("-n", "--namespace", default="default",
+                   help="namespace of the run, which is also its tenant")
     p.set_defaults(func=cmd_submit)
 
     p = sub.add_parser("status", help="show a CitationRun's status")
@@ -213,11 +242,9 @@ def configure_logging(level: str, fmt: str) -> None:
     ``action`` and ``task_id``) for a cluster's log pipeline."""
     handler = logging.StreamHandler()
     if fmt == "json":
-        from pythonjsonlogger.json import JsonFormatter
+        from citerun import logs
 
-        handler.setFormatter(JsonFormatter(
-            "%(asctime)s %(levelname)s %(name)s %(message)s",
-            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+        handler.setFormatter(logs.json_formatter())
     else:
         handler.setFormatter(logging.Formatter(
             "%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -9,6 +9,7 @@ an error, never a silent skip.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -19,7 +20,7 @@ from typing import Any
 import asyncpg
 import pgvector.asyncpg
 
-from citerun import errors, sql
+from citerun import errors, retry, sql
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,19 @@ _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 class DatabaseError(errors.CiterunError):
     """The database could not be reached or answered unexpectedly."""
+
+
+#: "The database is unavailable": errors after which a caller waits and tries again
+#: (connection refused or reset, the server shutting down or full, a closed connection,
+#: a timeout). The one definition the worker, the listener and the operator share.
+UNAVAILABLE: tuple[type[BaseException], ...] = (
+    OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError,
+    asyncpg.TooManyConnectionsError, DatabaseError,
+)
+
+#: How a caller waits for the database to come back: soon at first, then every 5 s.
+RECONNECT = retry.RetryPolicy(base_s=0.2, cap_s=5.0)
 
 
 class MigrationError(errors.CiterunError):

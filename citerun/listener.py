@@ -10,6 +10,7 @@ while it was away are gone. A lost NOTIFY therefore delays work; it never loses 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import socket
 from collections.abc import Callable
@@ -38,19 +39,20 @@ class Listener:
 
     async def run(self) -> None:
         """Keep the LISTEN connection open until cancelled."""
-        delay = self._reconnect_s
+        policy = dataclasses.replace(db.RECONNECT, base_s=self._reconnect_s)
+        failures = 0
         try:
             while True:
                 try:
                     await self._connect()
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError,
-                        db.DatabaseError) as err:
+                except (*db.UNAVAILABLE, asyncpg.PostgresError) as err:
+                    failures += 1
+                    delay = policy.delay_s(failures)
                     logger.warning("LISTEN connection failed: %s; retrying in %.1fs", err, delay,
                                    extra={"action": "listen", "error": str(err)})
                     await asyncio.sleep(delay)
-                    delay = min(delay * 2, 30.0)
                     continue
-                delay = self._reconnect_s
+                failures = 0
                 self.connects += 1
                 self._wake("rescan", None)
                 await self._lost.wait()

@@ -1,7 +1,7 @@
 """The durable task queue: the only module that talks the queue's SQL.
 
 Everything here is one statement (or one transaction) against Postgres, so any number of
-processes can call it at once. The protocol (see DESIGN.md):
+processes can call it at once. The protocol (see docs/architecture.md, "The queue protocol"):
 
 * enqueue inserts rows and NOTIFYs ``citerun_tasks`` in the same transaction;
 * claim is one ``UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED)`` statement;
@@ -24,7 +24,8 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
-from citerun import errors, retry, sql
+from citerun import errors, sql
+from citerun.settings import QueueSettings
 
 # Where a statement may run: a connection (possibly inside the caller's transaction)
 # or the pool.
@@ -37,6 +38,9 @@ LATER = ":later"
 RUNS_CHANNEL = "citerun_runs"
 
 _Q = sql.load("citerun", "queries/queue.sql")
+
+# A task enqueued without max_attempts (the flow always sets it) gets the settings' default.
+_DEFAULT_MAX_ATTEMPTS: int = QueueSettings.model_fields["max_attempts"].default
 
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -100,11 +104,8 @@ class SweepResult:
     dead_run_ids: tuple[uuid.UUID, ...]
 
 
-backoff_s = retry.backoff_s
-
-
 async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,
-                  default_max_attempts: int = 5) -> list[int]:
+                  default_max_attempts: int | None = None) -> list[int]:
     """Insert ``tasks`` and notify the workers, atomically; return the new ids.
 
     One statement (insert and NOTIFY), so it runs in the caller's transaction when there
@@ -118,7 +119,7 @@ async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,
         _Q["task_enqueue_many"],
         [t.kind for t in tasks], [t.payload for t in tasks], [t.priority for t in tasks],
         [t.delay_s for t in tasks],
-        [t.max_attempts or default_max_attempts for t in tasks],
+        [t.max_attempts or default_max_attempts or _DEFAULT_MAX_ATTEMPTS for t in tasks],
         [t.dedupe_key for t in tasks], [t.run_id for t in tasks])
     return [r["id"] for r in rows]
 

@@ -1,17 +1,104 @@
-"""Backoff and Retry-After: one implementation for the queue and the HTTP clients."""
+"""One retry policy for everything that retries: the queue, the listener, the worker's
+database calls, the HTTP judge and the embedder.
+
+A :class:`RetryPolicy` is a small frozen value (procrastinate's ``RetryStrategy``): how
+long to wait before retry number *n* (exponential from ``base_s``, capped at ``cap_s``,
+jittered by ``±jitter`` so many retries that failed together spread out), how many
+attempts to make, and which HTTP answers are worth another attempt. Callers hand it the
+attempt number and, for HTTP, the server's ``Retry-After``; :func:`retrying` runs an
+async call under a policy until it stops raising the given errors. "The database is
+unavailable" is defined once, as :data:`citerun.db.UNAVAILABLE`. See
+``docs/architecture.md`` ("Retries").
+"""
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: HTTP answers that say "try again later": timeouts, conflicts that clear, rate limits
+#: and server errors except 501 (not implemented: retrying cannot help).
+RETRYABLE_STATUS: frozenset[int] = frozenset(
+    {408, 409, 425, 429} | set(range(500, 600)) - {501})
 
 
-def backoff_s(attempt: int, *, base_s: float, cap_s: float) -> float:
-    """Delay before retry number ``attempt`` (1-based): exponential, capped, jittered ±25 %
-    (so retries of many tasks that failed together spread out)."""
-    raw: float = min(cap_s, base_s * 2.0 ** max(attempt - 1, 0))
-    return raw * (0.75 + random.random() / 2)
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How to retry: exponential backoff with a cap and jitter, and when to stop."""
+
+    base_s: float = 1.0
+    cap_s: float = 300.0
+    #: Each delay is multiplied by a uniform factor in ``[1 - jitter, 1 + jitter]``.
+    jitter: float = 0.25
+    #: Attempts in all, the first included; None: the caller decides when to stop.
+    max_attempts: int | None = None
+    #: Upper bound of a wait a server asks for with ``Retry-After``; None: ``cap_s``.
+    retry_after_cap_s: float | None = None
+    retryable_status: frozenset[int] = field(default=RETRYABLE_STATUS)
+
+    def __post_init__(self) -> None:
+        if self.base_s < 0 or self.cap_s < 0 or not 0 <= self.jitter < 1:
+            raise ValueError(f"invalid retry policy {self!r}")
+        if self.max_attempts is not None and self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+
+    def delay_s(self, attempt: int, *, retry_after: str | None = None,
+                rng: random.Random | None = None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based).
+
+        A server's ``Retry-After`` wins over the backoff (capped at
+        ``retry_after_cap_s``); otherwise ``base_s * 2**(attempt-1)``, capped, jittered.
+        """
+        asked = retry_after_seconds(retry_after)
+        if asked is not None:
+            return min(asked, self.cap_s if self.retry_after_cap_s is None
+                       else self.retry_after_cap_s)
+        raw: float = min(self.cap_s, self.base_s * 2.0 ** max(attempt - 1, 0))
+        draw = (rng or random).random()
+        return raw * (1.0 - self.jitter + 2.0 * self.jitter * draw)
+
+    def exhausted(self, attempt: int) -> bool:
+        """Whether attempt number ``attempt`` (1-based) was the last one allowed."""
+        return self.max_attempts is not None and attempt >= self.max_attempts
+
+    def retryable(self, status: int) -> bool:
+        """Whether an HTTP answer with ``status`` is worth another attempt."""
+        return status in self.retryable_status
+
+
+async def retrying(policy: RetryPolicy, what: str, call: Callable[[], Awaitable[T]], *,
+                   errors: tuple[type[BaseException], ...],
+                   give_up_after_s: float | None = None,
+                   sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> T:
+    """Run ``call`` until it returns, retrying ``errors`` under ``policy``.
+
+    Gives up (re-raising the last error) when the policy's attempts are used up or the
+    next wait would end after ``give_up_after_s`` seconds from now.
+    """
+    deadline = None if give_up_after_s is None else time.monotonic() + give_up_after_s
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await call()
+        except errors as err:
+            delay = policy.delay_s(attempt)
+            if policy.exhausted(attempt) or (
+                    deadline is not None and time.monotonic() + delay > deadline):
+                raise
+            logger.warning("%s failed (%s); retrying in %.1fs", what, err, delay,
+                           extra={"action": what, "error": str(err), "attempt": attempt})
+            await sleep(delay)
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:

@@ -1,17 +1,19 @@
-"""Runs: staging documents, creating a run idempotently, and moving it between stages.
+"""Runs: staging documents, creating a run idempotently, locking and finishing it.
 
 A run is created in one transaction with its documents and its first tasks, keyed by
 the run id (a CitationRun's uid on a cluster), so a retried or duplicated create
-changes nothing. The pipeline's stage transitions that involve several tasks ("all
-documents of this run are parsed" -> extract) lock the run's row first, so two tasks
-finishing at once cannot both miss, or both take, the transition.
+changes nothing. This module knows no stage of the pipeline: which tasks a run starts
+with and which follow is :mod:`citerun.flow`'s, handed in as ``start``. Transitions
+that involve several tasks lock the run's row first (:func:`lock`,
+:func:`lock_by_documents`), so two tasks finishing at once cannot both miss, or both
+take, the transition. See ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +23,9 @@ from citerun import errors, queue, sql
 
 _Q = sql.load("citerun", "queries/runs.sql")
 
-# Task kinds of the pipeline (keep in sync with citerun.worker.tasks).
-PARSE_DOCUMENT = "parse_document"
-EXTRACT_CITATIONS = "extract_citations"
-JUDGE_CITATION = "judge_citation"
-FINALIZE_RUN = "finalize_run"
-FETCH_DOCUMENT = "fetch_document"
+#: Enqueues a new run's first tasks; called inside the create transaction with the run's
+#: row locked (see :meth:`citerun.flow.Flow.start`).
+StartHook = Callable[[asyncpg.Connection, "RunRequest"], Awaitable[None]]
 
 
 class RunError(errors.CiterunError):
@@ -84,6 +83,8 @@ class RunRequest:
     payloads: tuple[tuple[bytes, str], ...] = ()
     # Digests that must already be stored (documents referenced by digest).
     required_digests: tuple[str, ...] = ()
+    # The run's own judge API key (spec.judge.openai.apiKeySecretRef), after the access check.
+    judge_api_key: str | None = field(default=None, repr=False)
 
 
 def digest_of(data: bytes) -> str:
@@ -92,15 +93,16 @@ def digest_of(data: bytes) -> str:
 
 async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, filename: str,
                          *, tenant: str = "default") -> StagedDocument:
-    """Store a PDF's bytes under its sha256 (a document seen before is reused)."""
+    """Store a PDF's bytes under its sha256 (a document seen before is reused); the
+    tenant owns the digest from now on (see migrations/0003_tenancy.sql)."""
     digest = digest_of(data)
     await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant)
     return StagedDocument(digest, filename)
 
 
-async def create(pool: asyncpg.Pool, request: RunRequest, *,
-                 max_attempts: int = 5, caps: Caps | None = None) -> Admission:
-    """Admit and create the run with its first tasks in one transaction.
+async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
+                 caps: Caps | None = None) -> Admission:
+    """Admit and create the run with its first tasks (``start``) in one transaction.
 
     Idempotent by run id: an existing run is left alone (``created=False``). With
     ``caps``, the tenant's active runs and staged bytes are checked under a per-tenant
@@ -111,9 +113,11 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *,
         if await conn.fetchrow(_Q["run_get"], request.id) is not None:
             return Admission(created=False)
         if request.required_digests:
-            known = {r["digest"] for r in await conn.fetch(_Q["documents_known"],
-                                                            list(request.required_digests))}
-            missing = sorted(set(request.required_digests) - known)
+            # Only digests this tenant owns: another tenant's document is "missing" in
+            # exactly the words a digest nobody stored gets.
+            owned = {r["digest"] for r in await conn.fetch(
+                _Q["documents_owned"], request.tenant, list(request.required_digests))}
+            missing = sorted(set(request.required_digests) - owned)
             if missing:
                 return Admission(created=False, missing=tuple(missing))
         payloads = [(digest_of(data), data, filename) for data, filename in request.payloads]
@@ -126,25 +130,19 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *,
                                 request.tenant)
         created = await conn.fetchval(
             _Q["run_insert"], request.id, request.name, request.namespace, request.tenant,
-            request.generation, request.spec, request.priority, request.resource_uid)
+            request.generation, request.spec, request.priority, request.resource_uid,
+            caps.max_staged_bytes if caps is not None else None)
         if created is None:
             return Admission(created=False)
+        if request.judge_api_key is not None:
+            await conn.execute(_Q["run_secret_insert"], request.id, request.judge_api_key)
         rows = [(request.id, request.thesis.digest, "thesis", request.thesis.filename,
                  list(request.thesis.keys))] if request.thesis.digest else []
         rows += [(request.id, s.digest, "source", s.filename, list(s.keys))
                  for s in request.sources]
         await conn.executemany(_Q["run_source_insert"], rows)
         await conn.fetchrow(_Q["run_lock"], request.id)
-        await queue.enqueue(conn, [
-            queue.NewTask(FETCH_DOCUMENT, {"run_id": str(request.id), "url": f.url,
-                                           "filename": f.filename, "role": f.role,
-                                           "keys": list(f.keys)},
-                          priority=request.priority, run_id=request.id,
-                          dedupe_key=f"fetch:{request.id}:{f.role}:{f.filename}",
-                          max_attempts=max_attempts)
-            for f in request.fetches])
-        await advance(conn, request.id, priority=request.priority, max_attempts=max_attempts,
-                      parse_pending=True)
+        await start(conn, request)
         await conn.execute(_Q["run_touch"], request.id)
     return Admission(created=True)
 
@@ -157,51 +155,52 @@ async def _over_capacity(conn: asyncpg.Connection, request: RunRequest,
         return (f"tenant {request.tenant!r} has {usage['active_runs']} active run(s), "
                 f"the cap is {caps.max_active_runs}")
     if caps.max_staged_bytes is not None:
-        known = {r["digest"] for r in await conn.fetch(_Q["documents_known"],
-                                                        [digest for digest, _, _ in payloads])}
-        new_bytes = sum(len(data) for digest, data, _ in payloads if digest not in known)
+        owned = {r["digest"] for r in await conn.fetch(
+            _Q["documents_owned"], request.tenant, [digest for digest, _, _ in payloads])}
+        new_bytes = sum(len(data) for digest, data, _ in payloads if digest not in owned)
         if usage["staged_bytes"] + new_bytes > caps.max_staged_bytes:
             return (f"tenant {request.tenant!r} would stage {usage['staged_bytes'] + new_bytes} "
                     f"bytes, the cap is {caps.max_staged_bytes}")
     return None
 
 
-async def advance(conn: asyncpg.Connection, run_id: uuid.UUID, *, priority: int,
-                  max_attempts: int = 5, parse_pending: bool = False) -> None:
-    """Enqueue what a run needs next; call with the run's row locked.
-
-    With ``parse_pending`` (only when the run is created), every document not parsed yet
-    gets a ``parse_document`` task of this run. Once no document is pending, the run gets
-    its ``extract_citations`` task. Dedupe keys make a repeated call harmless.
-
-    A finishing parse task must not re-enqueue parse tasks here: its insert would wait on
-    the sibling parse tasks' rows (ON CONFLICT on their dedupe keys) while they wait on
-    this run's row lock, a deadlock.
-    """
-    pending = await conn.fetch(_Q["run_documents_pending"], run_id)
-    if pending and parse_pending:
-        await queue.enqueue(conn, [
-            queue.NewTask(PARSE_DOCUMENT, {"digest": r["digest"]}, priority=priority,
-                          dedupe_key=f"parse:{r['digest']}:{run_id}", run_id=run_id,
-                          max_attempts=max_attempts)
-            for r in pending])
-    if pending or await conn.fetchval(_Q["run_fetches_open"], run_id):
-        return
-    await queue.enqueue(conn, [queue.NewTask(
-        EXTRACT_CITATIONS, {"run_id": str(run_id)}, priority=priority,
-        dedupe_key=f"extract:{run_id}", run_id=run_id, max_attempts=max_attempts)])
+async def documents_pending(conn: asyncpg.Connection, run_id: uuid.UUID) -> list[str]:
+    """Digests of the run's documents that are neither parsed nor failed."""
+    return [r["digest"] for r in await conn.fetch(_Q["run_documents_pending"], run_id)]
 
 
-async def advance_for_documents(conn: asyncpg.Connection, digests: Sequence[str]) -> None:
-    """After documents reached a terminal state: advance every running run using them."""
-    for row in await conn.fetch(_Q["run_lock_by_documents"], list(digests)):
-        await advance(conn, row["id"], priority=row["priority"])
+async def tasks_open(conn: asyncpg.Connection, run_id: uuid.UUID, kinds: Sequence[str]) -> bool:
+    """Whether the run has a queued or running task of one of ``kinds``."""
+    return bool(await conn.fetchval(_Q["run_tasks_open"], run_id, list(kinds)))
+
+
+async def lock_by_documents(conn: asyncpg.Connection,
+                            digests: Sequence[str]) -> list[tuple[uuid.UUID, int]]:
+    """Lock every running run that uses one of ``digests`` (in id order, so two callers
+    cannot deadlock); return their ids and priorities."""
+    return [(r["id"], r["priority"])
+            for r in await conn.fetch(_Q["run_lock_by_documents"], list(digests))]
+
+
+async def fail_document(conn: asyncpg.Connection, digest: str, reason: str,
+                        error: str) -> None:
+    """Record why a document cannot be used (unless it was parsed meanwhile) and drop its
+    staged bytes."""
+    await conn.execute(_Q["document_mark_failed"], digest, reason, error[:2000])
 
 
 async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, state: str,
-                 error: str | None = None) -> None:
-    """Move the run to ``state`` (succeeded, failed, cancelled) and notify."""
+                 error: str | None = None, *, release: bool = True) -> None:
+    """Move the run to ``state`` (succeeded, failed, cancelled) and notify.
+
+    With ``release``, the run's tenant stops owning the documents no other active run of
+    the tenant needs, and documents nobody owns lose their bytes, pages and chunks; the
+    run's own judge key is deleted either way.
+    """
     await conn.execute(_Q["run_finish"], run_id, state, error)
+    await conn.execute(_Q["run_secret_delete"], run_id)
+    if release:
+        await conn.execute(_Q["run_release_documents"], run_id)
 
 
 async def touch(conn: asyncpg.Connection, run_id: uuid.UUID) -> None:
@@ -246,7 +245,7 @@ async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str, *,
     async with pool.acquire() as conn, conn.transaction():
         await conn.fetchrow(_Q["run_lock"], run_id)
         cancelled = await queue.cancel_run(conn, run_id, reason)
-        await finish(conn, run_id, "cancelled", reason)
+        await finish(conn, run_id, "cancelled", reason, release=drop_bytes)
         if drop_bytes:
             await conn.fetch(_Q["run_drop_staged_bytes"], run_id)
     return cancelled

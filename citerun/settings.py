@@ -17,6 +17,8 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from citerun import errors, retry
+
 
 class QueueSettings(BaseModel):
     """How long leases last and how failed work is retried."""
@@ -31,13 +33,17 @@ class QueueSettings(BaseModel):
         10.0, gt=0, description="Seconds between lease renewals of a busy worker: a third "
         "of the lease, so two heartbeats may be lost before the lease expires.")
     max_attempts: int = Field(
-        5, ge=1, description="Attempts before a task is dead-lettered (state 'failed').")
+        5, ge=1, description="Attempts before a task is dead-lettered (state 'failed'): "
+        "enough to ride out a database restart or a flaky source server (with the "
+        "backoff below, about 15 s of retries), few enough that a bug fails the run soon.")
+    max_attempts_by_kind: dict[str, int] = Field(
+        default_factory=dict, description="Attempts per task kind where they differ from "
+        "max_attempts, e.g. CITERUN_QUEUE__MAX_ATTEMPTS_BY_KIND='{\"fetch_document\": 8}'.")
     backoff_base_s: float = Field(
         1.0, ge=0, description="Retry delay after the first failed attempt, in seconds; "
         "doubles with each attempt.")
     backoff_cap_s: float = Field(
         300.0, ge=0, description="Upper bound of the retry delay, in seconds.")
-
     tenant_caps: dict[str, int] = Field(
         default_factory=dict, description="Most tasks of one tenant (a namespace) running "
         "at once across all workers, by tenant, e.g. {\"thesis-dept\": 16}; enforced in the "
@@ -53,8 +59,18 @@ class QueueSettings(BaseModel):
             raise ValueError("queue.tenant_caps values must be at least 1")
         return self
 
+    def attempts_for(self, kind: str) -> int:
+        """Attempts a task of ``kind`` gets before it is dead-lettered."""
+        return self.max_attempts_by_kind.get(kind, self.max_attempts)
+
+    def retry_policy(self) -> retry.RetryPolicy:
+        """The backoff between a failed task's attempts."""
+        return retry.RetryPolicy(base_s=self.backoff_base_s, cap_s=self.backoff_cap_s)
+
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> QueueSettings:
+        if any(n < 1 for n in self.max_attempts_by_kind.values()):
+            raise ValueError("queue.max_attempts_by_kind values must be at least 1")
         if self.heartbeat_s >= self.lease_s:
             raise ValueError("queue.heartbeat_s must be shorter than queue.lease_s")
         return self
@@ -87,7 +103,7 @@ class WorkerSettings(BaseModel):
         "before releasing them. Keep below the pod's terminationGracePeriodSeconds.")
     listen_reconnect_s: float = Field(
         1.0, gt=0, description="Seconds before re-opening a lost LISTEN connection (doubles "
-        "up to 30 s while the database stays away).")
+        "up to 5 s, citerun.db.RECONNECT, while the database stays away).")
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="Port of the Prometheus endpoint (/metrics, and "
         "/healthz for the pod's probes, which never touches the database); None disables it.")
@@ -99,6 +115,10 @@ class WorkerSettings(BaseModel):
     run_id: uuid.UUID | None = Field(
         None, description="Claim only this run's tasks (a local worker serving its own run "
         "beside other runs in a shared database); None claims every run's.")
+
+
+class MissingDatabaseUrl(errors.CiterunError):
+    """CITERUN_DATABASE_URL is not set."""
 
 
 class Settings(BaseSettings):
@@ -117,6 +137,16 @@ class Settings(BaseSettings):
     pool_max: int = Field(8, ge=1, description="Connections a pool may open.")
     queue: QueueSettings = Field(default_factory=QueueSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+
+    def cluster_database_url(self, command: str) -> str:
+        """The cluster's database for ``command`` (submit, upload): never a local one,
+        whose documents the cluster's operator would never see."""
+        if not self.database_url:
+            raise MissingDatabaseUrl(
+                f"{command} needs CITERUN_DATABASE_URL: the postgresql:// URL of the "
+                "cluster's database (the one the operator uses). Without it the documents "
+                "would go to a local database the cluster cannot read.")
+        return self.database_url
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (validated like the original)."""

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from citerun import db, errors, runs
+from citerun import db, errors, flow, runs
 from citerun.settings import Settings
 
 
@@ -92,7 +92,7 @@ async def start_run(url: str, thesis: Path, sources: list[Path],
             staged_sources.append(runs.StagedDocument(doc.digest, doc.filename,
                                                       tuple(keys.get(path.name, ()))))
         run_id = uuid.uuid4()
-        await runs.create(pool, runs.RunRequest(
+        await flow.create(pool, runs.RunRequest(
             id=run_id, name=thesis.stem, thesis=staged_thesis, sources=tuple(staged_sources),
             spec={"thesis": thesis.name, "sources": [s.name for s in sources]}))
         return run_id

@@ -26,7 +26,7 @@ from typing import Any
 import kopf
 import pydantic
 
-from citerun import db, runs
+from citerun import db, flow, runs, runspec
 from citerun.operator import autoscaler, kube, status, sync
 from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 CONFIG = op_settings.OperatorSettings()
 FINALIZER = "citerun.dev/finalizer"
-DB_ERRORS = (OSError, db.DatabaseError, asyncio.TimeoutError)
+DB_ERRORS = db.UNAVAILABLE
 
 
 def run_id_for(uid: str, generation: int) -> uuid.UUID:
@@ -111,9 +111,11 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
     generation = int(meta.get("generation", 1))
     previous = dict(body.get("status") or {})
     try:
-        spec = specs.CitationRunSpec.model_validate(dict(body.get("spec") or {}))
-    except pydantic.ValidationError as err:
-        message = specs.validation_message(err)
+        spec = specs.RunSpec.model_validate(dict(body.get("spec") or {}))
+        _check_judge_profile(spec)
+    except (pydantic.ValidationError, InvalidRun) as err:
+        message = (specs.validation_message(err) if isinstance(err, pydantic.ValidationError)
+                   else str(err))
         await _write_status(namespace, name, {
             "phase": "Failed", "observedGeneration": generation, "message": message,
             "conditions": status.merge_conditions(previous.get("conditions") or [], [
@@ -125,29 +127,72 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
         return  # a bad spec is not retried: the user must change it (which is an update)
     run_id = run_id_for(uid, generation)
     if await runs.get(memo.pool, run_id) is None:
-        request = await _request(spec, run_id, uid, name, namespace, generation)
-        admission = await runs.create(memo.pool, request, caps=runs.Caps(
+        try:
+            request = await _request(spec, run_id, uid, name, namespace, generation)
+        except InvalidRun as err:
+            # Unreadable or not a PDF: the user must change the spec or the object; the
+            # message names the reference, never what the object holds or whether it exists.
+            await _hold(body, namespace, name, previous, generation, "DocumentUnreadable",
+                        str(err))
+            return  # unreachable: _hold raises
+        admission = await flow.create(memo.pool, request, caps=runs.Caps(
             CONFIG.operator.max_active_runs_per_tenant,
             CONFIG.operator.max_staged_bytes_per_tenant))
         if admission.missing:
             await _hold(body, namespace, name, previous, generation, "DocumentMissing",
-                        "no document is stored under digest " + ", ".join(admission.missing)
-                        + "; upload it with `citerun upload`")
+                        "this namespace has no document stored under digest "
+                        + ", ".join(admission.missing) + "; upload it with `citerun upload`")
         if admission.over_capacity is not None:
             await _hold(body, namespace, name, previous, generation, "OverCapacity",
                         admission.over_capacity)
         if admission.created:
             kopf.info(body, reason="Admitted",
-                      message=f"run {run_id} admitted for tenant {spec.tenant}")
+                      message=f"run {run_id} admitted")
     await memo.syncer.sync_run(run_id)
 
 
-async def _request(spec: specs.CitationRunSpec, run_id: uuid.UUID, uid: str, name: str,
+class InvalidRun(Exception):
+    """The spec cannot be run as it is (a message for the user, safe to show)."""
+
+
+def _check_judge_profile(spec: specs.RunSpec) -> None:
+    judge = spec.judge_spec
+    if judge.kind != "openai":
+        return
+    profile = (judge.openai or specs.OpenAISpec()).profile
+    if profile not in runspec.judge_profiles():
+        raise InvalidRun(f"spec.judge.openai.profile: {profile!r} is not a judge profile of "
+                         "this installation (the chart's judgeProfiles)")
+
+
+async def _read_for_run(namespace: str, kind: str, ref: specs.KeyRef) -> bytes:
+    """A Secret/ConfigMap key named by a run, read only under the chart's access policy
+    (the apiserver checked at admission that the run's creator may get it)."""
+    binding = CONFIG.operator.access_policy_binding
+    try:
+        if not binding or not await kube.access_policy_in_force(binding):
+            raise InvalidRun("Secret and ConfigMap references are disabled: the access policy "
+                             f"{binding!r} that checks the run's creator is not installed")
+        return await kube.read_key_bytes(namespace, kind, ref.name, ref.key)
+    except kube.Unreadable as err:
+        raise InvalidRun(str(err)) from err
+    except kube.KubeError as err:
+        raise kopf.TemporaryError(str(err), delay=30) from err
+
+
+def _is_pdf(data: bytes) -> bool:
+    return b"%PDF-" in data[:1024]
+
+
+async def _request(spec: specs.RunSpec, run_id: uuid.UUID, uid: str, name: str,
                    namespace: str, generation: int) -> runs.RunRequest:
-    """Resolve the spec's documents into what ``runs.create`` needs."""
+    """Resolve the spec's documents into what ``runs.create`` needs.
+
+    The tenant is the namespace; the priority is the namespace's policy.
+    """
     payloads: list[tuple[bytes, str]] = []
     fetches: list[runs.FetchRequest] = []
-    required: list[str] = []  # digests the spec names: they must already be stored
+    required: list[str] = []  # digests the spec names: this namespace must own them
 
     async def resolve(ref: specs.DocumentRef, role: str,
                       keys: tuple[str, ...]) -> runs.StagedDocument | None:
@@ -157,13 +202,10 @@ async def _request(spec: specs.CitationRunSpec, run_id: uuid.UUID, uid: str, nam
         if ref.digest is not None:
             required.append(ref.digest)
             return runs.StagedDocument(ref.digest, ref.name, keys)
-        kind, key_ref = (("secret", ref.secret_key_ref) if ref.secret_key_ref is not None
-                         else ("configmap", ref.config_map_key_ref))
-        assert key_ref is not None
-        try:
-            data = await kube.read_key_bytes(namespace, kind, key_ref.name, key_ref.key)
-        except kube.KubeError as err:
-            raise kopf.TemporaryError(f"document {ref.name!r}: {err}", delay=30) from err
+        [(kind, key_ref)] = ref.key_refs()
+        data = await _read_for_run(namespace, kind, key_ref)
+        if not _is_pdf(data):  # rejected before hashing or storing
+            raise InvalidRun(f"document {ref.name!r}: the {kind} key is not a PDF")
         payloads.append((data, ref.name))
         return runs.StagedDocument(runs.digest_of(data), ref.name, keys)
 
@@ -173,12 +215,18 @@ async def _request(spec: specs.CitationRunSpec, run_id: uuid.UUID, uid: str, nam
         doc = await resolve(source, "source", source.keys)
         if doc is not None:
             sources.append(doc)
+    judge_key: str | None = None
+    openai = spec.judge_spec.openai
+    if spec.judge_spec.kind == "openai" and openai and openai.api_key_secret_ref is not None:
+        raw = await _read_for_run(namespace, "secret", openai.api_key_secret_ref)
+        judge_key = raw.decode("utf-8", "replace").strip()
+    priority = op_settings.priority_of(CONFIG.operator, namespace)
     return runs.RunRequest(
         id=run_id, name=name, namespace=namespace, resource_uid=uuid.UUID(uid),
-        generation=generation, tenant=spec.tenant, priority=-spec.priority,
+        generation=generation, tenant=namespace, priority=-priority,
         thesis=thesis or runs.StagedDocument("", spec.thesis.name),
-        sources=tuple(sources), spec=spec.pipeline_spec(), fetches=tuple(fetches),
-        payloads=tuple(payloads), required_digests=tuple(required))
+        sources=tuple(sources), spec=spec.to_json(), fetches=tuple(fetches),
+        payloads=tuple(payloads), required_digests=tuple(required), judge_api_key=judge_key)
 
 
 async def _hold(body: kopf.Body, namespace: str, name: str, previous: dict[str, Any],

@@ -63,25 +63,71 @@ def coordination() -> kubernetes.client.CoordinationV1Api:
     return kubernetes.client.CoordinationV1Api(api_client())
 
 
+class Unreadable(KubeError):
+    """A Secret/ConfigMap key could not be read for a run. One message whatever the cause
+    (no such object, no such key, forbidden), so a run's status and events never tell
+    whether a Secret or key exists."""
+
+    def __init__(self, kind: str, name: str, key: str) -> None:
+        label = "Secret" if kind == "secret" else "ConfigMap"
+        super().__init__(f"{label} {name!r} key {key!r} cannot be read for this run")
+
+
 async def read_key_bytes(namespace: str, kind: str, name: str, key: str) -> bytes:
-    """The bytes under ``key`` of a ConfigMap (binaryData or data) or Secret."""
-    def read() -> bytes:
+    """The bytes under ``key`` of a ConfigMap (binaryData or data) or Secret; raises
+    :class:`Unreadable` (the cause only in the operator's log)."""
+    def read() -> bytes | None:
         if kind == "secret":
             obj = core().read_namespaced_secret(name, namespace)
             value = (obj.data or {}).get(key)
-            if value is None:
-                raise KubeError(f"Secret {namespace}/{name} has no key {key!r}")
-            return base64.b64decode(value)
+            return None if value is None else base64.b64decode(value)
         cm = core().read_namespaced_config_map(name, namespace)
         if cm.binary_data and key in cm.binary_data:
             return base64.b64decode(cm.binary_data[key])
         if cm.data and key in cm.data:
             return str(cm.data[key]).encode()
-        raise KubeError(f"ConfigMap {namespace}/{name} has no key {key!r}")
+        return None
     try:
-        return await asyncio.to_thread(read)
+        data = await asyncio.to_thread(read)
     except ApiException as err:
-        raise KubeError(f"cannot read {kind} {namespace}/{name}: {err.status} {err.reason}") from err
+        logger.info("reading %s %s/%s for a run: %s", kind, namespace, name, err.status)
+        if err.status is not None and err.status >= 500:
+            raise KubeError("the API server could not be asked; trying again") from err
+        raise Unreadable(kind, name, key) from err
+    if data is None:
+        raise Unreadable(kind, name, key)
+    return data
+
+
+_policy_seen: dict[str, float] = {}
+
+
+async def access_policy_in_force(binding: str, *, cache_s: float = 30.0) -> bool:
+    """Whether the ValidatingAdmissionPolicyBinding ``binding`` exists and denies: the
+    apiserver then admitted only CitationRuns whose creator may get every Secret and
+    ConfigMap they name (the chart's policy, see templates/access-policy.yaml)."""
+    import time
+
+    seen = _policy_seen.get(binding)
+    if seen is not None and time.monotonic() - seen < cache_s:
+        return True
+
+    def get() -> bool:
+        api = kubernetes.client.AdmissionregistrationV1Api(api_client())
+        try:
+            obj = api.read_validating_admission_policy_binding(binding)
+        except ApiException as err:
+            if err.status in (403, 404):
+                return False
+            raise
+        return "Deny" in (obj.spec.validation_actions or [])
+    try:
+        ok = await asyncio.to_thread(get)
+    except ApiException as err:
+        raise KubeError("the API server could not be asked; trying again") from err
+    if ok:
+        _policy_seen[binding] = time.monotonic()
+    return ok
 
 
 async def get_run(namespace: str, name: str) -> dict[str, Any] | None:

@@ -17,8 +17,20 @@ class OperatorConfig(pydantic.BaseModel):
         20, ge=1, description="Runs of one tenant admitted at once; more wait as "
         "Admitted=False. None: no cap.")
     max_staged_bytes_per_tenant: int | None = pydantic.Field(
-        5 * 1024**3, ge=1, description="Bytes of not-yet-parsed PDFs one tenant may stage "
-        "(ConfigMap/Secret documents), so one tenant cannot fill the database.")
+        5 * 1024**3, ge=1, description="Bytes of documents one tenant (namespace) may hold "
+        "at once: every byte its runs bring (ConfigMap, Secret, URL, upload) counts until "
+        "no run of the tenant needs the document, so one tenant cannot fill the database.")
+    namespace_priorities: dict[str, int] = pydantic.Field(
+        default_factory=dict, description="Queue priority of the runs of each namespace "
+        "(higher runs first; -100..100), the policy the chart's tenancy.priorities sets; "
+        "a CitationRun cannot choose its own.")
+    default_priority: int = pydantic.Field(
+        0, ge=-100, le=100, description="Priority of namespaces not in namespace_priorities.")
+    access_policy_binding: str = pydantic.Field(
+        "citerun-run-access", description="Name of the ValidatingAdmissionPolicyBinding "
+        "(shipped by the chart) that lets a CitationRun name only Secrets/ConfigMaps its "
+        "creator may get. The operator reads no Secret or ConfigMap for a run unless this "
+        "binding is in force; empty: never read them at all.")
     admission_retry_s: float = pydantic.Field(
         10.0, gt=0, description="Seconds before a run held back by a cap is tried again.")
     resync_s: float = pydantic.Field(
@@ -74,3 +86,9 @@ class OperatorSettings(BaseSettings):
 
     operator: OperatorConfig = pydantic.Field(default_factory=OperatorConfig)
     autoscaler: AutoscalerConfig = pydantic.Field(default_factory=AutoscalerConfig)
+
+
+def priority_of(config: OperatorConfig, namespace: str) -> int:
+    """The queue priority of a namespace's runs (policy, never the spec)."""
+    value = config.namespace_priorities.get(namespace, config.default_priority)
+    return max(-100, min(100, value))

@@ -30,7 +30,7 @@ import asyncpg
 import pydantic
 
 import citerun
-from citerun import db, listener, queue
+from citerun import db, listener, queue, retry
 from citerun.settings import Settings
 from citerun.worker import metrics, registry
 
@@ -39,11 +39,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Errors that mean "the database is unreachable or went away", retried with backoff.
-DB_ERRORS: tuple[type[BaseException], ...] = (
-    OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-    asyncpg.CannotConnectNowError, asyncpg.AdminShutdownError,
-    asyncpg.TooManyConnectionsError, asyncio.TimeoutError, db.DatabaseError,
-)
+DB_ERRORS = db.UNAVAILABLE
 
 _TICK_S = 1.0  # liveness stamp period of the event loop
 # Re-claim delay when due work exists that this worker's claim could not take (held by a
@@ -163,7 +159,7 @@ class Worker:
     async def _claim_loop(self) -> None:
         source = "rescan"
         concurrency = self.settings.worker.concurrency
-        error_delay = 0.5
+        failures = 0
         held_back = _HELD_BACK_MIN_S
         while not self._stopping.is_set():
             free = concurrency - len(self._held)
@@ -178,10 +174,10 @@ class Worker:
                     caps=self._caps)
             except DB_ERRORS as err:
                 logger.warning("claim failed: %s", err, extra={"action": "claim"})
-                await self._wait(self._stopping, error_delay)
-                error_delay = min(error_delay * 2, 10.0)
+                failures += 1
+                await self._wait(self._stopping, db.RECONNECT.delay_s(failures))
                 continue
-            error_delay = 0.5
+            failures = 0
             for task in claimed:
                 self._start(task, source)
             if claimed:
@@ -294,8 +290,7 @@ class Worker:
 
     async def _fail(self, task: queue.ClaimedTask, error: str, *, permanent: bool = False) -> None:
         q = self.settings.queue
-        delay = queue.backoff_s(task.charged_attempts, base_s=q.backoff_base_s,
-                                cap_s=q.backoff_cap_s)
+        delay = q.retry_policy().delay_s(task.charged_attempts)
         state = await self._retry("fail", lambda: queue.fail(
             self.pool, task, worker_id=self.id, error=error, delay_s=delay,
             permanent=permanent), give_up_after=q.lease_s)
@@ -442,18 +437,8 @@ class Worker:
     async def _retry(self, what: str, call: Callable[[], Awaitable[T]], *,
                      give_up_after: float | None = None) -> T:
         """Run ``call`` until it stops failing with a database error."""
-        delay = 0.2
-        deadline = None if give_up_after is None else time.monotonic() + give_up_after
-        while True:
-            try:
-                return await call()
-            except DB_ERRORS as err:
-                if deadline is not None and time.monotonic() + delay > deadline:
-                    raise
-                logger.warning("%s failed (%s); retrying in %.1fs", what, err, delay,
-                               extra={"action": what, "error": str(err)})
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+        return await retry.retrying(db.RECONNECT, what, call, errors=DB_ERRORS,
+                                    give_up_after_s=give_up_after)
 
 
 def _describe(err: BaseException) -> str:

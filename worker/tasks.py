@@ -1,5 +1,5 @@
-"""The pipeline's task kinds: parse_document -> extract_citations -> judge_citation ->
-finalize_run.
+"""The handlers of the pipeline's task kinds (the order of the stages, their dedupe keys
+and what a dead task does are :mod:`citerun.flow`'s; see docs/architecture.md).
 
 Each handler does its slow work first (parsing, embedding, retrieval, judging), then
 records its results and enqueues the next stage in ONE fenced transaction, so a worker
@@ -24,9 +24,11 @@ import httpx
 import numpy as np
 import pydantic
 
-from citerun import queue, runs, sql
+from citerun import flow, runs, runspec, sql
 from citerun.worker import registry as registry_mod
+from citerun.worker import sandbox
 from citerun.worker.pipeline import citations, embed, fetch, judge, pdf, report, retrieval
+from citerun.settings import Settings
 from citerun.worker.pipeline.settings import PipelineSettings, RetrievalConfig
 
 logger = logging.getLogger(__name__)
@@ -58,17 +60,42 @@ def _http_client() -> httpx.AsyncClient:
     return httpx.AsyncClient()
 
 
-def _run_config(spec: dict[str, Any]) -> tuple[judge.JudgeConfig, RetrievalConfig]:
-    """The run's judge and retrieval settings: its spec over the process defaults."""
+def _run_config(spec: Any, api_key: str | None = None) -> tuple[judge.JudgeConfig,
+                                                                 RetrievalConfig]:
+    """The run's judge and retrieval settings: its typed spec over the process defaults.
+
+    An openai judge takes its endpoint and model from the judge profile the run names
+    (never from the spec), and the run's own key (``api_key``, read by the operator after
+    the access check) or else the profile's key.
+    """
     base = pipeline_settings()
+    run = runspec.RunSpec.from_json(spec)
+    if run is None:
+        return base.judge, base.retrieval
     judge_config = base.judge
-    if spec.get("judge"):
-        judge_config = judge.JudgeConfig.model_validate(
-            {**base.judge.model_dump(), **spec["judge"]})
+    if run.judge is not None:
+        judge_config = judge_config.model_copy(update={"kind": run.judge.kind})
+        if run.judge.kind == "openai":
+            chosen = run.judge.openai or runspec.OpenAISpec()
+            profile = runspec.judge_profiles().get(chosen.profile)
+            if profile is None:
+                raise registry_mod.PermanentError(
+                    f"judge profile {chosen.profile!r} is not configured on the workers")
+            update: dict[str, Any] = {
+                "base_url": profile.base_url, "model": profile.model,
+                "api_key_env": profile.api_key_env, "api_key_file": None,
+                "api_key": pydantic.SecretStr(api_key) if api_key else None}
+            if chosen.token_budget is not None:
+                update["token_budget"] = chosen.token_budget or None
+            if chosen.timeout_seconds is not None:
+                update["timeout_s"] = chosen.timeout_seconds
+            judge_config = judge_config.model_copy(
+                update={"openai": judge_config.openai.model_copy(update=update)})
     retrieval_config = base.retrieval
-    if spec.get("retrieval"):
+    if run.retrieval is not None:
+        overrides = run.retrieval.model_dump(exclude_none=True)
         retrieval_config = RetrievalConfig.model_validate(
-            {**base.retrieval.model_dump(), **spec["retrieval"]})
+            {**base.retrieval.model_dump(), **overrides})
     return judge_config, retrieval_config
 
 
@@ -78,7 +105,7 @@ class ParsePayload(pydantic.BaseModel):
     digest: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
 
 
-@registry.task(runs.PARSE_DOCUMENT, payload=ParsePayload)
+@registry.task(flow.PARSE_DOCUMENT, payload=ParsePayload)
 async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -> None:
     """Parse, chunk and embed one document; store pages and chunks; advance its runs."""
     row = await ctx.pool.fetchrow(_Q["document_claim_bytes"], payload.digest)
@@ -86,38 +113,43 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
         raise registry_mod.PermanentError(f"document {payload.digest} does not exist")
     if row["state"] in ("parsed", "failed"):
         async with ctx.fenced() as conn:  # parsed for another run meanwhile
-            await runs.advance_for_documents(conn, [payload.digest])
+            await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
     if row["raw"] is None:
         async with ctx.fenced() as conn:
-            await conn.execute(_Q["document_mark_failed"], payload.digest, "missing",
-                               "the document's bytes are gone (staging expired or dropped)")
-            await runs.advance_for_documents(conn, [payload.digest])
+            await runs.fail_document(conn, payload.digest, "missing",
+                                     "the document's bytes are gone (staging expired or dropped)")
+            await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
     settings = pipeline_settings().documents
-    try:
-        parsed = await ctx.run_cpu(functools.partial(pdf.parse_pdf, bytes(row["raw"]),
-                                                     max_bytes=settings.max_bytes))
-    except pdf.DocumentError as err:
-        logger.info("document %s (%s) rejected: %s", row["filename"], payload.digest[:12], err,
-                    extra={"action": "parse", "reason": err.reason})
+    limits = pipeline_settings().limits
+    try:  # in a child process under the parse limits (see worker/sandbox.py)
+        outcome = await sandbox.run(limits.parse, sandbox.parse_job, bytes(row["raw"]),
+                                    settings.max_bytes, settings.chunk_chars,
+                                    settings.overlap_chars, limits)
+    except sandbox.DocumentTooComplex as err:
+        outcome = sandbox.Rejected(err.reason, str(err))
+    if isinstance(outcome, sandbox.Rejected):
+        logger.info("document %s (%s) rejected: %s", row["filename"], payload.digest[:12],
+                    outcome.message, extra={"action": "parse", "reason": outcome.reason})
         async with ctx.fenced() as conn:
-            await conn.execute(_Q["document_mark_failed"], payload.digest, err.reason, str(err))
-            await runs.advance_for_documents(conn, [payload.digest])
+            await runs.fail_document(conn, payload.digest, outcome.reason, outcome.message)
+            await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
-    chunks = pdf.chunk_pages(parsed.pages, target_chars=settings.chunk_chars,
-                             overlap_chars=settings.overlap_chars)
-    vectors: Any = (await ctx.run_cpu(embedder().embed, [c.text for c in chunks])
+    parsed, chunks = outcome.document, list(outcome.chunks)
+    the_embedder = embedder()
+    vectors: Any = (await ctx.run_cpu(the_embedder.embed, [c.text for c in chunks])
                     if chunks else [])
     async with ctx.fenced() as conn:
         await conn.executemany(_Q["document_page_insert"],
                                [(payload.digest, p.number, p.text) for p in parsed.pages])
         await conn.executemany(_Q["chunk_insert"], [
             (payload.digest, c.ordinal, c.page_start, c.page_end, c.text,
-             np.asarray(v, dtype=np.float32)) for c, v in zip(chunks, vectors)])
+             np.asarray(v, dtype=np.float32), the_embedder.name, the_embedder.dim)
+            for c, v in zip(chunks, vectors)])
         await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
                            list(parsed.authors), parsed.year, parsed.page_count)
-        await runs.advance_for_documents(conn, [payload.digest])
+        await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
 
 
 # -- fetch_document ----------------------------------------------------------------------
@@ -134,7 +166,7 @@ class FetchError(registry_mod.PermanentError):
     """The document cannot be downloaded."""
 
 
-@registry.task(runs.FETCH_DOCUMENT, payload=FetchPayload)
+@registry.task(flow.FETCH_DOCUMENT, payload=FetchPayload)
 async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -> None:
     """Download a document of a run (http/https, size and time caps), then stage it.
 
@@ -143,30 +175,64 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
     get ``source_unavailable``; a transient failure is retried with backoff.
     """
     settings = pipeline_settings().documents
+    policy = fetch.AddressPolicy.from_strings(settings.fetch_allow_networks,
+                                              settings.fetch_deny_networks)
     try:
         data = await fetch.download(payload.url, max_bytes=settings.max_bytes,
-                                    timeout_s=settings.fetch_timeout_s)
+                                    timeout_s=settings.fetch_timeout_s, policy=policy)
+        if not pdf_magic(data):  # rejected before hashing or storing
+            raise fetch.DownloadError("not_pdf", "the URL did not return a PDF", permanent=True)
     except fetch.DownloadError as err:
         if not err.permanent and not ctx.task.last_attempt:
             raise
-        failed = runs.digest_of(b"url:" + payload.url.encode())
-        async with ctx.fenced() as conn:
-            run = await runs.lock(conn, payload.run_id)
-            await conn.execute(_Q["document_record_failure"], failed, payload.filename,
-                               err.reason, str(err), payload.run_id)
-            await conn.execute(_Q["run_source_attach"], payload.run_id, failed, payload.role,
-                               payload.filename, payload.keys)
-            await runs.advance(conn, payload.run_id, priority=run["priority"] if run else 0)
+        logger.info("fetch of a document of run %s failed: %s", payload.run_id, err.reason)
+        await _record_fetch_failure(ctx, payload, err)
         return
     digest = runs.digest_of(data)
     async with ctx.fenced() as conn:
         run = await runs.lock(conn, payload.run_id)
+        if await conn.fetchval(_Q["tenant_over_byte_cap"], payload.run_id, len(data), digest):
+            await _record_fetch_failure(ctx, payload, fetch.DownloadError(
+                "over_quota", "the run's namespace is over its byte cap", permanent=True),
+                conn=conn)
+            return
         await conn.fetchval(_Q["document_stage_fetched"], digest, payload.filename, len(data),
                             data, payload.run_id)
         await conn.execute(_Q["run_source_attach"], payload.run_id, digest, payload.role,
                            payload.filename, payload.keys)
-        await runs.advance(conn, payload.run_id, priority=run["priority"] if run else 0,
-                           parse_pending=True)
+        await flow.of(ctx.settings).advance(conn, payload.run_id,
+                                            priority=run["priority"] if run else 0,
+                                            parse_pending=True)
+
+
+def pdf_magic(data: bytes) -> bool:
+    """Whether ``data`` starts like a PDF (``%PDF-`` within the first 1024 bytes, as
+    readers accept)."""
+    return b"%PDF-" in data[:1024]
+
+
+async def _record_fetch_failure(ctx: registry_mod.TaskContext, payload: FetchPayload,
+                                err: fetch.DownloadError,
+                                conn: asyncpg.Connection | None = None) -> None:
+    """The document failed: the run goes on, its citations get source_unavailable. The
+    user sees one generic reason (a stable code) and message, never the server's answer."""
+    failed = runs.digest_of(b"url:" + payload.url.encode())
+    reason = err.reason if err.reason in ("too_large", "over_quota", "not_pdf") else "download_failed"
+
+    async def record(conn: asyncpg.Connection) -> None:
+        run = await runs.lock(conn, payload.run_id)
+        await conn.execute(_Q["document_record_failure"], failed, payload.filename,
+                           reason, str(err), payload.run_id)
+        await conn.execute(_Q["run_source_attach"], payload.run_id, failed, payload.role,
+                           payload.filename, payload.keys)
+        await flow.of(ctx.settings).advance(conn, payload.run_id,
+                                            priority=run["priority"] if run else 0)
+
+    if conn is not None:
+        await record(conn)
+        return
+    async with ctx.fenced() as fenced:
+        await record(fenced)
 
 
 # -- extract_citations -------------------------------------------------------------------
@@ -175,7 +241,7 @@ class RunPayload(pydantic.BaseModel):
     run_id: uuid.UUID
 
 
-@registry.task(runs.EXTRACT_CITATIONS, payload=RunPayload)
+@registry.task(flow.EXTRACT_CITATIONS, payload=RunPayload)
 async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
     """Find the thesis's cited claims, map them to sources, enqueue one judge each."""
     docs = await ctx.pool.fetch(_Q["run_documents"], payload.run_id)
@@ -196,7 +262,16 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                                   title=d["title"], authors=tuple(d["authors"] or ()),
                                   year=d["year"], explicit_keys=tuple(d["keys"] or ()))
              for d in sources]
-    extraction = await ctx.run_cpu(citations.extract, [(p["number"], p["text"]) for p in pages])
+    try:  # in a child process under the extract limits (see worker/sandbox.py)
+        extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
+                                           pipeline_settings().limits)
+    except sandbox.DocumentTooComplex as err:
+        logger.info("thesis of run %s rejected: %s", payload.run_id, err,
+                    extra={"action": "extract", "reason": err.reason})
+        async with ctx.fenced() as conn:
+            await runs.finish(conn, payload.run_id, "failed",
+                              f"the thesis {thesis['filename']} could not be read: {err}")
+        return
     mapped = citations.map_citations(extraction, infos, pipeline_settings().match)
     state = {d["digest"]: d for d in sources}
     judge_ids: list[int] = []
@@ -218,11 +293,8 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                               f"the source {doc['filename']} could not be read: {doc['error']}")
             else:
                 judge_ids.append(citation_id)
-        await queue.enqueue(conn, [
-            queue.NewTask(runs.JUDGE_CITATION, {"citation_id": i}, priority=run["priority"],
-                          dedupe_key=f"judge:{i}", run_id=payload.run_id) for i in judge_ids])
-        if not judge_ids:
-            await _enqueue_finalize(conn, payload.run_id, run["priority"])
+        await flow.of(ctx.settings).judge(conn, payload.run_id, judge_ids,
+                                          priority=run["priority"])
         await runs.touch(conn, payload.run_id)
 
 
@@ -233,25 +305,20 @@ async def _record(conn: asyncpg.Connection, citation_id: int, run_id: uuid.UUID,
                        rationale, evidence or [], judge_name)
 
 
-async def _enqueue_finalize(conn: asyncpg.Connection, run_id: uuid.UUID, priority: int) -> None:
-    await queue.enqueue(conn, [queue.NewTask(
-        runs.FINALIZE_RUN, {"run_id": str(run_id)}, priority=priority,
-        dedupe_key=f"finalize:{run_id}", run_id=run_id)])
-
-
 # -- judge_citation ----------------------------------------------------------------------
 
 class JudgePayload(pydantic.BaseModel):
     citation_id: int
 
 
-@registry.task(runs.JUDGE_CITATION, payload=JudgePayload)
+@registry.task(flow.JUDGE_CITATION, payload=JudgePayload)
 async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -> None:
     """Retrieve the cited source's passages for the claim and judge the citation."""
     row = await ctx.pool.fetchrow(_Q["citation_get"], payload.citation_id)
     if row is None:
         raise registry_mod.PermanentError(f"citation {payload.citation_id} does not exist")
-    judge_config, retrieval_config = _run_config(row["spec"] or {})
+    judge_config, retrieval_config = _run_config(
+        row["spec"] or {}, await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
     finder = retrieval.Retriever(embedder(), retrieval_config, _bm25_cache)
     passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
     the_judge = judge.make_judge(judge_config, embedder(), client=_http_client(),
@@ -272,13 +339,14 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
         if verdict.tokens_used:
             await conn.execute(_Q["run_add_tokens"], row["run_id"], verdict.tokens_used)
         if await conn.fetchval(_Q["run_unjudged_count"], row["run_id"]) == 0:
-            await _enqueue_finalize(conn, row["run_id"], run["priority"] if run else 0)
+            await flow.of(ctx.settings).finalize(conn, row["run_id"],
+                                                 priority=run["priority"] if run else 0)
         await runs.touch(conn, row["run_id"])
 
 
 # -- finalize_run ------------------------------------------------------------------------
 
-@registry.task(runs.FINALIZE_RUN, payload=RunPayload)
+@registry.task(flow.FINALIZE_RUN, payload=RunPayload)
 async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
     """Build the report (JSON and HTML), store it, and mark the run succeeded."""
     run = await runs.get(ctx.pool, payload.run_id)
@@ -324,20 +392,14 @@ def build_report(run: asyncpg.Record, docs: list[asyncpg.Record],
 # -- dead-lettered tasks -----------------------------------------------------------------
 
 async def on_dead(pool: asyncpg.Pool, task_ids: list[int]) -> None:
-    """A pipeline task ran out of attempts: fail its run with the task's error."""
-    for row in await pool.fetch(_Q["task_runs_of"], task_ids):
-        if row["run_id"] is None:
-            continue
-        async with pool.acquire() as conn, conn.transaction():
-            if row["kind"] == runs.PARSE_DOCUMENT:
-                digest = row["payload"].get("digest", "")
-                await conn.execute(_Q["document_mark_failed"], digest, "crashed",
-                                   f"parsing failed repeatedly: {row['last_error']}"[:2000])
-                await runs.advance_for_documents(conn, [digest])
-                continue
-            await runs.lock(conn, row["run_id"])
-            await runs.finish(conn, row["run_id"], "failed",
-                              f"{row['kind']} task {row['id']} failed: {row['last_error']}"[:4000])
+    """A pipeline task ran out of attempts: the flow decides what that means for its run."""
+    await flow.of(core_settings()).on_dead(pool, task_ids)
+
+
+@functools.cache
+def core_settings() -> Settings:
+    """The process's core settings (queue attempts), read once."""
+    return Settings()
 
 
 registry.on_dead = on_dead

@@ -1,11 +1,19 @@
 -- name: document_stage --
 -- Stage a PDF's bytes under its digest; a document seen before keeps its state and bytes.
-INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
-VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (digest) DO UPDATE
-SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
-               THEN excluded.raw ELSE documents.raw END
-RETURNING state;
+-- The tenant ($5) owns the digest from now on.
+WITH doc AS (
+    INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
+    VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (digest) DO UPDATE
+    SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
+                   THEN excluded.raw ELSE documents.raw END
+    RETURNING digest, state
+), owner AS (
+    INSERT INTO document_owners (tenant, digest, size_bytes)
+    SELECT $5, digest, $3 FROM doc
+    ON CONFLICT DO NOTHING
+)
+SELECT state FROM doc;
 
 -- name: document_get --
 -- One document's metadata (no bytes).
@@ -16,8 +24,8 @@ FROM documents WHERE digest = $1;
 -- name: run_insert --
 -- Create a run; an existing run of the same id is left as it is (idempotent create).
 INSERT INTO runs (id, name, namespace, tenant, generation, spec, priority, state,
-                  resource_uid)
-VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8)
+                  resource_uid, max_tenant_bytes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8, $9)
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
@@ -53,7 +61,7 @@ FROM runs WHERE id = $1;
 
 -- name: run_active_of_resource --
 -- The unfinished runs of one CitationRun (any generation).
-SELECT id FROM runs WHERE resource_uid = $1 AND state IN ('pending', 'running');
+SELECT id FROM runs WHERE resource_uid = $1 AND state = 'running';
 
 -- name: run_progress --
 -- A run's state and counts: citations found, judged, and per verdict.
@@ -74,7 +82,7 @@ FROM runs AS r WHERE r.id = $1;
 -- Move a running run to a terminal state and tell the listeners.
 WITH done AS (
     UPDATE runs SET state = $2, error = $3, updated_at = now(), finished_at = now()
-    WHERE id = $1 AND state IN ('pending', 'running')
+    WHERE id = $1 AND state = 'running'
     RETURNING id
 )
 SELECT pg_notify('citerun_runs', id::text) FROM done;
@@ -90,17 +98,23 @@ UPDATE documents AS d SET raw = NULL
 WHERE d.raw IS NOT NULL
   AND d.digest IN (SELECT digest FROM run_sources WHERE run_id = $1)
   AND NOT EXISTS (SELECT 1 FROM run_sources s JOIN runs r ON r.id = s.run_id
-                  WHERE s.digest = d.digest AND r.id <> $1 AND r.state IN ('pending', 'running'))
+                  WHERE s.digest = d.digest AND r.id <> $1 AND r.state = 'running')
 RETURNING d.digest;
 
 -- name: report_get --
 -- A run's stored report.
 SELECT json, html, created_at FROM reports WHERE run_id = $1;
 
--- name: run_fetches_open --
--- Whether a run still has documents being downloaded.
-SELECT EXISTS (SELECT 1 FROM tasks WHERE run_id = $1 AND kind = 'fetch_document'
+-- name: run_tasks_open --
+-- Whether a run has a queued or running task of one of the given kinds.
+SELECT EXISTS (SELECT 1 FROM tasks WHERE run_id = $1 AND kind = ANY($2::text[])
                AND state IN ('queued', 'running'));
+
+-- name: document_mark_failed --
+-- Record why a document cannot be used and drop its staged bytes (a parsed one stays).
+UPDATE documents
+SET state = 'failed', raw = NULL, error_reason = $2, error = $3, finished_at = now()
+WHERE digest = $1 AND state <> 'parsed';
 
 -- name: tenant_admission_lock --
 -- Serialise admissions of one tenant (held until the transaction ends).
@@ -108,10 +122,10 @@ SELECT pg_advisory_xact_lock(hashtextextended('citerun.admit:' || $1, 0));
 
 -- name: tenant_usage --
 -- A tenant's active runs and staged bytes, for admission.
-SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND state IN ('pending', 'running'))
+SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND state = 'running')
            AS active_runs,
-       (SELECT coalesce(sum(size_bytes), 0) FROM documents
-         WHERE tenant = $1 AND raw IS NOT NULL)::bigint AS staged_bytes;
+       (SELECT coalesce(sum(size_bytes), 0) FROM document_owners
+         WHERE tenant = $1)::bigint AS staged_bytes;
 
 -- name: documents_known --
 -- Which of these digests are stored (with their state).
@@ -121,12 +135,52 @@ SELECT digest, state, size_bytes FROM documents WHERE digest = ANY($1::text[]);
 -- name: run_active_with_resource --
 -- Unfinished runs that belong to a CitationRun (for the orphan sweep).
 SELECT id, namespace, name, resource_uid FROM runs
-WHERE resource_uid IS NOT NULL AND state IN ('pending', 'running');
+WHERE resource_uid IS NOT NULL AND state = 'running';
 
 -- name: document_drop_expired_bytes --
 -- The staging TTL: drop bytes staged longer than $1 seconds ago that no active run needs.
 UPDATE documents AS d SET raw = NULL
 WHERE d.raw IS NOT NULL AND d.staged_at < now() - make_interval(secs => $1)
   AND NOT EXISTS (SELECT 1 FROM run_sources s JOIN runs r ON r.id = s.run_id
-                  WHERE s.digest = d.digest AND r.state IN ('pending', 'running'))
+                  WHERE s.digest = d.digest AND r.state = 'running')
 RETURNING d.digest;
+
+-- name: documents_owned --
+-- Which of these digests tenant $1 owns (brought the bytes of itself).
+SELECT digest FROM document_owners WHERE tenant = $1 AND digest = ANY($2::text[]);
+
+-- name: run_secret_insert --
+-- A run's own judge API key (deleted when the run finishes).
+INSERT INTO run_secrets (run_id, judge_api_key) VALUES ($1, $2) ON CONFLICT DO NOTHING;
+
+-- name: run_secret_delete --
+DELETE FROM run_secrets WHERE run_id = $1;
+
+-- name: run_release_documents --
+-- A finished run's tenant stops owning the documents no other active run of the tenant
+-- uses; a document that thereby has no owner left loses its bytes, pages and chunks and
+-- goes back to 'staged' (a later owner re-uploads the bytes and it is parsed again).
+WITH run AS (SELECT id, tenant FROM runs WHERE id = $1),
+released AS (
+    DELETE FROM document_owners AS o USING run
+    WHERE o.tenant = run.tenant
+      AND o.digest IN (SELECT digest FROM run_sources WHERE run_id = run.id)
+      AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
+                      WHERE s.digest = o.digest AND r.tenant = run.tenant AND r.id <> run.id
+                        AND r.state = 'running')
+    RETURNING o.digest
+),
+orphans AS (
+    SELECT digest FROM released
+    WHERE NOT EXISTS (SELECT 1 FROM document_owners AS o, run
+                      WHERE o.digest = released.digest AND o.tenant <> run.tenant)
+      AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id, run
+                      WHERE s.digest = released.digest AND r.id <> run.id
+                        AND r.state = 'running')
+),
+pages AS (DELETE FROM document_pages WHERE digest IN (SELECT digest FROM orphans)),
+chunk_rows AS (DELETE FROM chunks WHERE digest IN (SELECT digest FROM orphans))
+UPDATE documents AS d
+SET raw = NULL, state = CASE WHEN d.state = 'failed' THEN 'failed' ELSE 'staged' END,
+    title = NULL, authors = '{}', year = NULL, page_count = NULL, finished_at = NULL
+WHERE d.digest IN (SELECT digest FROM orphans);

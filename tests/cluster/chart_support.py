@@ -202,3 +202,22 @@ def operator_kubeconfig(
         assert plane.workdir is not None, "control plane not started"
         path = plane.workdir / f"operator-{namespace}-{release}.kubeconfig"
     return plane.write_kubeconfig(path, token=token)
+
+
+ACCESS_POLICY_NAMESPACE = "citerun-tests"
+
+
+def ensure_access_policy(plane: controlplane.ControlPlane) -> str:
+    """Apply the chart's access policy (a ValidatingAdmissionPolicy and its binding,
+    cluster-scoped) as release ``citerun`` of namespace ``citerun-tests`` would; return
+    the binding's name, which the operator must be told
+    (``CITERUN_OPERATOR__ACCESS_POLICY_BINDING``) before it reads any Secret/ConfigMap."""
+    rendered = plane.helm(
+        "template", "citerun", str(CHART_DIR), "--namespace", ACCESS_POLICY_NAMESPACE,
+        "--show-only", "templates/access-policy.yaml",
+        *set_args({"database.url": PLACEHOLDER_DATABASE_URL})).stdout
+    path = (plane.workdir or pathlib.Path("/tmp")) / "access-policy.yaml"
+    path.write_text(rendered)
+    plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
+    binding = find(manifests(rendered), "ValidatingAdmissionPolicyBinding")
+    return str(binding["metadata"]["name"])

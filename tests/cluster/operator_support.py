@@ -7,7 +7,6 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +15,7 @@ import asyncpg
 from kubernetes import client as k8s
 
 from citerun import runs
+from tests.conftest import citerun_command
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "citationrun.yaml"
@@ -39,7 +39,7 @@ class OperatorProcess:
                     "CITERUN_OPERATOR__METRICS_PORT": str(free_port()), **(env or {})}
         scope = [] if clusterwide else ["--namespace", namespace]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "citerun", "--log-level", "INFO", "operator", *scope,
+            [*citerun_command(), "--log-level", "INFO", "operator", *scope,
              "--liveness-port", str(free_port())],
             cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
 
@@ -65,15 +65,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def stage_demo(url: str, thesis: str = "thesis.pdf") -> dict[str, str]:
-    """Upload the demo thesis and sources; return {file name: digest}."""
+async def stage_demo(url: str, thesis: str = "thesis.pdf", *, tenant: str) -> dict[str, str]:
+    """Upload the demo thesis and sources for ``tenant`` (the namespace whose runs may use
+    them); return {file name: digest}."""
     from citerun import db
     await db.migrate(url)
     pool = await db.create_pool(url, min_size=1, max_size=2)
     try:
         out = {}
         for path in [EXAMPLES / thesis, *sorted((EXAMPLES / "sources").glob("*.pdf"))]:
-            doc = await runs.stage_document(pool, path.read_bytes(), path.name)
+            doc = await runs.stage_document(pool, path.read_bytes(), path.name, tenant=tenant)
             out[path.name] = doc.digest
         return out
     finally:

@@ -411,7 +411,14 @@ def test_operator_rbac_is_sufficient_and_least_privilege(
         lease.spec.holder_identity = "test-2"
         leases.replace_namespaced_lease("citerun-operator", namespace, lease)
 
+        # The access policy's binding, by name: the operator reads no Secret/ConfigMap
+        # for a run unless it is installed.
+        admission = k8s.AdmissionregistrationV1Api(as_operator)
+        admission.read_validating_admission_policy_binding(
+            f"{namespace}-{release}-citerun-run-access")
+
         # CANNOT: anything beyond that.
+        _forbidden(lambda: admission.list_validating_admission_policy_binding())
         _forbidden(lambda: apps.delete_namespaced_deployment(worker, namespace))
         _forbidden(lambda: apps.list_namespaced_deployment(namespace))  # no name selector
         _forbidden(lambda: apps.patch_namespaced_deployment(

@@ -28,7 +28,7 @@ async def test_operator_with_the_charts_service_account_runs_a_citationrun(
         control_plane, namespace, release, values={"database.url": database_url},
         path=tmp_path / "operator.kubeconfig")
     worker_deployment = chart_support.worker_deployment(control_plane, namespace, release)
-    digests = await ops.stage_demo(database_url)
+    digests = await ops.stage_demo(database_url, tenant=namespace)
     metrics_port = ops.free_port()
     op = ops.OperatorProcess(kubeconfig, database_url, namespace, tmp_path, "chart-operator", env={
         "CITERUN_AUTOSCALER__ENABLED": "true",

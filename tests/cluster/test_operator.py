@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
 import signal
 import uuid
@@ -14,6 +15,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
+import chart_support
 import operator_support as ops
 
 pytestmark = pytest.mark.cluster
@@ -45,7 +47,7 @@ def _logs(*procs: Any) -> Any:
 async def test_a_citationrun_runs_to_succeeded_with_the_right_counts(
         operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
         database_url: str, pool: asyncpg.Pool) -> None:
-    digests = await ops.stage_demo(database_url)
+    digests = await ops.stage_demo(database_url, tenant=namespace)
     op = operators()
     obj = ops.create(api_client, namespace, ops.demo_body("demo", digests))
     uid = obj["metadata"]["uid"]
@@ -77,7 +79,7 @@ async def test_a_citationrun_runs_to_succeeded_with_the_right_counts(
 async def test_invalid_specs_are_rejected_by_the_server_and_by_the_handler(
         operators: Any, api_client: k8s.ApiClient, namespace: str, control_plane: Any,
         database_url: str, tmp_path: pathlib.Path) -> None:
-    digests = await ops.stage_demo(database_url)
+    digests = await ops.stage_demo(database_url, tenant=namespace)
     bad = ops.demo_body("bad", digests)
     bad["spec"]["thesis"]["digest"] = "not-a-digest"
     with pytest.raises(k8s.ApiException) as err:
@@ -118,7 +120,7 @@ async def test_invalid_specs_are_rejected_by_the_server_and_by_the_handler(
 async def test_delete_mid_run_cancels_the_tasks(
         operators: Any, api_client: k8s.ApiClient, namespace: str, database_url: str,
         pool: asyncpg.Pool) -> None:
-    digests = await ops.stage_demo(database_url)
+    digests = await ops.stage_demo(database_url, tenant=namespace)
     op = operators()
     ops.create(api_client, namespace, ops.demo_body("doomed", digests))
     await ops.wait_for(lambda: pool.fetchval("SELECT count(*) FROM tasks WHERE state = 'queued'"),
@@ -136,7 +138,7 @@ async def test_delete_mid_run_cancels_the_tasks(
 async def test_operator_restart_mid_run_resumes_without_duplicating_tasks(
         operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
         database_url: str, pool: asyncpg.Pool) -> None:
-    digests = await ops.stage_demo(database_url)
+    digests = await ops.stage_demo(database_url, tenant=namespace)
     first = operators()
     ops.create(api_client, namespace, ops.demo_body("survivor", digests))
     await ops.wait_for(lambda: pool.fetchval("SELECT count(*) FROM tasks"), 30, "tasks",
@@ -155,7 +157,7 @@ async def test_operator_restart_mid_run_resumes_without_duplicating_tasks(
 async def test_caps_hold_runs_back_and_release_them(
         operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
         database_url: str, pool: asyncpg.Pool) -> None:
-    digests = await ops.stage_demo(database_url)
+    digests = await ops.stage_demo(database_url, tenant=namespace)
     op = operators(env={"CITERUN_OPERATOR__MAX_ACTIVE_RUNS_PER_TENANT": "1"})
     ops.create(api_client, namespace, ops.demo_body("first", digests))
     await ops.wait_for(lambda: ops.condition(ops.get(api_client, namespace, "first"),
@@ -176,7 +178,7 @@ async def test_caps_hold_runs_back_and_release_them(
 async def test_two_operators_at_once_produce_one_set_of_rows(
         operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
         database_url: str, pool: asyncpg.Pool) -> None:
-    digests = await ops.stage_demo(database_url)
+    digests = await ops.stage_demo(database_url, tenant=namespace)
     a, b = operators("a"), operators("b")
     for i in range(3):
         ops.create(api_client, namespace, ops.demo_body(f"twin-{i}", digests))
@@ -193,7 +195,7 @@ async def test_two_operators_at_once_produce_one_set_of_rows(
 
 async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
         operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
-        database_url: str, pool: asyncpg.Pool) -> None:
+        database_url: str, pool: asyncpg.Pool, control_plane: Any) -> None:
     import base64
     import http.server
     import threading
@@ -227,9 +229,13 @@ async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
                              f"http://127.0.0.1:{httpd.server_address[1]}/{served.name}")}] + [
                              {"name": p.name, "configMapKeyRef": {"name": "pdfs", "key": p.name}}
                              for p in sources[1:]]}}
-        op = operators()
+        # ConfigMaps are read only under the chart's access policy; the URL is on loopback,
+        # which the workers fetch only when it is allow-listed.
+        op = operators(env={"CITERUN_OPERATOR__ACCESS_POLICY_BINDING":
+                            chart_support.ensure_access_policy(control_plane)})
         ops.create(api_client, namespace, body)
-        workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
+        workers = [spawn_worker(f"w{i}", tasks=PIPELINE, env={
+            "CITERUN_DOCUMENTS__FETCH_ALLOW_NETWORKS": '["127.0.0.1/32"]'}) for i in range(2)]
         done = await ops.wait_succeeded(api_client, namespace, "mixed", 120,
                                         _logs(op, *workers))
     finally:
@@ -247,15 +253,16 @@ async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
 async def test_a_spec_change_mid_run_restarts_under_the_new_generation(
         operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
         database_url: str, pool: asyncpg.Pool) -> None:
-    digests = await ops.stage_demo(database_url)
-    op = operators()
+    digests = await ops.stage_demo(database_url, tenant=namespace)
+    # Priority is the namespace's policy, not the spec's.
+    op = operators(env={"CITERUN_OPERATOR__NAMESPACE_PRIORITIES": json.dumps({namespace: 10})})
     obj = ops.create(api_client, namespace, ops.demo_body("changing", digests))
     uid = obj["metadata"]["uid"]
     await ops.wait_for(lambda: (ops.get(api_client, namespace, "changing") or {}).get(
         "status", {}).get("runId") == uid, 30, "the first run", _logs(op))
     k8s.CustomObjectsApi(api_client).patch_namespaced_custom_object(
         ops.GROUP, ops.VERSION, namespace, ops.PLURAL, "changing",
-        {"spec": {"retrieval": {"topK": 3}, "priority": 10}})
+        {"spec": {"retrieval": {"topK": 3}}})
     restarted = await ops.wait_for(
         lambda: (s := (ops.get(api_client, namespace, "changing") or {}).get("status", {}))
         .get("runId") not in (None, uid) and s, 30, "a new run id", _logs(op))
@@ -264,8 +271,8 @@ async def test_a_spec_change_mid_run_restarts_under_the_new_generation(
         "SELECT id, state, generation, spec, priority FROM runs")}
     assert runs_rows[uid]["state"] == "cancelled"
     new = runs_rows[restarted["runId"]]
-    assert new["generation"] == 2 and new["spec"]["retrieval"] == {"top_k": 3}
-    assert new["priority"] == -10  # higher CRD priority runs first: queue order is ascending
+    assert new["generation"] == 2 and new["spec"]["retrieval"] == {"topK": 3}
+    assert new["priority"] == -10  # higher policy priority runs first: queue order is ascending
     workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
     await ops.wait_succeeded(api_client, namespace, "changing", 120, _logs(op, *workers))
     assert await pool.fetchval("SELECT count(*) FROM reports") == 1
@@ -284,7 +291,7 @@ async def test_the_finalizer_lets_go_when_the_database_is_down(
     url = server.start()
     op = None
     try:
-        digests = await ops.stage_demo(url)
+        digests = await ops.stage_demo(url, tenant=namespace)
         op = ops.OperatorProcess(control_plane.kubeconfig, url, namespace, tmp_path, "op", env={
             "CITERUN_OPERATOR__FINALIZER_RETRIES": "3"})
         ops.create(api_client, namespace, ops.demo_body("orphan", digests))

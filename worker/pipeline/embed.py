@@ -34,7 +34,7 @@ from citerun import errors, retry
 logger = logging.getLogger(__name__)
 
 EMBEDDING_DIM = 256
-"""Width of every stored vector; keep in sync with the ``chunks.embedding`` column."""
+"""Width of every stored vector: the ``chunks.embedding`` column's (tests/db/test_embedding_model.py)."""
 
 Vectors = numpy.typing.NDArray[numpy.float32]
 
@@ -249,8 +249,11 @@ class EmbeddingConfig(pydantic.BaseModel):
         ),
     )
 
-
-_RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+    def retry_policy(self) -> retry.RetryPolicy:
+        """The requests' retries: this config's backoff, cap (Retry-After included) and
+        attempts."""
+        return retry.RetryPolicy(base_s=self.backoff_s, cap_s=self.max_backoff_s,
+                                 max_attempts=self.max_retries + 1)
 
 
 class OpenAIEmbedder:
@@ -306,10 +309,12 @@ class OpenAIEmbedder:
         return self._vectors(response, len(texts))
 
     def _post_with_retries(self, body: dict[str, object]) -> httpx.Response:
-        attempts = self.config.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        policy = self.config.retry_policy()
+        attempt = 0
+        while True:
+            attempt += 1
             problem: str
-            delay: float | None = None
+            retry_after: str | None = None
             try:
                 response = self._client.post(self.url, json=body)
             except httpx.TransportError as err:
@@ -320,24 +325,21 @@ class OpenAIEmbedder:
                 if response.is_success:
                     return response
                 problem = f"HTTP {status}: {response.text[:200]}"
-                if status not in _RETRYABLE_STATUS:
+                if not policy.retryable(status):
                     raise EmbeddingServiceError(
                         f"the embedding service at {self.url} refused the request "
                         f"with {problem}",
                         status=status,
                     )
-                delay = retry.retry_after_seconds(response.headers.get("retry-after"))
-            if attempt == attempts:
+                retry_after = response.headers.get("retry-after")
+            if policy.exhausted(attempt):
                 raise EmbeddingServiceError(
-                    f"the embedding service at {self.url} failed {attempts} time(s); "
+                    f"the embedding service at {self.url} failed {attempt} time(s); "
                     f"last error: {problem}",
                     status=status,
                     retryable=True,
                 )
-            if delay is None:
-                delay = self.config.backoff_s * 2 ** (attempt - 1)
-                delay *= 0.5 + self._random.random() / 2
-            delay = min(delay, self.config.max_backoff_s)
+            delay = policy.delay_s(attempt, retry_after=retry_after, rng=self._random)
             logger.warning(
                 "embedding request failed, retrying",
                 extra={
@@ -348,7 +350,6 @@ class OpenAIEmbedder:
                 },
             )
             self._sleep(delay)
-        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _vectors(self, response: httpx.Response, count: int) -> Vectors:
         try:

@@ -42,20 +42,10 @@ import pydantic
 import rapidfuzz.fuzz
 
 from citerun import errors, retry
+from citerun.verdicts import Verdict as Verdict  # the one list of verdicts
 from citerun.worker.pipeline import pdf
 
 logger = logging.getLogger(__name__)
-
-
-class Verdict(enum.StrEnum):
-    """What the report says about one citation."""
-
-    SUPPORTED = "supported"
-    PARTIALLY_SUPPORTED = "partially_supported"
-    UNSUPPORTED = "unsupported"
-    CONTRADICTED = "contradicted"
-    SOURCE_UNAVAILABLE = "source_unavailable"
-    UNRESOLVED_CITATION = "unresolved_citation"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -950,6 +940,13 @@ class OpenAIConfig(pydantic.BaseModel):
         default="OPENAI_API_KEY",
         description="Environment variable holding the API key; used when api_key_file is not set.",
     )
+    api_key: pydantic.SecretStr | None = pydantic.Field(
+        default=None,
+        description=(
+            "The key itself (a run's own key, apiKeySecretRef, given per run by the "
+            "operator after its access check); wins over api_key_file and api_key_env."
+        ),
+    )
     api_key_file: pathlib.Path | None = pydantic.Field(
         default=None,
         description=(
@@ -1016,12 +1013,19 @@ class OpenAIConfig(pydantic.BaseModel):
             base = base[: -len("/v1")]
         return f"{base}/v1/chat/completions"
 
+    def retry_policy(self) -> retry.RetryPolicy:
+        """The requests' retries: this config's backoff, cap and attempts."""
+        return retry.RetryPolicy(base_s=self.backoff_base_s, cap_s=self.backoff_max_s,
+                                 retry_after_cap_s=self.retry_after_max_s,
+                                 max_attempts=self.max_retries + 1)
+
 
 class JudgeAnswer(pydantic.BaseModel):
     """The JSON object the model must answer with."""
 
     model_config = pydantic.ConfigDict(extra="ignore")
 
+    # The judged verdicts of citerun.verdicts.JUDGED (tests/unit/test_verdicts.py checks).
     verdict: typing.Literal["supported", "partially_supported", "unsupported", "contradicted"]
     confidence: float = pydantic.Field(ge=0.0, le=1.0)
     evidence: list[int] = pydantic.Field(
@@ -1171,10 +1175,13 @@ class OpenAIJudge:
             "max_tokens": config.max_answer_tokens,
             "response_format": {"type": "json_object"},
         }
+        policy = config.retry_policy()
         last = ""
-        for attempt in range(config.max_retries + 1):
+        attempt = 0
+        while True:
+            attempt += 1
             self._budget.check()
-            delay: float | None = None
+            retry_after: str | None = None
             try:
                 response = await self._http().post(
                     config.url, json=body, headers=self._headers(), timeout=config.timeout_s
@@ -1185,19 +1192,15 @@ class OpenAIJudge:
                 if response.status_code == 200:
                     return self._parse(response)
                 last = f"HTTP {response.status_code}: {_short(response.text)}"
-                if response.status_code != 429 and response.status_code < 500:
+                if not policy.retryable(response.status_code):
                     raise JudgeRequestError(f"the judge endpoint {config.url} refused the request: {last}")
-                delay = retry_after_seconds(response.headers.get("retry-after"))
-                if delay is not None:
-                    delay = min(delay, config.retry_after_max_s)
-            if attempt == config.max_retries:
+                retry_after = response.headers.get("retry-after")
+            if policy.exhausted(attempt):
                 break
-            if delay is None:
-                delay = retry.backoff_s(attempt + 1, base_s=config.backoff_base_s,
-                                        cap_s=config.backoff_max_s)
+            delay = policy.delay_s(attempt, retry_after=retry_after)
             logger.info(
                 "judge request failed, retrying",
-                extra={"action": "judge_retry", "attempt": attempt + 1, "delay_s": delay, "error": last},
+                extra={"action": "judge_retry", "attempt": attempt, "delay_s": delay, "error": last},
             )
             await asyncio.sleep(delay)
         raise JudgeUnavailable(
@@ -1232,6 +1235,8 @@ class OpenAIJudge:
 
     def _api_key(self) -> str | None:
         config = self._config
+        if config.api_key is not None:
+            return config.api_key.get_secret_value() or None
         if config.api_key_file is not None:
             try:
                 return config.api_key_file.read_text(encoding="utf-8").strip() or None

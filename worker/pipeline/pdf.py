@@ -29,6 +29,7 @@ import typing
 import pymupdf
 
 from citerun import errors
+from citerun.worker.pipeline import layout
 
 DocumentErrorReason = typing.Literal[
     "too_large", "not_pdf", "corrupt", "encrypted", "empty", "no_text"
@@ -58,20 +59,35 @@ class DocumentError(errors.CiterunError):
 
 @dataclasses.dataclass(frozen=True)
 class Page:
-    """The cleaned text of one page; ``number`` is 1-based, as printed in a report."""
+    """The cleaned text of one page; ``number`` is 1-based, as printed in a report.
+
+    ``text`` keeps line starts (one line per line of the page, in reading order) and
+    separates paragraphs by a blank line; ``lines`` are the same lines with their boxes
+    (points, origin at the page's top-left), ``width`` and ``height`` the page's size.
+    """
 
     number: int
     text: str
+    lines: tuple[layout.Line, ...] = ()
+    width: float = 0.0
+    height: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
 class ParsedDocument:
-    """What a PDF says about itself, and its cleaned text page by page."""
+    """What a PDF says about itself, and its cleaned text page by page.
+
+    ``title``, ``authors`` (as printed, "Given Surname"), ``year``, ``doi`` and
+    ``arxiv_id`` are read from the first page's layout; the PDF's info fields are used
+    only where they agree with the page (see :func:`identify`).
+    """
 
     title: str | None
     authors: tuple[str, ...]
     year: int | None
     pages: tuple[Page, ...]
+    doi: str | None = None
+    arxiv_id: str | None = None
 
     @property
     def page_count(self) -> int:
@@ -93,25 +109,6 @@ class Chunk:
 _MAGIC = b"%PDF-"
 _MAGIC_WINDOW = 1024
 
-# Ligatures are expanded (no TEXT_PRESERVE_LIGATURES) so that "ﬁnd" matches "find".
-_TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP
-
-# How many lines at each edge of a page may be a running header or footer.
-_EDGE_LINES = 2
-# A line is a running header/footer when it sits at an edge of at least this share of
-# pages (and of at least _MIN_REPEATS pages): odd/even running heads sit on half each.
-_REPEAT_SHARE = 0.5
-_MIN_REPEATS = 2
-
-_PAGE_NUMBER = re.compile(
-    r"(?:(?:page|seite|p\.|s\.)\s*)?(?:\d{1,4}|(?=[ivxlc])c{0,3}(?:x[cl]|l?x{0,3})(?:i[xv]|v?i{0,3}))"
-    r"(?:\s*(?:/|of|von)\s*\d{1,4})?"
-    r"|[-–—]\s*\d{1,4}\s*[-–—]",
-    re.IGNORECASE,
-)
-_DIGITS = re.compile(r"\d+")
-_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
-_INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
 _LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=[^\W_])")
 _YEAR = re.compile(r"(?:D:)?((?:1[5-9]|20)\d\d)")
 
@@ -140,120 +137,34 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
         if doc.page_count == 0:
             raise DocumentError("empty")
         try:
-            raw_pages = [_page_lines(doc[i]) for i in range(doc.page_count)]
-            first_page_title = _biggest_line(doc[0])
+            layouts = layout.read_document(doc)
+            first_page_raw = doc[0].get_text(flags=layout.TEXT_FLAGS)  # type: ignore[no-untyped-call]
         except (pymupdf.FileDataError, RuntimeError) as err:
             raise DocumentError("corrupt", f"the PDF has an unreadable page: {err}") from err
         metadata = doc.metadata or {}
 
-    if not any(line for blocks in raw_pages for block in blocks for line in block):
+    if not any(page.lines for page in layouts):
         raise DocumentError(
             "no_text",
-            f"none of the {len(raw_pages)} pages has a text layer (probably a scan); "
+            f"none of the {len(layouts)} pages has a text layer (probably a scan); "
             "run OCR on it first",
         )
     pages = tuple(
-        Page(number=index + 1, text=_clean(blocks))
-        for index, blocks in enumerate(_drop_headers_and_footers(raw_pages))
+        Page(number=p.number, text=_clean(p.text()), lines=p.lines, width=p.width, height=p.height)
+        for p in layouts
     )
+    identity = identify(layouts[0], str(first_page_raw), metadata)
     return ParsedDocument(
-        title=_metadata_title(metadata.get("title") or "") or first_page_title,
-        authors=_split_authors(metadata.get("author") or ""),
-        year=_metadata_year(metadata.get("creationDate") or ""),
+        title=identity.title,
+        authors=identity.authors,
+        year=identity.year,
         pages=pages,
+        doi=identity.doi,
+        arxiv_id=identity.arxiv_id,
     )
 
 
-# --- page text -----------------------------------------------------------------------
-
-_Blocks = list[list[str]]
-
-
-def _page_lines(page: pymupdf.Page) -> _Blocks:
-    """The page's text blocks in reading order, each as its list of non-empty lines.
-
-    MuPDF starts a new block where the indent changes, so a reference entry with a
-    hanging indent comes out as two blocks. A block is merged back into the one before
-    when the indent is all that changed: it starts right below (under a quarter line
-    of gap, same column) while the block before ends mid-sentence.
-    """
-    blocks: _Blocks = []
-    previous: tuple[tuple[float, float, float, float], int] | None = None
-    for block in page.get_text("blocks", flags=_TEXT_FLAGS, sort=True):  # type: ignore[no-untyped-call]
-        if block[6] != 0:  # an image block
-            continue
-        lines = [_normalize_spaces(line) for line in str(block[4]).split("\n")]
-        lines = [line for line in lines if line]
-        if not lines:
-            continue
-        box = (float(block[0]), float(block[1]), float(block[2]), float(block[3]))
-        if previous and _continues(*previous, blocks[-1][-1], box):
-            blocks[-1].extend(lines)
-        else:
-            blocks.append(lines)
-        previous = (box, len(lines))
-    return blocks
-
-
-def _continues(
-    above: tuple[float, float, float, float],
-    above_lines: int,
-    above_last_line: str,
-    box: tuple[float, float, float, float],
-) -> bool:
-    line_height = (above[3] - above[1]) / max(above_lines, 1)
-    gap = box[1] - above[3]
-    same_column = box[0] < above[2] and above[0] < box[2]
-    indent_changed = abs(box[0] - above[0]) > 1.0
-    last_word = above_last_line.rsplit(" ", 1)[-1]
-    ends_sentence = last_word.endswith(("!", "?", ":")) or (
-        last_word.endswith(".") and last_word.rstrip(".").casefold() not in ABBREVIATIONS
-    )
-    return (
-        same_column
-        and indent_changed
-        and -2.0 <= gap < 0.25 * line_height
-        and not ends_sentence
-    )
-
-
-def _normalize_spaces(text: str) -> str:
-    return _SPACES.sub(" ", _INVISIBLE.sub("", text)).strip()
-
-
-def _edge_key(line: str) -> str:
-    """Running heads differ only in their numbers ("Chapter 2 · 17"), so ignore those."""
-    return _DIGITS.sub("#", line.casefold())
-
-
-def _edge_positions(blocks: _Blocks) -> list[tuple[int, int]]:
-    """(block, line) positions of the first and last few lines of a page."""
-    positions = [(b, i) for b, lines in enumerate(blocks) for i in range(len(lines))]
-    if len(positions) <= 2 * _EDGE_LINES:
-        return positions
-    return positions[:_EDGE_LINES] + positions[-_EDGE_LINES:]
-
-
-def _drop_headers_and_footers(pages: list[_Blocks]) -> list[_Blocks]:
-    counts: collections.Counter[str] = collections.Counter()
-    for blocks in pages:
-        counts.update({_edge_key(blocks[b][i]) for b, i in _edge_positions(blocks)})
-    threshold = max(_MIN_REPEATS, _REPEAT_SHARE * len(pages))
-    repeated = {key for key, n in counts.items() if n >= threshold}
-
-    cleaned: list[_Blocks] = []
-    for blocks in pages:
-        drop = {
-            (b, i)
-            for b, i in _edge_positions(blocks)
-            if _edge_key(blocks[b][i]) in repeated or _PAGE_NUMBER.fullmatch(blocks[b][i])
-        }
-        kept = [
-            [line for i, line in enumerate(lines) if (b, i) not in drop]
-            for b, lines in enumerate(blocks)
-        ]
-        cleaned.append([lines for lines in kept if lines])
-    return cleaned
+# --- page text ----------------------------------------------------------------------
 
 
 def _join_hyphenated(match: re.Match[str]) -> str:
@@ -262,25 +173,61 @@ def _join_hyphenated(match: re.Match[str]) -> str:
     return "" if following.islower() else "-"
 
 
-def _clean(blocks: _Blocks) -> str:
-    """Blocks become paragraphs separated by a blank line; lines inside are joined."""
-    paragraphs = []
-    for lines in blocks:
-        text = _LINE_END_HYPHEN.sub(_join_hyphenated, "\n".join(lines))
-        paragraphs.append(text.replace("\n", " "))
-    return "\n\n".join(paragraphs)
+def _clean(text: str) -> str:
+    """Words hyphenated at a line end are joined; line starts and paragraphs stay."""
+    return _LINE_END_HYPHEN.sub(_join_hyphenated, text)
 
 
-# --- metadata ------------------------------------------------------------------------
+# --- source identity ---------------------------------------------------------------
 
 _JUNK_TITLES = re.compile(
     r"^(?:untitled|unbenannt|title|document\d*|microsoft word - .*|.*\.(?:docx?|tex|pdf|odt))$",
     re.IGNORECASE,
 )
+# First-page lines that are printed big but are not the title.
+_NOT_TITLE = re.compile(
+    r"^(?:research\s+article|original\s+article|review(?:\s+article)?|article|letter|"
+    r"proceedings\b|journal\b|volume\b|vol\.|open\s+access|arxiv\b|preprint\b|doi\b|"
+    r"abstract\b|contents\b|https?://)",
+    re.IGNORECASE,
+)
+DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
+ARXIV_ID = re.compile(r"\barXiv\s*:\s*(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE)
+ARXIV_ABS = re.compile(r"\b(?:arxiv\.org/abs/|abs/)(\d{4}\.\d{4,5})", re.IGNORECASE)
+_COPYRIGHT_YEAR = re.compile(r"(?:©|\(c\)|copyright)\s*(?:©\s*)?((?:19|20)\d\d)", re.IGNORECASE)
+_VENUE_YEAR = re.compile(
+    r"(?:proceedings|conference|workshop|symposium|journal|published|accepted|received|"
+    r"\b[A-Z]{2,}\s*['’]\d\d\b)[^\n]{0,120}?\b((?:19|20)\d\d)\b"
+    r"|\b[A-Z]{2,}\s*['’](\d\d)\b",
+    re.IGNORECASE,
+)
+_NAME_MARKERS = re.compile(r"[\d*∗†‡§¶⋄♦♣♠♥□■○●◦α-ωΑ-Ω,;|]+")
+_NAME = re.compile(
+    r"^(?:[A-ZÀ-ÖØ-ÞŁŚŻŹČŠŽ][\w'’.-]*\.?\s+){1,3}"
+    r"(?:(?:van|von|der|den|de|del|della|di|da|du|le|la)\s+)*[A-ZÀ-ÖØ-ÞŁŚŻŹČŠŽ][\w'’-]+$"
+)
+_ORGANISATION = re.compile(
+    r"\b(?:university|universit[äà]t|universidad|universidade|universit[ée]|institute?|"
+    r"college|school|department|dept|laboratory|lab|labs|centre|center|research|inc|ltd|"
+    r"corporation|hospital|foundation|academy|allen|google|microsoft|usa|china|germany|"
+    r"abstract|introduction|keywords)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """Who wrote a document and what it is called, as its first page shows it."""
+
+    title: str | None
+    authors: tuple[str, ...]
+    year: int | None
+    doi: str | None
+    arxiv_id: str | None
 
 
 def _metadata_title(raw: str) -> str | None:
-    title = _normalize_spaces(raw)
+    title = layout.normalize_spaces(raw)
     if len(title) < 3 or _JUNK_TITLES.match(title):
         return None
     return title
@@ -288,7 +235,7 @@ def _metadata_title(raw: str) -> str | None:
 
 def _split_authors(raw: str) -> tuple[str, ...]:
     """Split an author field: "A; B", "A and B", "A, B" (but keep "Smith, John")."""
-    text = _normalize_spaces(raw)
+    text = layout.normalize_spaces(raw)
     if not text:
         return ()
     if ";" in text:
@@ -308,39 +255,122 @@ def _metadata_year(raw: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _biggest_line(page: pymupdf.Page) -> str | None:
-    """The first page's line(s) in the biggest font, when that font stands out.
-
-    A cheap title heuristic for PDFs whose metadata has none: consecutive lines in the
-    biggest size are one (wrapped) title; a page whose biggest font is no bigger than
-    its body text has no title we can tell apart.
-    """
-    lines: list[tuple[float, str]] = []
-    page_dict = page.get_text("dict", flags=_TEXT_FLAGS, sort=True)  # type: ignore[no-untyped-call]
-    for block in page_dict["blocks"]:
-        for line in block.get("lines", ()):
-            spans = [s for s in line["spans"] if s["text"].strip()]
-            if not spans:
-                continue
-            text = _normalize_spaces(" ".join(s["text"] for s in spans))
-            if len(text) >= 3 and not _PAGE_NUMBER.fullmatch(text):
-                lines.append((round(max(s["size"] for s in spans), 1), text))
-    if not lines:
-        return None
-    chars_by_size: collections.Counter[float] = collections.Counter()
-    for size, text in lines:
-        chars_by_size[size] += len(text)
-    body_size = chars_by_size.most_common(1)[0][0]
-    biggest = max(size for size, _ in lines)
-    if biggest < body_size + 1:
-        return None
-    title: list[str] = []
-    for size, text in lines:
-        if size >= biggest - 0.5:
-            title.append(text)
-        elif title:
+def _title_lines(lines: typing.Sequence[layout.Line], height: float) -> list[int]:
+    """Indices of the title: the biggest horizontal lines in the top half of the page."""
+    chars: collections.Counter[float] = collections.Counter()
+    for line in lines:
+        chars[line.size] += len(line.text)
+    if not chars:
+        return []
+    body = chars.most_common(1)[0][0]
+    smaller = collections.Counter({size: n for size, n in chars.items() if size < body - 1})
+    if smaller and sum(smaller.values()) >= 20:  # a short page: the title outweighs the body
+        body = min(body, smaller.most_common(1)[0][0]) if chars[body] < 2 * sum(smaller.values()) else body
+    candidates = [
+        i
+        for i, line in enumerate(lines)
+        if line.bbox[1] < 0.55 * height
+        and len(line.text) >= 3
+        and not _NOT_TITLE.match(line.text)
+        and not layout.PAGE_NUMBER.fullmatch(line.text)
+        and re.search(r"[^\W\d_]{2}", line.text)
+    ]
+    if not candidates:
+        return []
+    biggest = max(lines[i].size for i in candidates)
+    if biggest < body + 1:
+        return []
+    first = next(i for i in candidates if lines[i].size >= biggest - 0.5)
+    chosen = [first]
+    for i in range(first + 1, len(lines)):
+        # A wrapped title continues in a similar size right below.
+        if lines[i].size >= biggest - 1.5 and lines[i].bbox[1] - lines[i - 1].bbox[3] < lines[i].size:
+            chosen.append(i)
+        else:
             break
-    return " ".join(title)[:300] or None
+    return chosen
+
+
+def _author_names(lines: typing.Sequence[layout.Line]) -> list[str]:
+    """Names from the lines below the title, up to the abstract or an affiliation."""
+    names: list[str] = []
+    for line in lines[:12]:
+        text = line.text
+        if re.match(r"^\s*(?:abstract|a b s t r a c t|keywords|summary)\b", text, re.IGNORECASE):
+            break
+        # "TAL AUGUST, University of Washington" (ACM): the name before the comma.
+        if re.match(r"^[A-Z][A-Z.\s-]+,\s", text):
+            text = text.split(",")[0].title()
+        elif "@" in text or _ORGANISATION.search(text) and not names:
+            continue
+        if re.search(r"(?:19|20)\d\d|\d+\(\d+\)", text):  # a venue or date line
+            if names:
+                break
+            continue
+        for part in re.split(r"\s*(?:,|\band\b|&|\s{2,})\s*|" + _NAME_MARKERS.pattern, text):
+            part = (part or "").strip(" .")
+            if part and _NAME.match(part) and not _ORGANISATION.search(part):
+                names.append(part)
+    return list(dict.fromkeys(names))
+
+
+def _first_page_year(lines: typing.Sequence[layout.Line], raw: str) -> int | None:
+    text = "\n".join(line.text for line in lines) + "\n" + raw
+    for pattern in (_COPYRIGHT_YEAR,):
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    venue = _VENUE_YEAR.search(text)
+    if venue:
+        if venue.group(1):
+            return int(venue.group(1))
+        return 2000 + int(venue.group(2))
+    return None
+
+
+def identify(first: layout.PageLayout, raw_text: str, metadata: dict[str, str]) -> Identity:
+    """Title, authors, year, DOI and arXiv id of a document from its first page.
+
+    The title is the biggest horizontal text in the page's upper half (a rotated arXiv
+    stamp is not horizontal; a journal's name is skipped), the authors are the names
+    right below it. The PDF's info fields are used only when they agree with the page:
+    a title the page does not contain ("AI Magazine") or an author the page does not
+    name (the typesetter) is ignored. The year is a copyright or venue year on the
+    page, else the arXiv id's (``2209.xxxxx`` is 2022), else the file's creation year.
+    """
+    lines = first.lines
+    page_words = _fold_words(raw_text + " " + " ".join(line.text for line in lines))
+    title_index = _title_lines(lines, first.height)
+    title = " ".join(lines[i].text for i in title_index)[:300] or None
+    meta_title = _metadata_title(metadata.get("title") or "")
+    if meta_title and _fold_words(meta_title) and _fold_words(meta_title) in page_words:
+        title = title if title and len(title) > len(meta_title) + 20 else meta_title
+    authors: tuple[str, ...] = ()
+    if title_index:
+        authors = tuple(_author_names(lines[title_index[-1] + 1:]))
+    meta_authors = _split_authors(metadata.get("author") or "")
+    if meta_authors:
+        surnames = [(a.split(",")[0] if "," in a else (a.split() or [""])[-1]) for a in meta_authors]
+        if all(_fold_words(name) in page_words for name in surnames if name):
+            authors = meta_authors
+    arxiv = ARXIV_ID.search(raw_text)
+    doi = DOI.search(raw_text)
+    year = _first_page_year(lines, raw_text)
+    if year is None and arxiv:
+        year = 2000 + int(arxiv.group(1)[:2])
+    if year is None:
+        year = _metadata_year(metadata.get("creationDate") or "")
+    return Identity(
+        title=title,
+        authors=authors,
+        year=year,
+        doi=doi.group(1).rstrip(".").lower() if doi else None,
+        arxiv_id=arxiv.group(1) if arxiv else None,
+    )
+
+
+def _fold_words(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", text.casefold()))
 
 
 # --- sentences and chunks ------------------------------------------------------------
@@ -363,7 +393,7 @@ ABBREVIATIONS = frozenset(
 # then something a sentence can start with.
 _SENTENCE_END = re.compile(r"""[.!?…]+["'”’»)\]]*(?=\s+["'“‘„«(\[]?[A-ZÄÖÜ0-9])""")
 _PARAGRAPH = re.compile(r"\n\s*\n")
-_WORD_BEFORE = re.compile(r"([^\s(\[\"'“„]+)$")
+_WORD_DELIMITERS = frozenset(" \t\n\r\f\v([\"'“„")
 _SECTION_NUMBER = re.compile(r"(?:\d{1,3}\.)*\d{1,3}")
 
 
@@ -394,16 +424,20 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def _is_sentence_end(text: str, start: int, period: int) -> bool:
     if text[period] != ".":
         return True
-    word_match = _WORD_BEFORE.search(text, start, period)
-    if not word_match:
+    # The word before the period, found by walking back (a regex anchored at the
+    # period would retry at every position of a long word: quadratic).
+    word_start = period
+    while word_start > start and text[word_start - 1] not in _WORD_DELIMITERS:
+        word_start -= 1
+    if word_start == period:
         return True
-    word = word_match.group(1)
+    word = text[word_start:period]
     bare = word.rstrip(".").casefold()
     if bare in ABBREVIATIONS or (len(bare) == 1 and bare.isalpha()):
         return False
     # "2." or "3.1." alone at the start of a sentence is a heading number.
     return not (
-        _SECTION_NUMBER.fullmatch(word.rstrip(".")) and not text[start:word_match.start()].strip()
+        _SECTION_NUMBER.fullmatch(word.rstrip(".")) and not text[start:word_start].strip()
     )
 
 

@@ -9,21 +9,16 @@ SET state = 'parsed', raw = NULL, title = $2, authors = $3, year = $4, page_coun
     error = NULL, error_reason = NULL, finished_at = now()
 WHERE digest = $1 AND state <> 'parsed';
 
--- name: document_mark_failed --
--- Record why a document could not be parsed and drop its staged bytes.
-UPDATE documents
-SET state = 'failed', raw = NULL, error_reason = $2, error = $3, finished_at = now()
-WHERE digest = $1 AND state <> 'parsed';
-
 -- name: document_page_insert --
 -- Store the cleaned text of one page.
 INSERT INTO document_pages (digest, number, text) VALUES ($1, $2, $3)
 ON CONFLICT DO NOTHING;
 
 -- name: chunk_insert --
--- Store one chunk with its embedding.
-INSERT INTO chunks (digest, ordinal, page_start, page_end, text, embedding)
-VALUES ($1, $2, $3, $4, $5, $6)
+-- Store one chunk with its embedding and the model and width that made it.
+INSERT INTO chunks (digest, ordinal, page_start, page_end, text, embedding, embedding_model,
+                    embedding_dim)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (digest, ordinal) DO NOTHING;
 
 -- name: run_documents --
@@ -85,15 +80,27 @@ INSERT INTO reports (run_id, json, html) VALUES ($1, $2, $3)
 ON CONFLICT (run_id) DO UPDATE SET json = excluded.json, html = excluded.html,
     created_at = now();
 
--- name: task_runs_of --
--- The runs and kinds of some tasks (to react to dead-lettered ones).
-SELECT id, kind, run_id, payload, last_error FROM tasks WHERE id = ANY($1::bigint[]);
-
 -- name: chunk_vector_search --
 -- Nearest chunks of the given documents by cosine distance.
 SELECT id, 1 - (embedding <=> $1) AS score
-FROM chunks WHERE digest = ANY($2::text[])
+FROM chunks WHERE digest = ANY($2::text[]) AND embedding_model = $4
 ORDER BY embedding <=> $1 LIMIT $3;
+
+-- name: chunk_models_of_documents --
+-- The embedding models of the given documents' chunks, with the documents that use each.
+SELECT embedding_model, array_agg(DISTINCT digest ORDER BY digest) AS digests
+FROM chunks WHERE digest = ANY($1::text[]) GROUP BY embedding_model;
+
+-- name: chunk_stale_batch --
+-- The next chunks (by id, after $2) not embedded with model $1 (all of them with $3).
+SELECT id, text FROM chunks
+WHERE id > $2 AND ($3 OR embedding_model <> $1)
+ORDER BY id LIMIT $4;
+
+-- name: chunk_reembed --
+-- Replace one chunk's embedding, recording the model and width that made it.
+UPDATE chunks SET embedding = $2::vector, embedding_model = $3, embedding_dim = vector_dims($2::vector)
+WHERE id = $1;
 
 -- name: chunk_texts_of_documents --
 -- Chunk ids and texts of documents, in a stable order (what a BM25 index is built from).
@@ -117,13 +124,31 @@ INSERT INTO run_sources (run_id, digest, role, filename, keys) VALUES ($1, $2, $
 ON CONFLICT DO NOTHING;
 
 -- name: document_stage_fetched --
--- Stage downloaded bytes under their digest (a known document keeps its state).
-INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
-VALUES ($1, $2, $3, $4, (SELECT tenant FROM runs WHERE id = $5))
-ON CONFLICT (digest) DO UPDATE
-SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
-               THEN excluded.raw ELSE documents.raw END
-RETURNING state;
+-- Stage downloaded bytes under their digest (a known document keeps its state); the
+-- run's tenant owns the digest from now on.
+WITH doc AS (
+    INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
+    VALUES ($1, $2, $3, $4, (SELECT tenant FROM runs WHERE id = $5))
+    ON CONFLICT (digest) DO UPDATE
+    SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
+                   THEN excluded.raw ELSE documents.raw END
+    RETURNING digest, state
+), owner AS (
+    INSERT INTO document_owners (tenant, digest, size_bytes)
+    SELECT (SELECT tenant FROM runs WHERE id = $5), digest, $3 FROM doc
+    ON CONFLICT DO NOTHING
+)
+SELECT state FROM doc;
+
+-- name: tenant_over_byte_cap --
+-- Whether $2 more bytes (a download of run $1) would take the run's tenant over the byte
+-- cap the operator admitted the run with (NULL cap: never). Bytes the tenant already
+-- owns under digest $3 are not new.
+SELECT r.max_tenant_bytes IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM document_owners WHERE tenant = r.tenant AND digest = $3)
+       AND (SELECT coalesce(sum(size_bytes), 0) FROM document_owners WHERE tenant = r.tenant)
+           + $2 > r.max_tenant_bytes
+FROM runs AS r WHERE r.id = $1;
 
 -- name: document_record_failure --
 -- Record a document that could not be obtained at all (its digest names the URL).
@@ -131,3 +156,7 @@ INSERT INTO documents (digest, filename, size_bytes, state, error_reason, error,
                        finished_at)
 VALUES ($1, $2, 0, 'failed', $3, $4, (SELECT tenant FROM runs WHERE id = $5), now())
 ON CONFLICT (digest) DO UPDATE SET error = excluded.error, error_reason = excluded.error_reason;
+
+-- name: run_judge_key --
+-- The run's own judge API key, if the operator stored one (spec apiKeySecretRef).
+SELECT judge_api_key FROM run_secrets WHERE run_id = $1;

@@ -166,8 +166,8 @@ The database URL the chart puts in its own Secret.
 Pipeline settings of the workers. Keep in sync with worker/pipeline/settings.py:
 EmbeddingConfig is flat (CITERUN_EMBEDDING__BASE_URL, ...); JudgeConfig nests openai
 (CITERUN_JUDGE__OPENAI__BASE_URL, ...) and reads its key from the env var named by
-api_key_env, CITERUN_JUDGE_API_KEY, which is also what operator/spec.py tells workers to
-use for runs whose spec names an apiKeySecretRef.
+api_key_env, CITERUN_JUDGE_API_KEY. This is the default judge of runs that choose none;
+a run that chooses the openai judge gets a judge profile (judgeProfiles) instead.
 */}}
 {{- define "citerun.pipelineEnv" -}}
 - name: CITERUN_EMBEDDING__PROVIDER
@@ -210,4 +210,48 @@ use for runs whose spec names an apiKeySecretRef.
   value: CITERUN_JUDGE_API_KEY
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+Judge profiles as the operator and the workers read them (CITERUN_JUDGE_PROFILES, a JSON
+object; see citerun/runspec.py JudgeProfile). Each profile's key is the worker env var
+CITERUN_JUDGE_PROFILE_KEY_<NAME> (upper case, - as _), filled from its Secret.
+*/}}
+{{- define "citerun.judgeProfileKeyEnv" -}}
+{{- printf "CITERUN_JUDGE_PROFILE_KEY_%s" (. | upper | replace "-" "_") }}
+{{- end }}
+
+{{- define "citerun.judgeProfilesJson" -}}
+{{- $out := dict }}
+{{- range $name, $p := .Values.judgeProfiles }}
+{{- $entry := dict "baseUrl" $p.baseUrl "model" $p.model }}
+{{- if and $p.apiKeySecret $p.apiKeySecret.name }}
+{{- $_ := set $entry "apiKeyEnv" (include "citerun.judgeProfileKeyEnv" $name) }}
+{{- end }}
+{{- $_ := set $out $name $entry }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{- define "citerun.judgeProfilesEnv" -}}
+- name: CITERUN_JUDGE_PROFILES
+  value: {{ include "citerun.judgeProfilesJson" . | quote }}
+{{- end }}
+
+{{- define "citerun.judgeProfileKeysEnv" -}}
+{{- range $name, $p := .Values.judgeProfiles }}
+{{- if and $p.apiKeySecret $p.apiKeySecret.name }}
+- name: {{ include "citerun.judgeProfileKeyEnv" $name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $p.apiKeySecret.name }}
+      key: {{ $p.apiKeySecret.key }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The ValidatingAdmissionPolicyBinding the operator requires before it reads a
+Secret or ConfigMap for a run (CITERUN_OPERATOR__ACCESS_POLICY_BINDING). */}}
+{{- define "citerun.accessPolicyName" -}}
+{{- printf "%s-%s-run-access" .Release.Namespace (include "citerun.fullname" .) }}
 {{- end }}

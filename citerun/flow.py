@@ -1,0 +1,180 @@
+"""The pipeline's flow: its task kinds, which stage follows which, the dedupe keys that make
+every transition idempotent, and what a dead-lettered task does to its run.
+
+This is the one module that knows the stage names. The core (:mod:`citerun.queue`,
+:mod:`citerun.runs`) moves tasks and runs without knowing what they mean; the worker's
+handlers (:mod:`citerun.worker.tasks`) do each stage's work and call this module to
+enqueue the next one; the operator and the CLI create runs through :func:`create`, which
+hands the core the first tasks. It sits between the core and the worker/operator so that
+both can use it (they may not import each other). See ``docs/architecture.md``
+("The flow of one run").
+
+The flow::
+
+    fetch_document* -> parse_document* -> extract_citations -> judge_citation* -> finalize_run
+
+``*``: one task per document (fetch: per URL in the spec) or per citation. The transitions
+that wait for several tasks (every document parsed -> extract; every citation judged ->
+finalize) are taken under the run's row lock, so exactly one task takes them, and the
+dedupe keys make a repeated transition a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from citerun import errors, queue, runs
+from citerun.settings import QueueSettings, Settings
+
+logger = logging.getLogger(__name__)
+
+FETCH_DOCUMENT = "fetch_document"
+PARSE_DOCUMENT = "parse_document"
+EXTRACT_CITATIONS = "extract_citations"
+JUDGE_CITATION = "judge_citation"
+FINALIZE_RUN = "finalize_run"
+
+#: Every kind of the pipeline, in stage order.
+KINDS: tuple[str, ...] = (FETCH_DOCUMENT, PARSE_DOCUMENT, EXTRACT_CITATIONS, JUDGE_CITATION,
+                          FINALIZE_RUN)
+
+
+# -- dedupe keys: one task per (stage, subject) ------------------------------------------
+
+def fetch_key(run_id: uuid.UUID, role: str, filename: str) -> str:
+    return f"fetch:{run_id}:{role}:{filename}"
+
+
+def parse_key(digest: str, run_id: uuid.UUID) -> str:
+    return f"parse:{digest}:{run_id}"
+
+
+def extract_key(run_id: uuid.UUID) -> str:
+    return f"extract:{run_id}"
+
+
+def judge_key(citation_id: int) -> str:
+    return f"judge:{citation_id}"
+
+
+def finalize_key(run_id: uuid.UUID) -> str:
+    return f"finalize:{run_id}"
+
+
+# -- transitions -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Flow:
+    """The transitions of the pipeline, with the attempts each kind gets from settings."""
+
+    settings: QueueSettings
+
+    def task(self, kind: str, payload: dict[str, Any], *, run_id: uuid.UUID, priority: int,
+             dedupe_key: str) -> queue.NewTask:
+        """A task of ``kind`` for ``run_id`` with the attempts the settings give it."""
+        return queue.NewTask(kind, payload, priority=priority, run_id=run_id,
+                             dedupe_key=dedupe_key,
+                             max_attempts=self.settings.attempts_for(kind))
+
+    async def start(self, conn: asyncpg.Connection, request: runs.RunRequest) -> None:
+        """The first tasks of a new run (the run's row is locked): its downloads, the
+        parses of its documents, or its extraction if every document is parsed."""
+        await queue.enqueue(conn, [
+            self.task(FETCH_DOCUMENT, {"run_id": str(request.id), "url": f.url,
+                                       "filename": f.filename, "role": f.role,
+                                       "keys": list(f.keys)},
+                      run_id=request.id, priority=request.priority,
+                      dedupe_key=fetch_key(request.id, f.role, f.filename))
+            for f in request.fetches])
+        await self.advance(conn, request.id, priority=request.priority, parse_pending=True)
+
+    async def advance(self, conn: asyncpg.Connection, run_id: uuid.UUID, *, priority: int,
+                      parse_pending: bool = False) -> None:
+        """Enqueue what a run needs next; call with the run's row locked.
+
+        With ``parse_pending`` (when the run is created or a download staged a document),
+        every document not parsed yet gets a ``parse_document`` task of this run. Once no
+        document is pending and no download is open, the run gets its
+        ``extract_citations`` task.
+
+        A finishing parse task must not re-enqueue parse tasks here: its insert would wait
+        on the sibling parse tasks' rows (ON CONFLICT on their dedupe keys) while they
+        wait on this run's row lock, a deadlock.
+        """
+        pending = await runs.documents_pending(conn, run_id)
+        if pending and parse_pending:
+            await queue.enqueue(conn, [
+                self.task(PARSE_DOCUMENT, {"digest": digest}, run_id=run_id,
+                          priority=priority, dedupe_key=parse_key(digest, run_id))
+                for digest in pending])
+        if pending or await runs.tasks_open(conn, run_id, [FETCH_DOCUMENT]):
+            return
+        await queue.enqueue(conn, [self.task(
+            EXTRACT_CITATIONS, {"run_id": str(run_id)}, run_id=run_id, priority=priority,
+            dedupe_key=extract_key(run_id))])
+
+    async def advance_for_documents(self, conn: asyncpg.Connection,
+                                    digests: Sequence[str]) -> None:
+        """After documents reached a terminal state: advance every running run using them."""
+        for run_id, priority in await runs.lock_by_documents(conn, digests):
+            await self.advance(conn, run_id, priority=priority)
+
+    async def judge(self, conn: asyncpg.Connection, run_id: uuid.UUID,
+                    citation_ids: Sequence[int], *, priority: int) -> None:
+        """After extraction: one judge task per citation, or the finalize if none."""
+        await queue.enqueue(conn, [
+            self.task(JUDGE_CITATION, {"citation_id": i}, run_id=run_id, priority=priority,
+                      dedupe_key=judge_key(i)) for i in citation_ids])
+        if not citation_ids:
+            await self.finalize(conn, run_id, priority=priority)
+
+    async def finalize(self, conn: asyncpg.Connection, run_id: uuid.UUID, *,
+                       priority: int) -> None:
+        """Every citation has its verdict: build the report."""
+        await queue.enqueue(conn, [self.task(
+            FINALIZE_RUN, {"run_id": str(run_id)}, run_id=run_id, priority=priority,
+            dedupe_key=finalize_key(run_id))])
+
+    async def on_dead(self, pool: asyncpg.Pool, task_ids: list[int]) -> None:
+        """Tasks ran out of attempts. A dead parse fails its document (the run goes on,
+        the citations that need it get ``source_unavailable``); any other dead task of a
+        run fails the run with the task's error."""
+        for task_id in task_ids:
+            row = await queue.get(pool, task_id)
+            if row is None or row["run_id"] is None:
+                continue
+            async with pool.acquire() as conn, conn.transaction():
+                if row["kind"] == PARSE_DOCUMENT:
+                    digest = str(row["payload"].get("digest", ""))
+                    await runs.fail_document(conn, digest, "crashed",
+                                             "parsing failed on every attempt "
+                                             f"({errors.code_of(row['last_error'])})")
+                    await self.advance_for_documents(conn, [digest])
+                    continue
+                await runs.lock(conn, row["run_id"])
+                # A stable code and a short message, never the task's stored error (it
+                # may hold a traceback or a server's response body).
+                await runs.finish(conn, row["run_id"], "failed",
+                                  f"{row['kind']} task {row['id']} failed on every attempt "
+                                  f"({errors.code_of(row['last_error'])})")
+
+
+def of(settings: Settings | QueueSettings | None = None) -> Flow:
+    """The flow with the attempts of ``settings`` (default: read from the environment)."""
+    if settings is None:
+        settings = Settings()
+    return Flow(settings.queue if isinstance(settings, Settings) else settings)
+
+
+async def create(pool: asyncpg.Pool, request: runs.RunRequest, *,
+                 settings: Settings | QueueSettings | None = None,
+                 caps: runs.Caps | None = None) -> runs.Admission:
+    """Admit and create a run with its first tasks, in one transaction (see
+    :func:`citerun.runs.create`)."""
+    return await runs.create(pool, request, start=of(settings).start, caps=caps)

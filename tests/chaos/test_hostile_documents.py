@@ -1,0 +1,79 @@
+"""Attack 6 of issue 12: a tiny hostile PDF must not stall a worker.
+
+A real ``citerun worker`` process (the pipeline's own task registry) against the real
+Postgres gets three runs at once: a thesis of 120 KB of ``"Aa, "`` (about 1 KB of PDF),
+a thesis with one 50 MB text operator (about 51 KB of PDF) and the ordinary demo thesis.
+Both hostile runs must fail within 60 s with ``document_too_complex`` and the limit named,
+on their first attempt (the lease is 2 s, so a heartbeat that stopped while the parser
+computed would show as a second attempt), while the demo run succeeds on the same worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from citerun import flow, runs
+from tests.support import hostile_pdfs
+
+pytestmark = pytest.mark.chaos
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+async def _start(pool: asyncpg.Pool, name: str, thesis: bytes,
+                 sources: list[Path]) -> uuid.UUID:
+    staged = await runs.stage_document(pool, thesis, f"{name}.pdf")
+    staged_sources = [await runs.stage_document(pool, p.read_bytes(), p.name) for p in sources]
+    run_id = uuid.uuid4()
+    await flow.create(pool, runs.RunRequest(id=run_id, name=name, thesis=staged,
+                                            sources=tuple(staged_sources)))
+    return run_id
+
+
+async def test_hostile_pdfs_fail_fast_while_the_worker_serves_others(
+        pool: asyncpg.Pool, spawn_worker: Any) -> None:
+    regex_pdf = hostile_pdfs.regex_bomb()
+    operator_pdf = hostile_pdfs.operator_bomb()
+    assert len(regex_pdf) < 1500 and len(operator_pdf) < 60_000
+    sources = sorted((EXAMPLES / "sources").glob("*.pdf"))
+    started = time.monotonic()
+    regex_run = await _start(pool, "regex", regex_pdf, sources[:1])
+    operator_run = await _start(pool, "operator", operator_pdf, [])
+    demo_run = await _start(pool, "demo", (EXAMPLES / "thesis.pdf").read_bytes(), sources)
+    worker = spawn_worker("w-hostile", env={"CITERUN_WORKER__CONCURRENCY": "3"},
+                          tasks="citerun.worker.tasks:registry")
+
+    finished_at: dict[uuid.UUID, float] = {}
+    deadline = time.monotonic() + 240
+    while len(finished_at) < 3 and time.monotonic() < deadline:
+        for run_id in (regex_run, operator_run, demo_run):
+            row = await runs.get(pool, run_id)
+            if run_id not in finished_at and row["state"] not in ("pending", "running"):
+                finished_at[run_id] = time.monotonic() - started
+        assert worker.proc.poll() is None, worker.log()[-3000:]
+        await asyncio.sleep(0.2)
+    assert len(finished_at) == 3, f"runs still open after 240 s: {finished_at}\n{worker.log()[-3000:]}"
+
+    for run_id, limit in ((regex_run, "characters per page"),
+                          (operator_run, "address space limit")):
+        row = await runs.get(pool, run_id)
+        assert row["state"] == "failed", dict(row)
+        assert "document_too_complex" in row["error"] and limit in row["error"], row["error"]
+        assert finished_at[run_id] < 60, (run_id, finished_at)
+    reasons = await pool.fetch(
+        "SELECT d.filename, d.error_reason, d.error FROM documents d "
+        "WHERE d.filename IN ('regex.pdf', 'operator.pdf') ORDER BY d.filename")
+    assert [(r["filename"], r["error_reason"]) for r in reasons] == [
+        ("operator.pdf", "document_too_complex"), ("regex.pdf", "document_too_complex")]
+    # Parsed once, never bounced between attempts (heartbeats kept the 2 s lease alive).
+    attempts = await pool.fetch("SELECT kind, attempt, state FROM tasks WHERE attempt <> 1")
+    assert attempts == [], [dict(r) for r in attempts]
+    demo = await runs.get(pool, demo_run)
+    assert demo["state"] == "succeeded", (dict(demo), worker.log()[-3000:])

@@ -1,0 +1,407 @@
+"""Lines of a PDF page in reading order, with their geometry.
+
+Real theses and papers are set in one or two columns, with running heads, page numbers,
+rotated margin stamps ("arXiv:1706.03762v5 [cs.CL] ...") and reference lists whose
+entries are told apart only by a hanging indent. MuPDF's own block order (``sort=True``)
+is top-to-bottom, which interleaves the two columns of a page, and joining a block's
+lines loses the line starts that headings and reference entries are found by. So this
+module works on the *lines* of ``page.get_text("dict")`` (their bounding boxes, font
+size and boldness) and rebuilds reading order itself:
+
+1. Lines that are not horizontal (margin stamps) are dropped; fragments MuPDF split on
+   one baseline are joined.
+2. A page is cut into horizontal bands at lines that span the gutter (a title, a
+   full-width figure caption); inside a band the left column is read before the right.
+   The gutter is the x position, near the middle, crossed by the fewest lines.
+3. Running heads and footers (a line at the top or bottom edge whose text, digits
+   aside, repeats on other pages) and bare page numbers are dropped.
+4. Each line is marked as the start of a paragraph or not, from geometry: a vertical
+   gap, a change of font size or weight, an outdented line in a hanging-indent column
+   (a reference entry), an indented line after a line that ended a sentence.
+
+pymupdf 2's own layout analysis (the ONNX model behind ``pymupdf4llm.to_markdown``) was
+measured against this on the real evaluation PDFs (``docs/benchmarks.md``, "Layout"):
+it is many times slower per page and gives Markdown without line geometry, so the
+report could not point at the evidence's box. This geometry is what the pipeline uses.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+import statistics
+import typing
+
+import pymupdf
+
+Box = tuple[float, float, float, float]
+
+# Ligatures are expanded (no TEXT_PRESERVE_LIGATURES) so that "ﬁnd" matches "find";
+# images are not extracted (TEXT_PRESERVE_IMAGES would copy every image's bytes).
+TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP
+
+# A line is a running head or footer when it lies in this share of the page's height
+# at the top or bottom; the margins of A4/Letter layouts are 7-12 %.
+_EDGE_SHARE = 0.09
+# Running heads repeat their text (digits aside) on at least this many pages.
+_MIN_REPEATS = 2
+# The gutter is searched for in this middle share of the text's width.
+_GUTTER_RANGE = (0.3, 0.7)
+# A page reads as two columns only when at most this share of its lines crosses the
+# gutter and each side holds at least this share of the lines.
+_MAX_CROSSING_SHARE = 0.3
+_MIN_SIDE_SHARE = 0.15
+# Indent differences below this many points are noise (justified text, italic slant).
+_INDENT_TOLERANCE = 2.5
+
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+_INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
+_DIGITS = re.compile(r"\d+")
+PAGE_NUMBER = re.compile(
+    r"(?:(?:page|seite|p\.|s\.)\s*)?(?:\d{1,4}|(?=[ivxlc])c{0,3}(?:x[cl]|l?x{0,3})(?:i[xv]|v?i{0,3}))"
+    r"(?:\s*(?:/|of|von)\s*\d{1,4})?"
+    r"|[-–—]\s*\d{1,4}\s*[-–—]",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?:][\"'”’)\]]*$")
+
+
+def normalize_spaces(text: str) -> str:
+    """Invisible characters removed, runs of spaces collapsed, ends stripped."""
+    return _SPACES.sub(" ", _INVISIBLE.sub("", text)).strip()
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    """One line of text as read: its page box (points, origin top-left), font size,
+    whether it is all bold, and whether it starts a paragraph."""
+
+    text: str
+    bbox: Box
+    size: float
+    bold: bool
+    paragraph_start: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class PageLayout:
+    """The lines of one page in reading order; ``number`` is 1-based."""
+
+    number: int
+    width: float
+    height: float
+    lines: tuple[Line, ...]
+
+    def text(self) -> str:
+        """Lines joined by newlines, paragraphs by a blank line."""
+        parts: list[str] = []
+        for line in self.lines:
+            if parts:
+                parts.append("\n\n" if line.paragraph_start else "\n")
+            parts.append(line.text)
+        return "".join(parts)
+
+
+# --- raw lines -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Raw:
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    size: float
+    bold: bool
+
+    @property
+    def height(self) -> float:
+        return max(self.y1 - self.y0, 1.0)
+
+
+_SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+_NOTE_NUMBERS = re.compile(r"\s*\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\s*")
+
+
+def _span_text(span: dict[str, typing.Any]) -> str:
+    """A span's text; raised note numbers ("bias¹⁴", "Jadad,¹¹") become superscript
+    digits, so that citation extraction can tell them from numbers in the text."""
+    text: str = span["text"]
+    if span["flags"] & 1 and _NOTE_NUMBERS.fullmatch(text):  # TEXT_FONT_SUPERSCRIPT
+        return text.translate(_SUPERSCRIPT_DIGITS)
+    return text
+
+
+def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
+    """Horizontal lines of a page; fragments on one baseline that touch are joined."""
+    found: list[_Raw] = []
+    page_dict = page.get_text("dict", flags=TEXT_FLAGS)  # type: ignore[no-untyped-call]
+    for block in page_dict["blocks"]:
+        for line in block.get("lines", ()):
+            dx, dy = line["dir"]
+            if abs(dy) > 0.05 or dx <= 0:  # rotated or mirrored: a stamp, not the text
+                continue
+            spans = [s for s in line["spans"] if s["text"].strip()]
+            if not spans:
+                continue
+            text = normalize_spaces("".join(_span_text(s) for s in line["spans"]))
+            if not text:
+                continue
+            chars = sum(len(s["text"].strip()) for s in spans)
+            size = sum(s["size"] * len(s["text"].strip()) for s in spans) / max(chars, 1)
+            bold = all(s["flags"] & 16 or "bold" in s["font"].lower() for s in spans)
+            x0, y0, x1, y1 = line["bbox"]
+            found.append(_Raw(text, x0, y0, x1, y1, round(size, 1), bold))
+    found.sort(key=lambda r: (round((r.y0 + r.y1) / 2), r.x0))
+    joined: list[_Raw] = []
+    for raw in found:
+        last = joined[-1] if joined else None
+        if (
+            last is not None
+            and abs((last.y0 + last.y1) / 2 - (raw.y0 + raw.y1) / 2) < 0.35 * min(last.height, raw.height)
+            and 0 <= raw.x0 - last.x1 < (4.0 if len(last.text) <= 6 else 1.2) * raw.size
+        ):  # a label ("12.", "[3]") may stand further off its entry
+            space = "" if raw.x0 - last.x1 < 0.15 * raw.size else " "
+            last.text = f"{last.text}{space}{raw.text}"
+            last.x1 = max(last.x1, raw.x1)
+            last.y0, last.y1 = min(last.y0, raw.y0), max(last.y1, raw.y1)
+            last.bold = last.bold and raw.bold
+            continue
+        joined.append(raw)
+    return joined
+
+
+# --- columns -------------------------------------------------------------------------
+
+
+def _gutter(lines: list[_Raw]) -> float | None:
+    """The x of the gap between two columns, or None for a one-column page."""
+    if len(lines) < 8:
+        return None
+    left_edge = min(r.x0 for r in lines)
+    right_edge = max(r.x1 for r in lines)
+    width = right_edge - left_edge
+    if width <= 0:
+        return None
+    best: tuple[int, float] | None = None
+    steps = 80
+    low, high = _GUTTER_RANGE
+    for step in range(steps + 1):
+        x = left_edge + width * (low + (high - low) * step / steps)
+        crossing = sum(1 for r in lines if r.x0 < x - 1 and r.x1 > x + 1)
+        if best is None or crossing < best[0]:
+            best = (crossing, x)
+    assert best is not None
+    crossing, x = best
+    left = sum(1 for r in lines if r.x1 <= x + 1)
+    right = sum(1 for r in lines if r.x0 >= x - 1)
+    total = len(lines)
+    if crossing > _MAX_CROSSING_SHARE * total:
+        return None
+    if left < _MIN_SIDE_SHARE * total or right < _MIN_SIDE_SHARE * total:
+        return None
+    # Columns of text, not a table's label column: the right side holds long lines.
+    right_widths = sorted(r.x1 - r.x0 for r in lines if r.x0 >= x - 1)
+    left_widths = sorted(r.x1 - r.x0 for r in lines if r.x1 <= x + 1)
+    # (The upper quartile: labels of a figure are many short lines.)
+    if right_widths[3 * len(right_widths) // 4] < 0.25 * width or left_widths[3 * len(left_widths) // 4] < 0.25 * width:
+        return None
+    return x
+
+
+def _reading_order(lines: list[_Raw]) -> list[tuple[_Raw, int]]:
+    """Lines in reading order, each with its column (0 whole width, 1 left, 2 right)."""
+    gutter = _gutter(lines)
+    if gutter is None:
+        return [(r, 0) for r in lines]
+    ordered: list[tuple[_Raw, int]] = []
+    band: list[_Raw] = []
+
+    def flush() -> None:
+        ordered.extend((r, 1) for r in band if r.x1 <= gutter + 1)
+        ordered.extend((r, 2) for r in band if r.x1 > gutter + 1)
+        band.clear()
+
+    for raw in lines:
+        if raw.x0 < gutter - 1 and raw.x1 > gutter + 1:
+            flush()
+            ordered.append((raw, 0))
+        else:
+            band.append(raw)
+    flush()
+    return ordered
+
+
+# --- running heads -------------------------------------------------------------------
+
+
+def _edge_key(text: str) -> str:
+    """Running heads differ only in their numbers ("Chapter 2 · 17"), so ignore those."""
+    return _DIGITS.sub("#", text.casefold())
+
+
+def _edge_lines(lines: list[_Raw], height: float) -> list[_Raw]:
+    """Lines in the top or bottom margin band, and the first and last two lines of the
+    page when they lie within twice that band (a head set low, a footer set high)."""
+    by_y = sorted(lines, key=lambda r: r.y0)
+    near = by_y[:2] + by_y[-2:]
+    return [
+        r
+        for r in lines
+        if r.y1 < _EDGE_SHARE * height
+        or r.y0 > (1 - _EDGE_SHARE) * height
+        or (
+            any(r is n for n in near)
+            and (r.y1 < 2 * _EDGE_SHARE * height or r.y0 > (1 - 2 * _EDGE_SHARE) * height)
+        )
+    ]
+
+
+# --- paragraphs ----------------------------------------------------------------------
+
+
+def _column_edges(ordered: list[tuple[_Raw, int]]) -> dict[int, tuple[float, float, bool]]:
+    """Per column: the body's left edge, its right edge, and whether it hangs.
+
+    The left edge is where most *full* lines (those that reach the right edge) start:
+    an abstract set narrower on both sides does not move it. A column hangs (reference
+    entries with a hanging indent) when some full lines start left of that edge.
+    """
+    by_column: dict[int, list[_Raw]] = collections.defaultdict(list)
+    for raw, column in ordered:
+        by_column[column].append(raw)
+    edges: dict[int, tuple[float, float, bool]] = {}
+    for column, raws in by_column.items():
+        ends = sorted(r.x1 for r in raws)
+        right = ends[int(0.9 * (len(ends) - 1))]
+        starts = [r.x0 for r in raws]
+        width = max(right - min(starts), 1.0)
+        full = [r for r in raws if r.x1 >= right - 0.06 * width] or raws
+        counter = collections.Counter(round(r.x0) for r in full)
+        left = float(counter.most_common(1)[0][0])
+        outdented = sum(1 for r in full if r.x0 < left - _INDENT_TOLERANCE)
+        hanging = outdented >= max(2, 0.1 * len(full)) and left - min(starts) < 0.2 * width
+        if not hanging:
+            left = min(left, min(r.x0 for r in full))
+        edges[column] = (left, right, hanging)
+    return edges
+
+
+def _mark_paragraphs(ordered: list[tuple[_Raw, int]], body_size: float) -> list[Line]:
+    edges = _column_edges(ordered)
+    gaps = [
+        b.y0 - a.y1
+        for (a, ca), (b, cb) in zip(ordered, ordered[1:])
+        if ca == cb and 0 <= b.y0 - a.y1 < 2 * a.height and abs(a.size - b.size) < 0.5
+    ]
+    heights = [raw.height for raw, _ in ordered]
+    quarter_line = 0.25 * statistics.median(heights) if heights else 3.0
+    usual_gap = min(statistics.median(gaps), quarter_line) if gaps else quarter_line
+    lines: list[Line] = []
+    previous: tuple[_Raw, int] | None = None
+    for raw, column in ordered:
+        start = True
+        if previous is not None:
+            before, before_column = previous
+            left, _, hanging = edges[column]
+            before_left, before_right, _ = edges[before_column]
+            indent = raw.x0 - left
+            before_indent = before.x0 - before_left
+            ended = bool(_SENTENCE_END.search(before.text))
+            short = before.x1 < before_right - 0.12 * max(before_right - before_left, 1.0)
+            same_column = column == before_column and raw.y0 >= before.y0
+            gap = raw.y0 - before.y1 if same_column else 0.0
+            style_change = abs(raw.size - before.size) >= 0.8 or (raw.bold != before.bold and (
+                len(before.text) < 80 or len(raw.text) < 80))
+            if hanging:
+                start = indent < -_INDENT_TOLERANCE or (gap > usual_gap + 0.6 * raw.height)
+            else:
+                start = (
+                    gap > usual_gap + 0.6 * raw.height
+                    or (indent > _INDENT_TOLERANCE and before_indent <= _INDENT_TOLERANCE and ended)
+                    or (short and ended)
+                )
+            start = start or style_change or not same_column and ended and short
+            if before.text.endswith("-") and raw.text[:1].islower():
+                start = False
+        lines.append(Line(raw.text, (raw.x0, raw.y0, raw.x1, raw.y1), raw.size, raw.bold, start))
+        previous = (raw, column)
+    del body_size
+    return lines
+
+
+_FOOTNOTE_START = re.compile(r"^(?:\d{1,3}|[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}|[*∗†‡§¶])\s*\S")
+
+
+def _footnotes_last(ordered: list[tuple[_Raw, int]], body_size: float) -> list[tuple[_Raw, int]]:
+    """Footnotes (a run of small lines closing a column, opened by a note number) move
+    to the end of the page, so they do not cut a sentence or a reference entry that
+    goes on in the next column."""
+    moved: list[tuple[_Raw, int]] = []
+    kept: list[tuple[_Raw, int]] = []
+    columns = sorted({column for _, column in ordered})
+    for column in columns:
+        lines = [item for item in ordered if item[1] == column]
+        if not lines:
+            continue
+        note_size = lines[-1][0].size
+        start = len(lines)
+        while start > 0 and abs(lines[start - 1][0].size - note_size) <= 0.3:
+            start -= 1
+        if start > 0 and lines[start - 1][0].size < note_size + 0.9 or note_size > body_size - 0.9:
+            start = len(lines)  # no smaller run below the column's text
+        # The run must sit below the column's body text and open with a note number.
+        if 0 < start < len(lines) and _FOOTNOTE_START.match(lines[start][0].text):
+            moved.extend(lines[start:])
+            kept.extend(lines[:start])
+        else:
+            kept.extend(lines)
+    if not moved:
+        return ordered
+    order = {id(raw): index for index, (raw, _) in enumerate(ordered)}
+    kept.sort(key=lambda item: order[id(item[0])])
+    return kept + [(raw, 3) for raw, _ in moved]
+
+
+# --- pages ---------------------------------------------------------------------------
+
+
+def _body_size(pages: list[list[_Raw]]) -> float:
+    chars: collections.Counter[float] = collections.Counter()
+    for lines in pages:
+        for raw in lines:
+            chars[raw.size] += len(raw.text)
+    return chars.most_common(1)[0][0] if chars else 10.0
+
+
+def read_document(doc: pymupdf.Document) -> list[PageLayout]:
+    """Every page's lines in reading order, running heads and page numbers dropped."""
+    raw_pages: list[list[_Raw]] = []
+    sizes: list[tuple[float, float]] = []
+    for index in range(doc.page_count):
+        page = doc[index]
+        raw_pages.append(_raw_lines(page))
+        sizes.append((float(page.rect.width), float(page.rect.height)))
+    counts: collections.Counter[str] = collections.Counter()
+    for lines, (_, height) in zip(raw_pages, sizes):
+        counts.update({_edge_key(r.text) for r in _edge_lines(lines, height)})
+    body_size = _body_size(raw_pages)
+    layouts: list[PageLayout] = []
+    for index, (lines, (width, height)) in enumerate(zip(raw_pages, sizes)):
+        edge = {id(r) for r in _edge_lines(lines, height)}
+        kept = [
+            r
+            for r in lines
+            if not (
+                id(r) in edge
+                and (counts[_edge_key(r.text)] >= _MIN_REPEATS or PAGE_NUMBER.fullmatch(r.text))
+            )
+        ]
+        ordered = _footnotes_last(_reading_order(kept), body_size)
+        layouts.append(
+            PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered, body_size)))
+        )
+    return layouts
+
