@@ -323,7 +323,8 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
     passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
     the_judge = judge.make_judge(judge_config, embedder(), client=_http_client(),
                                  budget=judge.TokenBudget(judge_config.openai.token_budget,
-                                                          row["tokens_spent"]))
+                                                          row["tokens_spent"]),
+                                 cache=judge.PostgresAnswerCache(ctx.pool))
     try:
         verdict = await the_judge.judge(row["claim"], passages)
     except judge.BudgetExhausted as err:
