@@ -120,6 +120,7 @@ class Worker:
             self.url, min_size=1, max_size=self.settings.worker.concurrency + 3))
         await self._retry("register", self._register)
         self.metrics.watch_queue_depth(loop, self._read_depth)
+        self.metrics.watch_gc()
         http = None
         if self.settings.worker.metrics_port is not None:
             http = self.metrics.serve(self.settings.worker.metrics_port)
@@ -144,6 +145,7 @@ class Worker:
                 await asyncio.wait_for(
                     queue.set_worker_state(self.pool, worker_id=self.id, state="stopped"), 5)
             await self.pool.close()
+            self.metrics.unwatch_gc()
             if http is not None:
                 await asyncio.to_thread(http.shutdown)
                 http.server_close()
@@ -361,7 +363,7 @@ class Worker:
             await asyncio.sleep(_TICK_S)
             now = time.monotonic()
             self.metrics.loop_tick = now
-            self.metrics.loop_lag.observe(max(0.0, now - before - _TICK_S))
+            self.metrics.observe_loop_lag(max(0.0, now - before - _TICK_S))
 
     async def _stamp(self) -> None:
         async with self._stamp_lock:
