@@ -77,6 +77,7 @@ class Worker:
         self._wake = asyncio.Event()
         self._wake_source = "rescan"
         self._wake_probe = True
+        self._held_back = False  # the last claim left due work it could not take
         self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
         self._completions: asyncio.Queue[tuple[queue.ClaimedTask, asyncio.Future[bool]]] = (
@@ -182,6 +183,7 @@ class Worker:
             failures = 0
             for task in claimed:
                 self._start(task, source)
+            self._held_back = False
             if claimed:
                 self.last_work = time.monotonic()
                 held_back = _HELD_BACK_MIN_S
@@ -202,10 +204,12 @@ class Worker:
                         timeout = min(timeout, due + 0.005)
                     elif due is not None:
                         # Due now, yet this claim did not get it: another worker holds
-                        # it (a racing claim), or its tenant is at its cap. Look again,
-                        # backing off, instead of spinning on it.
+                        # it (a racing claim), or its tenant is at its cap. Look again
+                        # when one of this worker's tasks ends, or after a backed-off
+                        # delay, instead of spinning on it.
                         timeout = min(timeout, held_back)
                         held_back = min(held_back * 2, _HELD_BACK_MAX_S)
+                        self._held_back = True
             woke = await self._wait(self._wake, timeout)
             if woke:
                 source = self._wake_source
@@ -285,6 +289,10 @@ class Worker:
             self._held.pop(task.id, None)
             self.metrics.in_flight.set(len(self._held))
             self._slot_freed.set()
+            if self._held_back:
+                # Due work was held back (a tenant at its cap): a finished task may have
+                # made room, so claim now rather than at the held-back timer.
+                self.wake("slot")
             if not self._held and not self._stopping.is_set():
                 # Busy -> idle: say so at once (one statement per transition), so the
                 # autoscaler does not spare this pod as busy until the next sweep.
