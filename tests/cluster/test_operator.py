@@ -243,7 +243,12 @@ async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
     staged = {r["filename"]: r for r in await pool.fetch(
         "SELECT filename, state, raw IS NULL AS dropped FROM documents")}
     assert set(staged) == {"thesis.pdf", *(p.name for p in sources)}
-    assert all(r["state"] == "parsed" and r["dropped"] for r in staged.values())
+    # Brought by the run itself (ConfigMap, URL), they were the run's only: once it
+    # finished, their bytes, pages and chunks are gone (issue 12, tenancy).
+    assert all(r["state"] == "staged" and r["dropped"] for r in staged.values())
+    assert await pool.fetchval("SELECT count(*) FROM document_pages") == 0
+    assert await pool.fetchval("SELECT count(*) FROM chunks") == 0
+    assert await pool.fetchval("SELECT count(*) FROM document_owners") == 0
     assert await pool.fetchval(
         "SELECT state FROM tasks WHERE kind = 'fetch_document'") == "succeeded"
 
