@@ -18,7 +18,7 @@ relevance, the BEIR setup; the published BM25 reference on BEIR SciFact is nDCG@
 0.665, over all 300 test claims with bm25 on Elasticsearch).
 
 (b) Judge: for each claim and each cited abstract, ``Retriever.search`` inside that
-abstract and ``EmbeddedJudge.judge``, as ``judge_citation`` does. Gold: the abstract's
+abstract and ``RulesJudge.judge``, as ``judge_citation`` does. Gold: the abstract's
 evidence label (SUPPORT / CONTRADICT), NEI when the cited abstract has no evidence.
 Mapping: supported -> SUPPORT, contradicted -> CONTRADICT, unsupported -> NEI, and
 partially_supported -> ``--partial`` (NEI by default: a claim only partly covered is
@@ -38,6 +38,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import pathlib
 import sys
 import time
@@ -49,7 +50,10 @@ from citerun import db, embedded, sql
 from citerun.worker.pipeline import embed, judge, pdf, retrieval
 from citerun.worker.pipeline.settings import RetrievalConfig
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "evaldata" / "scifact"
+REPO = pathlib.Path(__file__).resolve().parents[1]
+DATA = pathlib.Path(os.environ.get("CITERUN_EVALDATA", REPO.parent / "shared" / "evaldata")) / "scifact"
+sys.path.insert(0, str(REPO / "bench"))  # run as a script with -P: perturb.py is beside it
+import perturb  # noqa: E402
 _RUNS = sql.load("citerun", "queries/runs.sql")
 _PIPE = sql.load("citerun.worker", "queries/pipeline.sql")
 LABELS = ("SUPPORT", "CONTRADICT", "NEI")
@@ -98,7 +102,8 @@ async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder) -> in
                                    [(digest_of(i), 1, t) for i, t in texts.items()])
             await conn.executemany(_PIPE["chunk_insert"], [
                 (digest_of(i), c.ordinal, c.page_start, c.page_end, c.text,
-                 np.asarray(v, dtype=np.float32)) for (i, c), v in zip(flat, vectors)])
+                 np.asarray(v, dtype=np.float32), embedder.name, embedder.dim)
+                for (i, c), v in zip(flat, vectors)])
             for d in batch:
                 await conn.execute(_PIPE["document_mark_parsed"], digest_of(d["doc_id"]),
                                    d["title"], [], None, 1)
@@ -189,10 +194,24 @@ def to_label(verdict: judge.Verdict, partial: str) -> str:
     return "NEI"
 
 
-async def judge_pairs(pairs: list[Pair], embedder: typing.Any,
-                      config: judge.EmbeddedJudgeConfig) -> list[judge.Verdict]:
-    the_judge = judge.EmbeddedJudge(embedder, config)
-    return [(await the_judge.judge(p.claim, p.passages)).verdict for p in pairs]
+@dataclasses.dataclass
+class Timing:
+    pairs: int = 0
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+
+
+async def judge_pairs(pairs: list[Pair], the_judge: typing.Any,
+                      timing: Timing | None = None) -> list[judge.Judgement]:
+    out = []
+    for pair in pairs:
+        cpu, wall = time.process_time(), time.perf_counter()
+        out.append(await the_judge.judge(pair.claim, pair.passages))
+        if timing is not None:
+            timing.pairs += 1
+            timing.cpu_s += time.process_time() - cpu
+            timing.wall_s += time.perf_counter() - wall
+    return out
 
 
 def metrics(gold: list[str], predicted: list[str]) -> tuple[float, float, dict[str, float]]:
@@ -206,23 +225,86 @@ def metrics(gold: list[str], predicted: list[str]) -> tuple[float, float, dict[s
     return accuracy, sum(f1s.values()) / len(f1s), f1s
 
 
-def print_judge(pairs: list[Pair], verdicts: list[judge.Verdict], partial: str,
-                seconds: float) -> None:
+def print_judge(pairs: list[Pair], judgements: list[judge.Judgement], partial: str,
+                timing: Timing, title: str = "") -> None:
     gold = [p.gold for p in pairs]
+    verdicts = [j.verdict for j in judgements]
     predicted = [to_label(v, partial) for v in verdicts]
     accuracy, macro, f1s = metrics(gold, predicted)
-    print(f"\nJudge on {len(pairs)} (claim, cited abstract) pairs; partially_supported -> "
-          f"{partial}; {len(pairs) / seconds:.1f} pairs/s (retrieval + judge)")
-    print(f"accuracy {accuracy:.3f}   macro-F1 {macro:.3f}   "
-          + "   ".join(f"F1 {k} {v:.3f}" for k, v in f1s.items()))
-    print("\n" + f"{'gold / verdict':<14}" + "".join(f"{v.value[:13]:>14}" for v in _JUDGE_VERDICTS))
+    print(f"\nJudge{title} on {len(pairs)} (claim, cited abstract) pairs; partially_supported -> "
+          f"{partial}; judge alone {timing.pairs / max(timing.cpu_s, 1e-9):.1f} pairs per CPU-second "
+          f"({timing.pairs / max(timing.wall_s, 1e-9):.1f} pairs/s wall)")
+    print(f"| accuracy | macro-F1 | F1 SUPPORT | F1 CONTRADICT | F1 NEI |\n|---:|---:|---:|---:|---:|\n"
+          f"| {accuracy:.3f} | {macro:.3f} | " + " | ".join(f"{v:.3f}" for v in f1s.values()) + " |")
+    print("\n| gold \\ verdict | " + " | ".join(v.value for v in _JUDGE_VERDICTS) + " |\n|---|"
+          + "---:|" * len(_JUDGE_VERDICTS))
     counts = collections.Counter(zip(gold, verdicts))
     for label in LABELS:
-        print(f"{label:<14}" + "".join(f"{counts[(label, v)]:>14}" for v in _JUDGE_VERDICTS))
+        print(f"| {label} ({gold.count(label)}) | " + " | ".join(
+            str(counts[(label, v)]) for v in _JUDGE_VERDICTS) + " |")
+
+
+def print_reliability(pairs: list[Pair], judgements: list[judge.Judgement], partial: str) -> None:
+    """Confidence bins against how often the verdict's label is the gold label."""
+    edges = (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
+    rows = []
+    ece = 0.0
+    for low, high in zip(edges[:-1], edges[1:]):
+        inside = [(p, j) for p, j in zip(pairs, judgements) if low <= j.confidence < high]
+        if not inside:
+            continue
+        right = sum(to_label(j.verdict, partial) == p.gold for p, j in inside) / len(inside)
+        mean = sum(j.confidence for _, j in inside) / len(inside)
+        ece += len(inside) / len(pairs) * abs(right - mean)
+        rows.append(f"| {low:.1f}-{min(high, 1.0):.1f} | {len(inside)} | {mean:.3f} | {right:.3f} |")
+    print("\nReliability (confidence of the verdict vs how often it is right; expected "
+          f"calibration error {ece:.3f})\n| confidence | pairs | mean confidence | accuracy |"
+          "\n|---|---:|---:|---:|")
+    print("\n".join(rows))
 
 
 _JUDGE_VERDICTS = (judge.Verdict.SUPPORTED, judge.Verdict.PARTIALLY_SUPPORTED,
                    judge.Verdict.UNSUPPORTED, judge.Verdict.CONTRADICTED)
+
+
+async def eval_negations(pool: typing.Any, retriever: retrieval.Retriever, the_judge: typing.Any,
+                         pairs: list[Pair], judgements: list[judge.Judgement]) -> None:
+    """Supported claims against their negation (perturb.negate): do the verdicts differ?"""
+    rows = []
+    for pair, judgement in zip(pairs, judgements):
+        negated = perturb.negate(pair.claim) if pair.gold == "SUPPORT" else None
+        if negated is None:
+            continue
+        passages = await retriever.search(pool, negated, [digest_of(pair.doc_id)])
+        other = await the_judge.judge(negated, passages)
+        rows.append((judgement.verdict, other.verdict))
+    differ = sum(a != b for a, b in rows)
+    flipped = sum(a == judge.Verdict.SUPPORTED and b == judge.Verdict.CONTRADICTED for a, b in rows)
+    print(f"\nNegation set: {len(rows)} supported (claim, abstract) pairs whose claim perturb.negate "
+          f"can negate; verdicts differ on {differ} ({differ / max(len(rows), 1):.0%}); "
+          f"supported -> contradicted on {flipped} ({flipped / max(len(rows), 1):.0%})")
+
+
+async def eval_german(pool: typing.Any, retriever: retrieval.Retriever, the_judge: typing.Any,
+                      partial: str) -> None:
+    """The German test set (tests/data/scifact_dev_german.jsonl): German vs English claims."""
+    path = REPO / "tests" / "data" / "scifact_dev_german.jsonl"
+    if not path.exists():
+        print(f"\n(no German test set at {path})")
+        return
+    items = [json.loads(line) for line in path.open(encoding="utf-8")]
+    for language in ("claim_en", "claim_de"):
+        pairs = []
+        for item in items:
+            passages = await retriever.search(pool, item[language], [digest_of(item["doc_id"])])
+            pairs.append(Pair(item[language], item["doc_id"], item["gold"], tuple(passages)))
+        judgements = await judge_pairs(pairs, the_judge)
+        accuracy, macro, f1s = metrics([p.gold for p in pairs],
+                                       [to_label(j.verdict, partial) for j in judgements])
+        print(f"German set, {language}: {len(pairs)} pairs, accuracy {accuracy:.3f}, macro-F1 "
+              f"{macro:.3f}, verdicts " + ", ".join(
+                  f"{k.value} {v}" for k, v in collections.Counter(j.verdict for j in judgements).items()))
+
 
 GRID = {
     "supported": (0.6, 0.65, 0.7, 0.75),
@@ -233,13 +315,15 @@ GRID = {
 
 
 async def tune(pairs: list[Pair], embedder: typing.Any) -> None:
+    """Grid-search the rule judge's thresholds (``--judge rules``) on this split."""
     gold = [p.gold for p in pairs]
     results = []
     for values in itertools.product(*GRID.values()):
         settings = dict(zip(GRID, values))
         if settings["partially_supported"] > settings["supported"]:
             continue
-        verdicts = await judge_pairs(pairs, embedder, judge.EmbeddedJudgeConfig(**settings))
+        the_judge = judge.RulesJudge(embedder, judge.RulesJudgeConfig(**settings))
+        verdicts = [j.verdict for j in await judge_pairs(pairs, the_judge)]
         for partial in ("SUPPORT", "NEI"):
             _, macro, _ = metrics(gold, [to_label(v, partial) for v in verdicts])
             results.append((macro, partial, settings))
@@ -249,17 +333,37 @@ async def tune(pairs: list[Pair], embedder: typing.Any) -> None:
         print(f"  macro-F1 {macro:.3f}  partial->{partial}  {settings}")
 
 
+def make_judge(args: argparse.Namespace, embedder: typing.Any) -> typing.Any:
+    if args.judge == "rules":
+        return judge.RulesJudge(embedder, judge.RulesJudgeConfig(**args.config))
+    if args.judge == "openai":
+        config = judge.JudgeConfig(kind="openai", openai=judge.OpenAIConfig(**{
+            "base_url": args.openai_base_url, "model": args.openai_model, "token_budget": None,
+            **args.config}))
+        return judge.make_judge(config, embedder)
+    return judge.TrainedJudge(embedder, judge.TrainedJudgeConfig(**args.config))
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "train"), default="dev")
     parser.add_argument("--limit", type=int, default=None, help="first N claims only")
     parser.add_argument("--data-dir", type=pathlib.Path,
                         default=pathlib.Path("/tmp/citerun-scifact"))
-    parser.add_argument("--partial", choices=("SUPPORT", "NEI"), default="NEI")
+    parser.add_argument("--judge", choices=("embedded", "rules", "openai"), default="embedded",
+                        help="embedded: the trained judge (default); rules: the rule judge; "
+                        "openai: any OpenAI-compatible endpoint (key from OPENAI_API_KEY)")
+    parser.add_argument("--openai-base-url", default="https://api.openai.com")
+    parser.add_argument("--openai-model", default="gpt-4o-mini")
+    parser.add_argument("--partial", choices=("SUPPORT", "NEI"), default="SUPPORT",
+                        help="label of partially_supported; SUPPORT for the trained judge, whose "
+                        "partially_supported is an unsure SUPPORT decision")
     parser.add_argument("--config", type=json.loads, default={},
-                        help='EmbeddedJudgeConfig overrides as JSON, e.g. \'{"supported": 0.65}\'')
-    parser.add_argument("--tune", action="store_true", help="grid-search judge thresholds")
+                        help='judge config overrides as JSON, e.g. \'{"supported_min": 0.6}\'')
+    parser.add_argument("--tune", action="store_true", help="grid-search rule-judge thresholds")
     parser.add_argument("--skip-retrieval", action="store_true")
+    parser.add_argument("--negations", action="store_true", help="also the negation test set")
+    parser.add_argument("--german", action="store_true", help="also the German test set")
     args = parser.parse_args()
     claims = [json.loads(line) for line in
               (DATA / f"claims_{args.split}.jsonl").open(encoding="utf-8")][: args.limit]
@@ -274,12 +378,29 @@ async def main() -> None:
         retriever = retrieval.Retriever(wordllama, RetrievalConfig())
         if not args.skip_retrieval:
             await eval_retrieval(pool, retriever, claims)
-        started = time.perf_counter()
         pairs = await retrieve_pairs(pool, retriever, claims)
-        verdicts = await judge_pairs(pairs, wordllama, judge.EmbeddedJudgeConfig(**args.config))
-        print_judge(pairs, verdicts, args.partial, time.perf_counter() - started)
+        chunks = dict(await pool.fetch(
+            "SELECT digest, count(*) FROM chunks WHERE digest = ANY($1::text[]) GROUP BY digest",
+            [digest_of(p.doc_id) for p in pairs]))
+        whole = sum(len(p.passages) == chunks[digest_of(p.doc_id)] for p in pairs)
+        print(f"\n{whole} of {len(pairs)} pairs got every chunk of their abstract from retrieval")
+        the_judge = make_judge(args, wordllama)
+        timing = Timing()
+        judgements = await judge_pairs(pairs, the_judge, timing)
+        print_judge(pairs, judgements, args.partial, timing, f" ({args.judge})")
+        other = "NEI" if args.partial == "SUPPORT" else "SUPPORT"
+        _, macro, _ = metrics([p.gold for p in pairs], [to_label(j.verdict, other) for j in judgements])
+        print(f"(with partially_supported -> {other}: macro-F1 {macro:.3f})")
+        print_reliability(pairs, judgements, args.partial)
+        if args.negations:
+            await eval_negations(pool, retriever, the_judge, pairs, judgements)
+        if args.german:
+            await eval_german(pool, retriever, the_judge, args.partial)
         if args.tune:
             await tune(pairs, CachingEmbedder(wordllama))
+        tokens = sum(j.tokens_used for j in judgements)
+        if tokens:
+            print(f"\ntokens used: {tokens} ({tokens / len(pairs):.0f} per pair)")
     finally:
         await pool.close()
         server.stop()

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from citerun import db, localdb, runs, verify
+from citerun import db, runs, verify
 from citerun.settings import Settings
 
 
@@ -32,6 +32,7 @@ def _name_from(path: Path) -> str:
 def submit(args: argparse.Namespace) -> int:
     from citerun.operator import spec as specs
 
+    url = Settings().cluster_database_url("citerun submit")
     try:
         thesis, sources = verify.check_arguments(args.thesis, args.sources, 1)
     except verify.UsageError as err:
@@ -48,8 +49,7 @@ def submit(args: argparse.Namespace) -> int:
         finally:
             await pool.close()
 
-    with localdb.database(Settings()) as url:
-        staged = asyncio.run(upload(url))
+    staged = asyncio.run(upload(url))
     name = args.name or _name_from(thesis)
     body = {
         "apiVersion": f"{specs.GROUP}/{specs.VERSION}", "kind": specs.KIND,
@@ -108,8 +108,7 @@ def report(args: argparse.Namespace) -> int:
         finally:
             await conn.close()
 
-    with localdb.database(Settings()) as url:
-        row = asyncio.run(fetch(url))
+    row = asyncio.run(fetch(Settings().cluster_database_url("citerun report")))
     if row is None:
         print(f"citerun report: the report of {args.name} is not ready "
               f"({(obj.get('status') or {}).get('phase')})", file=sys.stderr)

@@ -18,7 +18,7 @@ import fasteners
 from citerun import db, embedded
 from citerun.settings import Settings
 
-DATABASE = "citerun"  # keep in sync with database_create_citerun in db.sql
+DATABASE = "citerun"  # db.sql creates it (tests/unit/test_single_sources.py compares)
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from citerun import retry
+from citerun import errors, retry
 
 
 class QueueSettings(BaseModel):
@@ -105,12 +105,20 @@ class WorkerSettings(BaseModel):
         1.0, gt=0, description="Seconds before re-opening a lost LISTEN connection (doubles "
         "up to 5 s, citerun.db.RECONNECT, while the database stays away).")
     metrics_port: int | None = Field(
-        None, ge=0, le=65535, description="Port of the Prometheus endpoint; None disables it.")
+        None, ge=0, le=65535, description="Port of the Prometheus endpoint (/metrics, and "
+        "/healthz for the pod's probes, which never touches the database); None disables it.")
+    depth_interval_s: float = Field(
+        15.0, gt=0, description="Seconds the queue depth read for /metrics is reused: the "
+        "Prometheus scrape interval, so several scrapers cost one read per interval.")
     kinds: tuple[str, ...] | None = Field(
         None, description="Task kinds this worker claims; None means every registered kind.")
     run_id: uuid.UUID | None = Field(
         None, description="Claim only this run's tasks (a local worker serving its own run "
         "beside other runs in a shared database); None claims every run's.")
+
+
+class MissingDatabaseUrl(errors.CiterunError):
+    """CITERUN_DATABASE_URL is not set."""
 
 
 class Settings(BaseSettings):
@@ -129,6 +137,16 @@ class Settings(BaseSettings):
     pool_max: int = Field(8, ge=1, description="Connections a pool may open.")
     queue: QueueSettings = Field(default_factory=QueueSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+
+    def cluster_database_url(self, command: str) -> str:
+        """The cluster's database for ``command`` (submit, upload): never a local one,
+        whose documents the cluster's operator would never see."""
+        if not self.database_url:
+            raise MissingDatabaseUrl(
+                f"{command} needs CITERUN_DATABASE_URL: the postgresql:// URL of the "
+                "cluster's database (the one the operator uses). Without it the documents "
+                "would go to a local database the cluster cannot read.")
+        return self.database_url
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (validated like the original)."""

@@ -27,7 +27,7 @@ import kopf
 import pydantic
 
 from citerun import db, flow, runs, runspec
-from citerun.operator import autoscaler, kube, status, sync
+from citerun.operator import autoscaler, cleaner, kube, status, sync
 from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
 from citerun.operator import spec as specs
@@ -66,11 +66,16 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.metrics = operator_metrics.OperatorMetrics()
     if CONFIG.operator.metrics_port is not None:
         memo.metrics.serve(CONFIG.operator.metrics_port)
+    leading = None  # without the autoscaler's Lease every replica cleans (idempotent)
     if CONFIG.autoscaler.enabled:
         scaler = autoscaler.Autoscaler(memo.pool, CONFIG.operator, CONFIG.autoscaler,
                                        memo.metrics, core.queue)
         memo.background.append(asyncio.create_task(scaler.run(core.database_url),
                                                    name="autoscaler"))
+        leading = scaler.leading
+    memo.background.append(asyncio.create_task(cleaner.Cleaner(
+        memo.pool, CONFIG.retention, resource_exists=cleaner.citation_run_shows,
+        is_leader=leading).run(), name="cleaner"))
 
 
 @kopf.on.cleanup()

@@ -7,6 +7,7 @@ test starts in milliseconds from the real schema.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import shutil
 import signal
@@ -24,6 +25,30 @@ from citerun import db, embedded
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = "citerun_template"
+
+# The repository root must never be on a sys.path: its operator/ folder (installed as
+# citerun.operator) would shadow the standard library's operator. Exported once, here,
+# for every child process the tests start (pytest itself runs with -P and
+# --import-mode=importlib). `tests` stays importable (for `worker --tasks
+# tests.support.tasks:registry`) through a directory that holds nothing but a link to it.
+os.environ["PYTHONSAFEPATH"] = "1"
+if "CITERUN_TESTS_IMPORT_ROOT" not in os.environ:
+    _root = Path(tempfile.mkdtemp(prefix="citerun-tests-path-"))
+    (_root / "tests").symlink_to(REPO / "tests", target_is_directory=True)
+    os.environ["CITERUN_TESTS_IMPORT_ROOT"] = str(_root)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(_root), os.environ.get("PYTHONPATH")) if p)
+    atexit.register(shutil.rmtree, _root, True)
+if os.environ["CITERUN_TESTS_IMPORT_ROOT"] not in sys.path:
+    sys.path.insert(0, os.environ["CITERUN_TESTS_IMPORT_ROOT"])
+
+
+def citerun_command() -> list[str]:
+    """How tests start citerun: its console script, beside this interpreter."""
+    script = Path(sys.executable).with_name("citerun")
+    if not script.is_file():
+        raise RuntimeError(f"the citerun console script is not installed beside {sys.executable}")
+    return [str(script)]
 
 
 @pytest.fixture(scope="session")
@@ -107,7 +132,7 @@ class WorkerProcess:
                     "CITERUN_WORKER__ID": name, **(env or {})}
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "citerun", "--log-level", "INFO", "worker", "--tasks", tasks],
+            [*citerun_command(), "--log-level", "INFO", "worker", "--tasks", tasks],
             cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
 
     def signal(self, sig: signal.Signals) -> None:

@@ -70,7 +70,6 @@ class TaskSpec(Generic[P]):
     kind: str
     handler: Handler
     payload_model: type[P]
-    max_attempts: int | None = None
 
 
 class Registry:
@@ -81,13 +80,13 @@ class Registry:
         #: Called with the ids of tasks that were dead-lettered (out of attempts).
         self.on_dead: DeadHook | None = None
 
-    def task(self, kind: str, *, payload: type[P],
-             max_attempts: int | None = None) -> Callable[[Handler], Handler]:
-        """Register ``handler(ctx, payload)`` for ``kind``."""
+    def task(self, kind: str, *, payload: type[P]) -> Callable[[Handler], Handler]:
+        """Register ``handler(ctx, payload)`` for ``kind`` (its attempts are the settings'
+        ``queue.max_attempts_by_kind``, decided when a task is enqueued)."""
         def register(handler: Handler) -> Handler:
             if kind in self._specs:
                 raise RegistryError(f"task kind {kind!r} registered twice")
-            self._specs[kind] = TaskSpec(kind, handler, payload, max_attempts)
+            self._specs[kind] = TaskSpec(kind, handler, payload)
             return handler
         return register
 

@@ -137,14 +137,16 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
     parsed, chunks = outcome.document, list(outcome.chunks)
-    vectors: Any = (await ctx.run_cpu(embedder().embed, [c.text for c in chunks])
+    the_embedder = embedder()
+    vectors: Any = (await ctx.run_cpu(the_embedder.embed, [c.text for c in chunks])
                     if chunks else [])
     async with ctx.fenced() as conn:
         await conn.executemany(_Q["document_page_insert"],
                                [(payload.digest, p.number, p.text) for p in parsed.pages])
         await conn.executemany(_Q["chunk_insert"], [
             (payload.digest, c.ordinal, c.page_start, c.page_end, c.text,
-             np.asarray(v, dtype=np.float32)) for c, v in zip(chunks, vectors)])
+             np.asarray(v, dtype=np.float32), the_embedder.name, the_embedder.dim)
+            for c, v in zip(chunks, vectors)])
         await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
                            list(parsed.authors), parsed.year, parsed.page_count)
         await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
@@ -321,7 +323,8 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
     passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
     the_judge = judge.make_judge(judge_config, embedder(), client=_http_client(),
                                  budget=judge.TokenBudget(judge_config.openai.token_budget,
-                                                          row["tokens_spent"]))
+                                                          row["tokens_spent"]),
+                                 cache=judge.PostgresAnswerCache(ctx.pool))
     try:
         verdict = await the_judge.judge(row["claim"], passages)
     except judge.BudgetExhausted as err:

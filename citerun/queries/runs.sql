@@ -173,7 +173,7 @@ WHERE o.tenant = run.tenant AND o.via = 'run'
   AND o.digest IN (SELECT digest FROM run_sources WHERE run_id = run.id)
   AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
                   WHERE s.digest = o.digest AND r.tenant = run.tenant AND r.id <> run.id
-                    AND r.state IN ('pending', 'running'))
+                    AND r.state = 'running')
 RETURNING o.digest;
 
 -- name: owners_expire_uploads --
@@ -183,7 +183,7 @@ DELETE FROM document_owners AS o
 WHERE o.via = 'upload' AND o.owned_at < now() - make_interval(secs => $1)
   AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
                   WHERE s.digest = o.digest AND r.tenant = o.tenant
-                    AND r.state IN ('pending', 'running'))
+                    AND r.state = 'running')
 RETURNING o.digest;
 
 -- name: documents_erase_unowned --
@@ -195,7 +195,7 @@ WITH orphans AS (
     WHERE d.digest = ANY($1::text[])
       AND NOT EXISTS (SELECT 1 FROM document_owners AS o WHERE o.digest = d.digest)
       AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
-                      WHERE s.digest = d.digest AND r.state IN ('pending', 'running'))
+                      WHERE s.digest = d.digest AND r.state = 'running')
 ),
 pages AS (DELETE FROM document_pages WHERE digest IN (SELECT digest FROM orphans)),
 chunk_rows AS (DELETE FROM chunks WHERE digest IN (SELECT digest FROM orphans))

@@ -145,10 +145,10 @@ async def test_ten_processes_migrate_an_empty_database_once(fresh_database_url: 
     import subprocess
     import sys
 
-    from tests.conftest import REPO
-    procs = [subprocess.Popen([sys.executable, "-m", "citerun", "migrate"], cwd=REPO,
+    from tests.conftest import REPO, citerun_command
+    procs = [subprocess.Popen([*citerun_command(), "migrate"], cwd=REPO,
                               env={"CITERUN_DATABASE_URL": fresh_database_url,
-                                   "PATH": "/usr/bin:/bin"},
+                                   "PATH": "/usr/bin:/bin", "PYTHONSAFEPATH": "1"},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(10)]
     outputs = [p.communicate(timeout=120) for p in procs]
@@ -180,7 +180,7 @@ async def test_lost_notify_is_recovered_by_rescan_and_poll(pool: asyncpg.Pool,
         await queue.enqueue(conn, [queue.NewTask("work")])
     await _until(lambda: _count_done(pool, 1), 10, "work after the listener was killed", [w])
     # 2. Work inserted with no NOTIFY at all: only the poll can find it.
-    await pool.execute("INSERT INTO tasks (kind) VALUES ('work')")
+    await pool.execute("INSERT INTO tasks (kind, max_attempts) VALUES ('work', 5)")
     t0 = time.monotonic()
     await _until(lambda: _count_done(pool, 2), 15, "un-notified work via the poll", [w])
     assert time.monotonic() - t0 <= 3 * 1.2 + 2

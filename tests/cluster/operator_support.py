@@ -7,7 +7,6 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +15,7 @@ import asyncpg
 from kubernetes import client as k8s
 
 from citerun import runs
+from tests.conftest import citerun_command
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "citationrun.yaml"
@@ -39,7 +39,7 @@ class OperatorProcess:
                     "CITERUN_OPERATOR__METRICS_PORT": str(free_port()), **(env or {})}
         scope = [] if clusterwide else ["--namespace", namespace]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "citerun", "--log-level", "INFO", "operator", *scope,
+            [*citerun_command(), "--log-level", "INFO", "operator", *scope,
              "--liveness-port", str(free_port())],
             cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
 

@@ -6,7 +6,6 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 from typing import Any
 
 import asyncpg
@@ -14,13 +13,14 @@ import pytest
 from kubernetes import client as k8s
 
 import operator_support as ops
+from tests.conftest import citerun_command
 
 pytestmark = pytest.mark.cluster
 
 
 def _citerun(*args: str, kubeconfig: pathlib.Path, url: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "CITERUN_DATABASE_URL": url}
-    return subprocess.run([sys.executable, "-m", "citerun", *args], cwd=ops.REPO, env=env,
+    return subprocess.run([*citerun_command(), *args], cwd=ops.REPO, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -58,8 +58,8 @@ async def _parsed(pool: asyncpg.Pool, digest: str) -> None:
     await pool.execute("INSERT INTO document_pages (digest, number, text) VALUES ($1, 1, 'x')",
                        digest)
     await pool.execute("INSERT INTO chunks (digest, ordinal, page_start, page_end, text, "
-                       "embedding) VALUES ($1, 0, 1, 1, 'x', array_fill(0.1, ARRAY[256])"
-                       "::vector)", digest)
+                       "embedding, embedding_model, embedding_dim) VALUES ($1, 0, 1, 1, 'x', "
+                       "array_fill(0.1, ARRAY[256])::vector, 'test-model@256', 256)", digest)
 
 
 async def test_pages_and_chunks_go_when_no_run_of_an_owner_needs_them(

@@ -15,7 +15,6 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 import typing
 
 import pytest
@@ -23,6 +22,7 @@ import pytest
 from citerun import db, localdb
 from citerun.settings import Settings
 from tests.unit import pdf_fixtures
+from tests.conftest import citerun_command
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -47,7 +47,7 @@ def verify(data_dir: pathlib.Path, *args: str, cwd: pathlib.Path,
            env_extra: dict[str, str] | None = None) -> Run:
     env = {k: v for k, v in os.environ.items() if k != "CITERUN_DATABASE_URL"}
     env.update(CITERUN_DATA_DIR=str(data_dir), COLUMNS="250", **(env_extra or {}))
-    done = subprocess.run([sys.executable, "-m", "citerun", "verify", *args], cwd=cwd, env=env,
+    done = subprocess.run([*citerun_command(), "verify", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600, check=False)
     return Run(done.returncode, done.stdout, done.stderr)
 

@@ -144,14 +144,14 @@ def test_page_is_the_page_of_the_marker() -> None:
     assert [(c.key, c.page) for c in extraction.citations] == [("1", 1), ("2", 2)]
 
 
-def test_markers_after_the_reference_list_are_ignored() -> None:
+def test_the_list_gives_no_markers_but_an_appendix_after_it_does() -> None:
     pages = [
         (1, "Claim [1]."),
         (2, "References\n\n[1] Smith, J. (2020). Title one. Journal.\n[2] Lee, K. (2019). Two. J."),
         (3, "Appendix A\n\nAn appendix claim [2]."),
     ]
     extraction = citations.extract(pages)
-    assert [c.key for c in extraction.citations] == ["1"]
+    assert [(c.key, c.page) for c in extraction.citations] == [("1", 1), ("2", 3)]
     assert len(extraction.references) == 2
 
 

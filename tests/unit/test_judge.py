@@ -16,6 +16,7 @@ import pytest
 
 from citerun import errors
 from citerun.worker.pipeline import embed, judge
+from citerun.worker.pipeline.judging import language
 
 Verdict = judge.Verdict
 
@@ -45,11 +46,11 @@ _COHORT = judge.Passage(
 
 
 @pytest.fixture(scope="module")
-def embedded() -> judge.EmbeddedJudge:
-    return judge.EmbeddedJudge(embed.WordLlamaEmbedder())
+def embedded() -> judge.RulesJudge:
+    return judge.RulesJudge(embed.WordLlamaEmbedder())
 
 
-async def test_supported_claim_quotes_the_supporting_sentence(embedded: judge.EmbeddedJudge) -> None:
+async def test_supported_claim_quotes_the_supporting_sentence(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge(
         "Adults who exercised regularly reported fewer symptoms of anxiety than the control group.",
         [_COHORT, _TRIAL],
@@ -65,14 +66,14 @@ async def test_supported_claim_quotes_the_supporting_sentence(embedded: judge.Em
     assert result.tokens_used == 0
 
 
-async def test_paraphrased_claim_is_supported(embedded: judge.EmbeddedJudge) -> None:
+async def test_paraphrased_claim_is_supported(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge("Regular exercise reduces anxiety symptoms in adults.", [_TRIAL])
     assert result.verdict == Verdict.SUPPORTED
     assert "twelve weeks" in result.evidence[0].quote
 
 
 async def test_claim_saying_more_than_the_source_is_partially_supported(
-    embedded: judge.EmbeddedJudge,
+    embedded: judge.RulesJudge,
 ) -> None:
     result = await embedded.judge(
         "Regular exercise reduces anxiety symptoms and depression in adults and adolescents.",
@@ -81,7 +82,7 @@ async def test_claim_saying_more_than_the_source_is_partially_supported(
     assert result.verdict == Verdict.PARTIALLY_SUPPORTED
 
 
-async def test_unrelated_claim_is_unsupported(embedded: judge.EmbeddedJudge) -> None:
+async def test_unrelated_claim_is_unsupported(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge("The printing press was invented in Mainz around 1450.", [_TRIAL, _COHORT])
     assert result.verdict == Verdict.UNSUPPORTED
     assert result.confidence > 0.8
@@ -106,7 +107,7 @@ async def test_unrelated_claim_is_unsupported(embedded: judge.EmbeddedJudge) -> 
     ],
 )
 async def test_contradicted_claims(
-    embedded: judge.EmbeddedJudge, claim: str, passage: judge.Passage
+    embedded: judge.RulesJudge, claim: str, passage: judge.Passage
 ) -> None:
     result = await embedded.judge(claim, [passage])
     assert result.verdict == Verdict.CONTRADICTED, result.rationale
@@ -114,7 +115,7 @@ async def test_contradicted_claims(
     assert result.evidence and result.evidence[0].page_start == passage.page_start
 
 
-async def test_no_passages_is_unsupported(embedded: judge.EmbeddedJudge) -> None:
+async def test_no_passages_is_unsupported(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge("Anything at all.", [])
     assert (result.verdict, result.evidence) == (Verdict.UNSUPPORTED, ())
 
@@ -185,14 +186,14 @@ _FRONT = judge.Passage(
 
 
 def test_titles_and_headings_are_not_quoted() -> None:
-    sentences = judge._sentences(_FRONT)
+    sentences = language.sentences_of(_FRONT)
     assert sentences[0] == "We linked daily admissions to daily maximum temperature."
     assert sentences[-1] == "The effect was stronger in districts with little green space."
     assert not any("Public Health" in s for s in sentences)
 
 
 async def test_contradiction_by_direction_uses_the_title_as_context(
-    embedded: judge.EmbeddedJudge,
+    embedded: judge.RulesJudge,
 ) -> None:
     result = await embedded.judge(
         "Hospital admissions of older adults fall during heat waves, because older people "
@@ -202,7 +203,7 @@ async def test_contradiction_by_direction_uses_the_title_as_context(
 
 
 async def test_authors_comment_in_a_which_clause_is_not_required(
-    embedded: judge.EmbeddedJudge,
+    embedded: judge.RulesJudge,
 ) -> None:
     result = await embedded.judge(
         "Admissions peak one day after the hottest day, which gives health services a short "
@@ -211,7 +212,7 @@ async def test_authors_comment_in_a_which_clause_is_not_required(
     assert result.evidence[0].quote == "Admissions peaked one day after the hottest day."
 
 
-async def test_one_half_of_an_or_is_partial_support(embedded: judge.EmbeddedJudge) -> None:
+async def test_one_half_of_an_or_is_partial_support(embedded: judge.RulesJudge) -> None:
     result = await embedded.judge(
         "Heat exposure is uneven: it is worst where streets are narrow or green space is "
         "scarce.", [_FRONT])
@@ -221,12 +222,12 @@ async def test_one_half_of_an_or_is_partial_support(embedded: judge.EmbeddedJudg
 
 def test_embedded_config_rejects_inverted_thresholds() -> None:
     with pytest.raises(ValueError, match="partially_supported"):
-        judge.EmbeddedJudgeConfig(supported=0.4, partially_supported=0.6)
+        judge.RulesJudgeConfig(supported=0.4, partially_supported=0.6)
 
 
 def test_make_judge_builds_the_configured_judge() -> None:
     embedder = embed.WordLlamaEmbedder()
-    assert isinstance(judge.make_judge(judge.JudgeConfig(), embedder), judge.EmbeddedJudge)
+    assert isinstance(judge.make_judge(judge.JudgeConfig(), embedder), judge.RulesJudge)
     openai = judge.make_judge(
         judge.JudgeConfig.model_validate({"kind": "openai", "openai": {"token_budget": 5}}), embedder
     )
@@ -346,7 +347,7 @@ async def test_openai_good_answer(server: ChatServer) -> None:
     async with judge.OpenAIJudge(_config(server), budget) as openai:
         result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
     assert (result.verdict, result.confidence, result.tokens_used) == (Verdict.SUPPORTED, 0.85, 321)
-    assert result.rationale == "Passage 2 states it."
+    assert result.rationale == "Passage 2 states it. (deciding passages: [2])"
     assert [e.chunk_id for e in result.evidence] == [11]
     assert result.evidence[0].quote.startswith("Adults who exercised regularly")
     assert budget.spent == 321
@@ -486,3 +487,80 @@ async def test_openai_missing_key_file_is_a_config_error(server: ChatServer, tmp
 def test_token_budget_rejects_negative_counts() -> None:
     with pytest.raises(ValueError):
         judge.TokenBudget(limit=10, spent=-1)
+
+
+class DictCache:
+    """An answer cache in a dict (the Postgres one is tested in tests/db)."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, tuple[str, int]] = {}
+
+    async def get(self, key: str) -> tuple[str, int] | None:
+        return self.answers.get(key)
+
+    async def put(self, key: str, model: str, answer: str, tokens: int) -> None:
+        self.answers.setdefault(key, (answer, tokens))
+
+
+async def test_openai_identical_question_is_answered_from_the_cache(server: ChatServer) -> None:
+    server.script = [Reply(content=_GOOD, tokens=321)]
+    cache = DictCache()
+    budget = judge.TokenBudget(limit=10_000)
+    async with judge.OpenAIJudge(_config(server), budget, cache=cache) as openai:
+        first = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+        again = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 1  # the second answer cost no request
+    assert (first.tokens_used, again.tokens_used, budget.spent) == (321, 0, 321)
+    assert again.verdict == first.verdict and again.rationale.endswith("(cached answer)")
+    assert [e.chunk_id for e in again.evidence] == [e.chunk_id for e in first.evidence]
+
+
+async def test_openai_cache_key_changes_with_model_claim_and_passages(server: ChatServer) -> None:
+    server.script = [Reply(content=_GOOD) for _ in range(3)]
+    cache = DictCache()
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None), cache=cache) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+        await openai.judge(_CLAIM + " Strongly.", [_COHORT, _TRIAL])
+        await openai.judge(_CLAIM, [_TRIAL, _COHORT])
+    async with judge.OpenAIJudge(_config(server, model="other-model"), judge.TokenBudget(None),
+                                 cache=cache) as openai:
+        server.script = [Reply(content=_GOOD)]
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 4 and len(cache.answers) == 4
+
+
+async def test_openai_cached_answer_that_no_longer_validates_is_asked_again(server: ChatServer) -> None:
+    cache = DictCache()
+    server.script = [Reply(content=_GOOD, tokens=50)]
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None), cache=cache) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+        (key,) = cache.answers
+        cache.answers[key] = ('{"verdict": "maybe"}', 50)
+        server.script = [Reply(content=_GOOD, tokens=60)]
+        result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert len(server.seen) == 2 and result.tokens_used == 60
+
+
+async def test_openai_api_key_given_in_the_config_wins_and_is_not_printed(
+        server: ChatServer, tmp_path: pathlib.Path) -> None:
+    key_file = tmp_path / "api-key"
+    key_file.write_text("sk-from-file\n")
+    config = _config(server, api_key="sk-per-run", api_key_file=key_file)
+    assert "sk-per-run" not in repr(config) and "sk-per-run" not in str(config.model_dump())
+    server.script = [Reply(content=_GOOD)]
+    async with judge.OpenAIJudge(config, judge.TokenBudget(None)) as openai:
+        await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    assert server.seen[0].headers["Authorization"] == "Bearer sk-per-run"
+
+
+async def test_openai_prompt_numbers_every_passage_and_asks_for_deciding_ids(server: ChatServer) -> None:
+    server.script = [Reply(content=json.dumps({"verdict": "contradicted", "confidence": 0.7,
+                                               "evidence": [2, 1], "rationale": "[2] says the opposite."}))]
+    async with judge.OpenAIJudge(_config(server), judge.TokenBudget(None)) as openai:
+        result = await openai.judge(_CLAIM, [_COHORT, _TRIAL])
+    (request,) = server.seen  # one request for the citation, with all its passages
+    system, user = request.body["messages"]
+    assert "decide the verdict" in system["content"]
+    assert user["content"].count("\n[") == 2
+    assert [e.chunk_id for e in result.evidence] == [_TRIAL.chunk_id, _COHORT.chunk_id]
+    assert result.rationale.endswith("(deciding passages: [2], [1])")

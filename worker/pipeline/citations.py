@@ -59,6 +59,8 @@ class ReferenceEntry:
     year: int | None
     year_suffix: str
     title: str | None
+    doi: str | None = None
+    arxiv_id: str | None = None
 
     @property
     def author_year_key(self) -> str | None:
@@ -120,6 +122,8 @@ class SourceInfo:
     authors: tuple[str, ...]
     year: int | None
     explicit_keys: tuple[str, ...] = ()
+    doi: str | None = None
+    arxiv_id: str | None = None
 
 
 MatchMethod = typing.Literal["explicit", "reference", "marker"]
@@ -131,7 +135,8 @@ class MappedCitation:
 
     ``method`` says how it was mapped: an explicit key, the reference entry's fuzzy
     match, or the marker's surname and year matched directly against the sources.
-    ``score`` is the fuzzy score (0-100) or ``None`` for an explicit key.
+    ``score`` is the fuzzy score (0-100) or ``None`` for an explicit key; ``reason``
+    says which fields matched ("doi equal", "title 96, first author, year ±1").
     """
 
     citation: ExtractedCitation
@@ -139,6 +144,7 @@ class MappedCitation:
     document_id: str | None
     method: MatchMethod | None
     score: float | None
+    reason: str | None = None
 
 
 class MatchConfig(pydantic.BaseModel):
@@ -243,26 +249,23 @@ _NUMERIC = re.compile(
     r"\[\s*(?P<body>\d{1,4}(?:\s*[-–—]\s*\d{1,4})?(?:\s*[,;]\s*\d{1,4}(?:\s*[-–—]\s*\d{1,4})?)*)"
     rf"(?:\s*,\s*{_PREFIXED_LOC})?\s*\]"
 )
-_PAREN = re.compile(r"\((?P<body>[^()\[\]]{3,300})\)")
-_AUTHORS_IN_PAREN = (
-    rf"{_SURNAME}(?:\s*,\s*{_SURNAME})*(?:\s*,?\s*{_JOIN}\s*{_SURNAME})?(?:\s*,?\s*{_ET_AL})?"
+# A bracket or parenthesis holding author-year parts: "(Smith, 2020; Lee et al., 2021)",
+# "[Knight and Marcu, 2004]". The body is bounded and holds no nested group.
+_GROUP = re.compile(r"(?P<open>[(\[])(?P<body>[^()\[\]\n]{3,300}(?:\n[^()\[\]\n]{1,300}){0,3})[)\]]")
+# Alpha-style labels: "[AB12]", "[Knu84]", "[GHJV95, ABC+12]".
+_ALPHA_KEY = r"[A-Z][A-Za-z+]{0,7}\d{2,4}[a-z]?"
+_ALPHA_GROUP = re.compile(rf"\[(?P<body>{_ALPHA_KEY}(?:\s*[,;]\s*{_ALPHA_KEY}){{0,20}})\]")
+# "(2020)", "(2020a, 2021)", "(2020, p. 12)" right after a narrative author group.
+_YEAR_PAREN = re.compile(
+    rf"\(\s*(?P<years>{_YEAR}[a-z]?(?![\w])(?:\s*,\s*{_YEAR}[a-z]?(?![\w])){{0,10}})"
+    rf"(?:\s*(?:,\s*|:\s*)(?:{_PREFIXED_LOC}|(?P<loc2>{_PAGES})))?\s*\)"
 )
-_PAREN_PART = re.compile(
-    rf"(?<![\w.])(?P<authors>{_AUTHORS_IN_PAREN})\s*,?\s*"
-    rf"(?P<years>{_YEAR}[a-z]?(?![\w])(?:\s*,\s*{_YEAR}[a-z]?(?![\w]))*)"
-    rf"(?:\s*(?:,\s*|:\s*)(?:{_PREFIXED_LOC}|(?P<loc2>{_PAGES})))?"
-    r"(?=\s*(?:[,;]|$))"
+# The year list (and locator) that ends an author-year part: "Smith & Lee, 2019a, S. 3".
+_PART_YEARS = re.compile(
+    rf"(?:^|(?<=[\s,(]))(?P<years>{_YEAR}[a-z]?(?![\w])(?:\s*,\s*{_YEAR}[a-z]?(?![\w])){{0,10}})"
+    rf"(?:\s*(?:,\s*|:\s*)(?:{_PREFIXED_LOC}|(?P<loc2>{_PAGES})))?\s*$"
 )
-# A comma list needs its "and" ("Smith, Jones and Lee (2019)"), or "However, Smith
-# (2020)" would read as two authors.
-_AUTHORS_NARRATIVE = (
-    rf"{_SURNAME}(?:(?:,\s+{_SURNAME})*,?\s+{_JOIN}\s+{_SURNAME})?(?:\s+{_ET_AL})?"
-)
-_NARRATIVE = re.compile(
-    rf"(?<![\w.])(?P<authors>{_AUTHORS_NARRATIVE})\s*"
-    rf"(?P<paren>\(\s*(?P<years>{_YEAR}[a-z]?(?:\s*,\s*{_YEAR}[a-z]?)*)"
-    rf"(?:\s*(?:,\s*|:\s*)(?:{_PREFIXED_LOC}|(?P<loc2>{_PAGES})))?\s*\))"
-)
+_SURNAME_TOKEN = re.compile(rf"{_SURNAME_WORD}")
 _IBID_WORD = r"(?:ebd\.|ebenda|ibid\.?|ibidem|ib\.)"
 _IBID_PART = re.compile(
     rf"^\s*(?:(?:vgl\.|cf\.|see)\s*)?{_IBID_WORD}\s*(?:,?\s*{_PREFIXED_LOC}|:\s*(?P<loc2>{_PAGES}))?\s*$",
@@ -271,8 +274,13 @@ _IBID_PART = re.compile(
 _IBID_BARE = re.compile(
     rf"(?<![\w.])(?:(?i:vgl\.)\s*)?(?i:{_IBID_WORD})(?:,?\s*{_PREFIXED_LOC})?"
 )
+# Superscript citation numbers as the layout writes them: "bias¹⁴ ¹⁵", "Jadad,¹¹⁻¹³".
+_SUPERSCRIPT = re.compile(r"(?<=[^\s⁰¹²³⁴⁵⁶⁷⁸⁹])(?P<body>[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:\s?[,–⁻-]?\s?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20})")
+_FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _YEAR_IN_LIST = re.compile(rf"(?P<y>{_YEAR})(?P<s>[a-z])?")
 _SPLIT_SURNAMES = re.compile(rf"\s*(?:,|{_JOIN}(?=\s))\s*")
+# How far before "(2020)" a narrative author group may start, in characters.
+_NARRATIVE_WINDOW = 160
 _ET_AL_RE = re.compile(rf"\s*,?\s*{_ET_AL}\s*$")
 
 
@@ -284,6 +292,7 @@ class _Ref:
     authors: tuple[str, ...] = ()
     year: int | None = None
     ibid: bool = False
+    superscript: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,9 +320,19 @@ def _surnames(authors: str) -> tuple[str, ...]:
     return tuple(name for name in _SPLIT_SURNAMES.split(authors) if name)
 
 
+_MONTHS = frozenset(
+    {"january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december", "januar", "februar", "märz", "juni", "juli",
+     "oktober", "dezember"}
+)
+
+
 def _author_year_refs(authors: str, years: str) -> list[_Ref]:
     names = _surnames(authors)
-    if not names or fold(names[0]) in _NOT_SURNAMES or names[0].casefold() in _NOT_SURNAMES:
+    # "August et al., 2023" and "May and Lee (2020)" are people; "(May 2020)" is a date.
+    group = len(names) > 1 or bool(_ET_AL_RE.search(authors))
+    not_names = _NOT_SURNAMES - _MONTHS if group else _NOT_SURNAMES
+    if not names or fold(names[0]) in not_names or names[0].casefold() in not_names:
         return []
     refs = []
     for match in _YEAR_IN_LIST.finditer(years):
@@ -331,32 +350,121 @@ def _expand_numbers(body: str) -> list[str]:
             # "[4-6]" is a range; "[9-2]" or "[1-5000]" is not, so keep only its ends.
             numbers = range(low, high + 1) if 0 < high - low <= 100 else (low, high)
             keys.extend(str(n) for n in numbers)
-        elif part:
+        elif part.isdigit():
             keys.append(str(int(part)))
     return list(dict.fromkeys(keys))
 
 
+_JOIN_WORDS = frozenset({"and", "&", "und", "u.", "y", "et"})
+
+
+def _is_surname(token: str) -> bool:
+    """A capitalised name word; months pass here, :func:`_author_year_refs` decides."""
+    return bool(_SURNAME_TOKEN.fullmatch(token)) and (
+        token.casefold() not in _NOT_SURNAMES or token.casefold() in _MONTHS
+    )
+
+
+def _authors_before(text: str, end: int, *, comma_list: bool) -> tuple[int, str] | None:
+    """The author group that ends at ``end``: "Smith", "Smith and Jones", "Smith,
+    Jones and Lee", "van der Berg et al." -> (start offset, the group as written).
+
+    A bounded backward walk over the words before ``end`` (never a regex that may
+    retry at every position), so a marker costs the same in any text. Without
+    ``comma_list`` (narrative markers) a comma list needs its "and", or "However,
+    Smith (2020)" would read as two authors.
+    """
+    limit = max(0, end - _NARRATIVE_WINDOW)
+    read: list[tuple[int, str]] = []  # words read backwards from ``end``: read[0] is the last
+    cursor = end
+
+    def word(n: int) -> str:
+        """The n-th word before ``end`` (0: the last one), read lazily."""
+        nonlocal cursor
+        while len(read) <= n and cursor > limit:
+            stop = cursor
+            while stop > limit and text[stop - 1].isspace():
+                stop -= 1
+            begin = stop
+            while begin > limit and not text[begin - 1].isspace():
+                begin -= 1
+            cursor = begin
+            if begin == stop or (begin == limit and limit > 0):  # nothing, or cut by the window
+                cursor = limit
+                break
+            read.append((begin, text[begin:stop]))
+        return read[n][1] if n < len(read) else ""
+
+    n = 0
+    if word(0).rstrip(",") in ("al.", "al") and word(1) == "et":
+        n = 2
+    elif word(0) == "colleagues" and word(1) == "and":
+        n = 2
+    elif word(0).rstrip(",") == "a." and word(1) == "u.":
+        n = 2
+    if not _is_surname(word(n).rstrip(",")):
+        return None
+
+    def take_surname(k: int) -> int:
+        """Index of the first word of the surname ending at word k (particles included)."""
+        while word(k + 1).casefold() in _PARTICLES:
+            k += 1
+        return k
+
+    first = take_surname(n)
+    if word(first + 1) in ("and", "&", "und", "u."):
+        k = first + 2
+        if _is_surname(word(k).rstrip(",")):
+            first = take_surname(k)
+            while word(first + 1).endswith(",") and _is_surname(word(first + 1)[:-1]):
+                first = take_surname(first + 1)
+    elif comma_list:
+        while word(first + 1).endswith(",") and _is_surname(word(first + 1)[:-1]):
+            first = take_surname(first + 1)
+    start = read[first][0]
+    return start, text[start:end]
+
+
 def _find_markers(text: str) -> list[_Marker]:
+    """Every citation marker of ``text``, in order; linear in the text's length."""
     markers: list[_Marker] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text) + 1)
 
     def free(start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in taken)
+        return not any(taken[start:end])
 
     def add(marker: _Marker) -> None:
         markers.append(marker)
-        taken.append((marker.start, marker.end))
+        taken[marker.start:marker.end] = b"\x01" * (marker.end - marker.start)
 
     for match in _NUMERIC.finditer(text):
         refs = tuple(_Ref(key) for key in _expand_numbers(match["body"]))
         add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0], refs,
                     _clean_locator(match["loc"])))
-    for match in _NARRATIVE.finditer(text):
-        refs = tuple(_author_year_refs(match["authors"], match["years"]))
-        if refs and free(match.start(), match.end()):
-            add(_Marker(match.start(), match.end(), match.start("paren"), match.end("paren"),
-                        match[0], refs, _clean_locator(match["loc"] or match["loc2"])))
-    for match in _PAREN.finditer(text):
+    for match in _SUPERSCRIPT.finditer(text):
+        body = re.sub(r"\s+", ",", match["body"].translate(_FROM_SUPERSCRIPT).replace("–", "-"))
+        body = re.sub(r",+", ",", body)
+        refs = tuple(_Ref(key, superscript=True) for key in _expand_numbers(body))
+        if refs:
+            add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0], refs, None))
+    for match in _ALPHA_GROUP.finditer(text):
+        if free(match.start(), match.end()):
+            refs = tuple(_Ref(key.strip()) for key in re.split(r"\s*[,;]\s*", match["body"]))
+            add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0], refs, None))
+    for match in _YEAR_PAREN.finditer(text):
+        # "Dokshitzer(1977)" in an equation has no space before the parenthesis.
+        if match.start() == 0 or not text[match.start() - 1].isspace():
+            continue
+        before = text[:match.start()].rstrip()
+        found = _authors_before(text, len(before), comma_list=False)
+        if found is None:
+            continue
+        start, authors = found
+        refs = tuple(_author_year_refs(authors, match["years"]))
+        if refs and free(start, match.end()):
+            add(_Marker(start, match.end(), match.start(), match.end(), text[start:match.end()],
+                        refs, _clean_locator(match["loc"] or match["loc2"])))
+    for match in _GROUP.finditer(text):
         if not free(match.start(), match.end()):
             continue
         refs_list: list[_Ref] = []
@@ -367,10 +475,15 @@ def _find_markers(text: str) -> list[_Marker]:
                 refs_list.append(_Ref("ibid", ibid=True))
                 locator = locator or _clean_locator(ibid["loc"] or ibid["loc2"])
                 continue
-            found = _PAREN_PART.search(part.strip())
-            if found:
-                refs_list.extend(_author_year_refs(found["authors"], found["years"]))
-                locator = locator or _clean_locator(found["loc"] or found["loc2"])
+            part = " ".join(part.split())
+            years = _PART_YEARS.search(part)
+            if not years:
+                continue
+            head = part[:years.start()].rstrip(" ,")
+            found = _authors_before(head, len(head), comma_list=True)
+            if found is not None:
+                refs_list.extend(_author_year_refs(found[1], years["years"]))
+                locator = locator or _clean_locator(years["loc"] or years["loc2"])
         if refs_list:
             add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0],
                         tuple(refs_list), locator))
@@ -386,18 +499,19 @@ def _find_markers(text: str) -> list[_Marker]:
 
 def _claim_spans(text: str, markers: list[_Marker]) -> list[tuple[int, int]]:
     """Sentence spans, merged where a marker straddles a boundary the splitter saw."""
-    spans = pdf.sentence_spans(text)
+    owner = [0] * (len(text) + 1)  # 1 + index of the marker covering a position
+    for number, marker in enumerate(markers, 1):
+        owner[marker.start:marker.end] = [number] * (marker.end - marker.start)
     merged: list[tuple[int, int]] = []
-    for start, end in spans:
-        if merged and any(m.start < merged[-1][1] and m.end > start for m in markers):
+    for start, end in pdf.sentence_spans(text):
+        if merged and owner[start] and owner[start] == owner[merged[-1][1] - 1]:
             merged[-1] = (merged[-1][0], end)
         else:
             merged.append((start, end))
     return merged
 
 
-def _sentence_of(marker: _Marker, spans: list[tuple[int, int]], text: str) -> int:
-    starts = [s for s, _ in spans]
+def _sentence_of(marker: _Marker, spans: list[tuple[int, int]], starts: list[int], text: str) -> int:
     index = max(bisect.bisect_right(starts, marker.start) - 1, 0)
     start = spans[index][0]
     # "... grows fast. [12] Next ..." : a marker that opens a sentence closes the one
@@ -411,11 +525,11 @@ def _sentence_of(marker: _Marker, spans: list[tuple[int, int]], text: str) -> in
     return index
 
 
-def _claim_text(text: str, start: int, end: int, markers: list[_Marker]) -> str:
+def _claim_text(text: str, start: int, end: int, markers: collections.abc.Sequence[_Marker]) -> str:
+    """The text of ``start:end`` with the given markers (sorted, disjoint) cut out."""
     pieces: list[str] = []
     position = start
-    overlapping = (m for m in markers if m.cut_start < end and m.cut_end > start)
-    for marker in sorted(overlapping, key=lambda m: m.cut_start):
+    for marker in markers:
         cut_start, cut_end = max(marker.cut_start, position), min(marker.cut_end, end)
         if cut_start < cut_end:
             pieces.append(text[position:cut_start])
@@ -429,75 +543,169 @@ def _claim_text(text: str, start: int, end: int, markers: list[_Marker]) -> str:
 
 # --- the reference list --------------------------------------------------------------
 
+# Reference-list headings in English, German, Portuguese, Spanish, French and Italian,
+# optionally numbered ("7 References", "VI. BIBLIOGRAPHY", "Capítulo 5 Referências").
 _HEADING = re.compile(
     r"^\s*(?:(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s+)?"
-    r"(?:references|reference\s+list|list\s+of\s+references|bibliography|works\s+cited|"
-    r"literature(?:\s+cited)?|literatur|literaturverzeichnis|quellenverzeichnis|"
-    r"quellen-\s*und\s+literaturverzeichnis)\s*:?\s*$",
+    r"(?:references?(?:\s+cited)?|reference\s+list|list\s+of\s+references|bibliography|"
+    r"selected\s+bibliography|works\s+cited|literature(?:\s+cited)?|cited\s+literature|"
+    r"literatur|literaturverzeichnis|quellenverzeichnis|quellen|"
+    r"quellen-\s*und\s+literaturverzeichnis|literatur-\s*und\s+quellenverzeichnis|"
+    r"bibliografia|bibliografía|bibliograf[ií]a\s+citada|bibliographie|"
+    r"refer[êe]ncias(?:\s+bibliogr[áa]ficas)?|referencias(?:\s+bibliogr[áa]ficas)?|"
+    r"r[ée]f[ée]rences(?:\s+bibliographiques)?|riferimenti(?:\s+bibliografici)?|"
+    r"fontes|fuentes|obras\s+citadas)\s*:?\s*$",
     re.IGNORECASE,
 )
+# What ends a reference list: an appendix, a declaration, a CV, a checklist.
 _STOP_HEADING = re.compile(
-    r"^\s*(?:appendix|appendices|anhang|eidesstattliche\s+erkl[äa]rung|"
-    r"selbstst[äa]ndigkeitserkl[äa]rung|declaration(?:\s+of\s+\w+)?|erkl[äa]rung)"
-    r"(?:\s+[A-Z0-9]{1,3})?\s*:?\s*$",
+    r"^\s*(?:(?:[A-Z]|\d{1,2})\.?\s+)?(?:appendix|appendices|anhang|anh[äa]nge|ap[êe]ndices?|anexos?|"
+    r"annexes?|appendice|appendici|allegat[oi]|ap[ée]ndices?|supplementary(?:\s+\w+){0,2}|"
+    r"supplemental(?:\s+\w+){0,2}|eidesstattliche\s+(?:erkl[äa]rung|versicherung)|"
+    r"selbstst[äa]ndigkeitserkl[äa]rung|declaration(?:\s+of\s+\w+)?|erkl[äa]rung|"
+    r"curriculum\s+vitae|lebenslauf|checklist|author\s+biograph(?:y|ies)|"
+    r"list\s+of\s+(?:figures|tables|abbreviations)|abbildungsverzeichnis|tabellenverzeichnis)"
+    r"(?:\s+[A-Z0-9]{1,3})?\s*[:.]?\s*$",
     re.IGNORECASE,
 )
-_BRACKET_LABEL = re.compile(r"(?:^|(?<=\s))\[(?P<n>\d{1,4})\]\s*")
-_DOT_LABEL_LINE = re.compile(r"^[ \t]*(?P<n>\d{1,4})[.)]\s+", re.MULTILINE)
+# An appendix section headed by a letter: "A Background & Terminology", "B.1 Data".
+_LETTER_HEADING = re.compile(r"^\s*[A-H](?:\.\d{1,2})?\.?\s+[A-Z][^.!?]{2,80}$")
+_BRACKET_LABEL = re.compile(r"^[ \t]*\[(?P<n>\d{1,4})\][ \t]*", re.MULTILINE)
+_BRACKET_LABEL_ANY = re.compile(r"(?:^|(?<=\s))\[(?P<n>\d{1,4})\]\s*")
+_DOT_LABEL_LINE = re.compile(r"^[ \t]*(?P<n>\d{1,4})[.)](?:[ \t]+|$)", re.MULTILINE)
 _DOT_LABEL_ANY = re.compile(rf"(?:^|(?<=\s))(?P<n>\d{{1,4}})[.)]\s+(?={_CAP})")
+_BARE_LABEL_LINE = re.compile(rf"^[ \t]*(?P<n>\d{{1,4}})[ \t]+(?={_CAP})", re.MULTILINE)
+_ALPHA_LABEL = re.compile(r"^[ \t]*\[(?P<n>[A-Za-z][A-Za-z+]{0,7}\d{2,4}[a-z]?)\][ \t]*", re.MULTILINE)
 _ENTRY_LINE_START = re.compile(
     rf"^\s*{_SURNAME}(?:\s*,\s*(?:{_CAP}\.|{_CAP}[a-zäöüßé]+)|\s+[A-Z]{{1,3}}(?:,|\.|\s))"
+)
+# "Jeffrey Dean and Sanjay Ghemawat. 2004." / "Kyle Lo, Lucy Lu Wang, ..." (ACL, ACM).
+_GIVEN_FIRST_START = re.compile(
+    rf"^\s*{_CAP}[\w'’-]*\.?(?:\s+{_CAP}[\w'’-]*\.?){{0,2}}\s+{_SURNAME}\s*(?:,|\band\b|&|\.\s+(?:1[6-9]|20)\d\d)"
 )
 _ENTRY_IN_LINE = re.compile(
     rf"(?<=[.)])\s+(?={_SURNAME}\s*,\s*(?:{_CAP}\.|{_CAP}[a-zäöüßé]+\s*(?:\(|,|;|/|und\b|and\b|&)))"
 )
 _ANY_YEAR = re.compile(rf"(?<![\w])(?P<y>{_YEAR})(?P<s>[a-z])?(?![\w])")
 _PAREN_YEAR = re.compile(rf"\(\s*(?P<y>{_YEAR})(?P<s>[a-z])?\s*\)")
+# ACL/ACM: "Authors. 2020a. Title. Venue."
+_DOTTED_YEAR = re.compile(rf"\.\s+(?P<y>{_YEAR})(?P<s>[a-z])?\.\s")
 _QUOTED = re.compile(r"[\"“„«‘](?P<t>[^\"“”„«»]{5,}?)[\"”“»’]")
 _EDITOR = re.compile(r"\((?:Hrsg|Hg|Eds?|ed|eds)\.?\)|\b(?:Hrsg|Hg)\.", re.IGNORECASE)
 _VANCOUVER = re.compile(
-    rf"^(?P<a>{_SURNAME}\s+[A-Z]{{1,3}}(?:\s*,\s*{_SURNAME}\s+[A-Z]{{1,3}})*(?:\s*,?\s*et\s+al)?)"
+    rf"^(?P<a>{_SURNAME}\s+[A-Z]{{1,3}}(?:\s*,\s*{_SURNAME}\s+[A-Z]{{1,3}}){{0,40}}(?:\s*,?\s*et\s+al)?)"
     r"\.\s+(?P<t>[^.?!]+[.?!]?)"
+)
+# BMC/Springer: "Smith AB, Jones C: Title of the article. Journal 2010, 158:515-9."
+_COLON_STYLE = re.compile(
+    rf"^(?P<a>{_SURNAME}\s+[A-Z]{{1,3}}(?:\s*,\s*{_SURNAME}\s+[A-Z]{{1,3}}){{0,40}}(?:\s*,?\s*et\s+al\.?)?)"
+    r"\s*:\s+(?P<t>[^.?!]+[.?!]?)"
 )
 _INITIALS = re.compile(rf"^(?:{_CAP}\.\s*(?:-\s*)?)+$|^[A-Z]{{1,3}}$")
 _SENTENCE_BREAK = re.compile(r"(?<![\s.][A-Z])(?<!^[A-Z])[.?!](?=\s|$)")
+_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
+_ARXIV = re.compile(r"(?:arxiv\s*(?:preprint\s*)?:?\s*(?:abs/)?|arxiv\.org/abs/|\babs/)(\d{4}\.\d{4,5})",
+                    re.IGNORECASE)
+# How far after a heading the list is sampled to tell a reference list from a chapter.
+_HEADING_SAMPLE = 3000
+
+
+def _heading_score(text: str) -> int:
+    """How much the text after a heading looks like a reference list: year-ish items."""
+    sample = text[:_HEADING_SAMPLE]
+    return len(_ANY_YEAR.findall(sample)) + 2 * len(
+        [line for line in sample.split("\n") if _ENTRY_LINE_START.match(line)
+         or _GIVEN_FIRST_START.match(line) or _BRACKET_LABEL.match(line)
+         or _ALPHA_LABEL.match(line) or _DOT_LABEL_LINE.match(line)]
+    )
+
+
+def _is_stop(line: str, previous_blank: bool) -> bool:
+    if _STOP_HEADING.match(line):
+        return True
+    return previous_blank and bool(_LETTER_HEADING.match(line)) and not _ANY_YEAR.search(line)
 
 
 def _find_reference_section(
     pages: list[tuple[int, str]],
 ) -> tuple[list[tuple[int, str]], str, int | None]:
-    """Split the pages into the body before the reference heading and the list text."""
-    heading: tuple[int, int] | None = None
+    """Split the pages into the body (before the list and after it) and the list text.
+
+    Every line that is a reference heading on its own is a candidate; the one followed
+    by the most reference-like text wins (ties: the later one), so a table of contents,
+    an early "Literature" chapter or a table cell that says "Bibliography" does not.
+    The list ends at an appendix, a declaration or a similar heading; what follows it
+    is body again (an appendix may cite too).
+    """
+    lines: list[tuple[int, str]] = []  # (page index, line)
+    page_first: set[int] = set()  # indices of each page's first line
     for page_index, (_, text) in enumerate(pages):
-        for line_index, line in enumerate(text.split("\n")):
-            if _HEADING.match(line):
-                heading = (page_index, line_index)
-    if heading is None:
+        page_first.add(len(lines))
+        lines.extend((page_index, line) for line in text.split("\n"))
+    best: tuple[int, int] | None = None  # (score, line index)
+    for index, (_, line) in enumerate(lines):
+        if len(line) <= 60 and _HEADING.match(line):
+            following = "\n".join(text for _, text in lines[index + 1:index + 80])
+            score = _heading_score(following)
+            if score >= 3 and (best is None or score >= best[0]):
+                best = (score, index)
+    if best is None:
         return pages, "", None
-    page_index, line_index = heading
-    number, text = pages[page_index]
-    lines = text.split("\n")
-    body = [*pages[:page_index], (number, "\n".join(lines[:line_index]))]
-    rest = ["\n".join(lines[line_index + 1:])] + [t for _, t in pages[page_index + 1:]]
-    reference_lines: list[str] = []
-    for line in "\n\n".join(rest).split("\n"):
-        if _STOP_HEADING.match(line):
+    heading = best[1]
+    end = len(lines)
+    for index in range(heading + 1, len(lines)):
+        opens = index in page_first or not lines[index - 1][1].strip()
+        if index > heading + 3 and _is_stop(lines[index][1], opens):
+            end = index
             break
-        reference_lines.append(line)
-    return body, "\n".join(reference_lines), number
+    reference_text = "\n".join(line for _, line in lines[heading + 1:end])
+    body: list[tuple[int, str]] = []
+    for page_index, (number, _) in enumerate(pages):
+        kept = [line for i, (p, line) in enumerate(lines) if p == page_index and not heading <= i < end]
+        if kept:
+            body.append((number, "\n".join(kept)))
+    return body, reference_text, pages[lines[heading][0]][0]
+
+
+def _longest_chain(matches: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The longest run of labels numbered n, n+1, n+2 ... in reading order."""
+    best_end: dict[int, tuple[int, int]] = {}  # number -> (chain length, match index)
+    back: list[int] = []
+    top = (0, -1)
+    for index, (_, _, label) in enumerate(matches):
+        number = int(label)
+        before = best_end.get(number - 1)
+        length = before[0] + 1 if before else 1
+        back.append(before[1] if before else -1)
+        if length > best_end.get(number, (0, -1))[0]:
+            best_end[number] = (length, index)
+        if length > top[0]:
+            top = (length, index)
+    chain: list[tuple[int, int, str]] = []
+    index = top[1]
+    while index >= 0:
+        chain.append(matches[index])
+        index = back[index]
+    return chain[::-1]
 
 
 def _split_numbered(text: str) -> list[tuple[str, str]] | None:
-    """Entries of a numbered list as (label, text), if the list is numbered 1, 2, 3 ..."""
-    for pattern in (_BRACKET_LABEL, _DOT_LABEL_LINE, _DOT_LABEL_ANY):
-        bounds: list[tuple[int, int, str]] = []
-        expected = 1  # a list starts at 1, which keeps "vol. 3. ... 4. Aufl." out
-        for match in pattern.finditer(text):
-            number = int(match["n"])
-            if number == expected:
-                bounds.append((match.start(), match.end(), match["n"]))
-                expected = number + 1
-        if len(bounds) >= 2:
+    """Entries of a numbered list as (label, text), if the list is numbered n, n+1, ...
+
+    Labels at a line start are tried first ("[12]", "12.", "12 Smith"), then anywhere
+    (a list flattened into one line). The longest consecutive chain wins, so "vol. 3."
+    or "4. Aufl." inside an entry does not cut it, and a list whose first page was
+    missed still splits.
+    """
+    for pattern in (_ALPHA_LABEL, _BRACKET_LABEL, _DOT_LABEL_LINE, _BRACKET_LABEL_ANY,
+                    _DOT_LABEL_ANY, _BARE_LABEL_LINE):
+        found = [(m.start(), m.end(), m["n"]) for m in pattern.finditer(text)
+                 if pattern is _ALPHA_LABEL or not 1600 <= int(m["n"]) <= 2099]
+        if pattern is _ALPHA_LABEL:
+            bounds = found if len(found) >= 2 else []
+        else:
+            bounds = _longest_chain(found)
+        if len(bounds) >= 2 and (pattern is not _BARE_LABEL_LINE or len(bounds) >= 5):
             return [
                 (label, " ".join(text[end:(bounds[i + 1][0] if i + 1 < len(bounds) else len(text))].split()))
                 for i, (_, end, label) in enumerate(bounds)
@@ -505,16 +713,67 @@ def _split_numbered(text: str) -> list[tuple[str, str]] | None:
     return None
 
 
+def _starts_entry(text: str) -> bool:
+    """Whether a paragraph can open a reference entry (not a wrapped continuation)."""
+    stripped = text.lstrip()
+    if not stripped:
+        return False
+    if stripped[0].isupper() or stripped[0] in "[„“\"'(":
+        return True
+    # "van der Berg, A." and software named in lower case: "pdfplumber. 2023. ..."
+    return stripped.split(" ", 1)[0].casefold() in _PARTICLES or bool(
+        re.match(rf"^[\w.-]{{2,40}}\.\s+{_YEAR}", stripped))
+
+
+_NAME_WORD = re.compile(rf"^(?:{_CAP}[\w'’.-]*|[A-Z]{{1,3}}\.?|and|&|und|et|al\.?|eds?\.?|"
+                        r"(?i:van|von|der|den|de|del|della|di|da|du|le|la|ten|ter|zu|dos))$")
+
+
+def _looks_like_authors(paragraph: str) -> bool:
+    """Whether a paragraph opens with names ("Jeffrey Dean and Sanjay Ghemawat. 2004."),
+    not with a title wrapped from the entry before ("Simplified data processing ...")."""
+    head = paragraph.lstrip()
+    if head[:1] == "[" or re.match(rf"^[\w.-]{{2,40}}\.\s+{_YEAR}", head):
+        return True
+    segment = re.split(r"(?<![A-Z])\.\s|\(|:|\d", head, maxsplit=1)[0]
+    words = [w for w in re.split(r"[\s,;]+", segment) if w][:12]
+    if not words:
+        return False
+    return sum(1 for w in words if _NAME_WORD.match(w)) >= 0.6 * len(words)
+
+
 def _split_author_year(text: str) -> list[str]:
-    """Author-year entries: a blank line, or a surname-led line/run after a complete one."""
-    entries: list[str] = []
+    """Author-year entries: a paragraph each (geometry put the blank lines there), a
+    paragraph that cannot open an entry joined to the one before, and a surname-led
+    line or run after a complete entry inside a paragraph."""
+    paragraphs: list[str] = []
     for paragraph in re.split(r"\n\s*\n", text):
+        if not paragraph.strip():
+            continue
+        if paragraphs and (
+            not _starts_entry(paragraph)
+            or not _looks_like_authors(paragraph)
+            or not _ANY_YEAR.search(paragraphs[-1])
+            or paragraphs[-1].rstrip().endswith(("-", ",", "&", " and", " und"))
+        ):
+            paragraphs[-1] = f"{paragraphs[-1]}\n{paragraph}"
+        else:
+            paragraphs.append(paragraph)
+    entries: list[str] = []
+    for paragraph in paragraphs:
         current = ""
+        previous_line = ""
         for line in paragraph.split("\n"):
             line = line.strip()
             if not line:
                 continue
-            if current and _ANY_YEAR.search(current) and _ENTRY_LINE_START.match(line):
+            if (
+                current
+                and _ANY_YEAR.search(current)
+                and previous_line.endswith(".")
+                and (_ENTRY_LINE_START.match(line) or _GIVEN_FIRST_START.match(line))
+                and line.split(" ", 1)[0].casefold() not in _NOT_SURNAMES
+            ):
                 entries.append(current)
                 current = ""
             # Several entries run together on one line (a PDF block joined into one).
@@ -526,17 +785,45 @@ def _split_author_year(text: str) -> list[str]:
                     entries.append(candidate)
                     current = ""
                     position = cut.end()
-            current = f"{current} {line[position:]}".strip()
+            current = _join_line(current, line[position:])
+            previous_line = line
         if current:
             entries.append(current)
     return [" ".join(entry.split()) for entry in entries if len(entry.strip()) > 3]
+
+
+def _join_line(text: str, line: str) -> str:
+    """Append a line; a word hyphenated at the line end ("Bhagavat-" "ula") is joined."""
+    if not text:
+        return line
+    if re.search(r"[^\W\d_]-$", text) and line[:1].islower():
+        return text[:-1] + line
+    return f"{text} {line}"
+
+
+_PARTICLES = frozenset(
+    {"van", "von", "der", "den", "de", "del", "della", "di", "da", "du", "le", "la", "ten",
+     "ter", "zu", "dos", "das", "do", "af", "al", "el", "bin", "ibn"}
+)
+
+
+def _given_first_surname(words: list[str]) -> str:
+    """"Jeffrey Dean" -> "Dean", "Madeleine van Zuylen" -> "van Zuylen",
+    "K. L. van der Berg" -> "van der Berg", "CHARLES BAZERMAN" -> "Bazerman"."""
+    words = [w for w in words if not _INITIALS.match(w)] or words
+    start = len(words) - 1
+    while start > 0 and words[start - 1].casefold() in _PARTICLES:
+        start -= 1
+    name = " ".join(words[start:])
+    return name.title() if name.isupper() and len(name) > 3 else name
 
 
 def _entry_surnames(authors: str) -> tuple[str, ...]:
     """Surnames from an entry's author part, in the common styles.
 
     "Smith, J., Jones, K. L., & Lee, M." (APA), "J. Smith, K. Jones, and M. Lee"
-    (IEEE), "Smith J, Jones KL" (Vancouver), "Müller, Hans; Schmidt, Petra" (German).
+    (IEEE), "Jeffrey Dean and Sanjay Ghemawat" (ACL, ACM), "Smith J, Jones KL"
+    (Vancouver), "Müller, Hans; Schmidt, Petra" (German).
     """
     authors = _EDITOR.sub(" ", authors)
     authors = _ET_AL_RE.sub("", authors.strip(" .,:;([")).strip()
@@ -544,17 +831,33 @@ def _entry_surnames(authors: str) -> tuple[str, ...]:
         chunks = [c.strip() for c in re.split(r"[;/]", authors)]
         names = [c.split(",")[0].strip() if "," in c else (c.split() or [""])[-1] for c in chunks]
         return tuple(_tidy_surname(n) for n in names if _tidy_surname(n))
+    chunks = [c.strip() for c in re.split(rf"\s*,\s*(?:{_JOIN}\s+)?|\s+{_JOIN}\s+|\s*&\s*", authors)]
+    chunks = [c for c in chunks if c]
+    # "Smith, John" / "Smith, J." (inverted) against "John Smith, Jane Doe" (given first):
+    # inverted lists alternate a one-word surname with given names or initials.
+    inverted = (
+        len(chunks) >= 2
+        and len(_strip_particles(chunks[0]).split()) == 1
+        and (bool(_INITIALS.match(chunks[1])) or (len(chunks[1].split()) == 1 and len(chunks) == 2))
+    )
     names = []
-    for chunk in re.split(rf"\s*,\s*(?:{_JOIN}\s+)?|\s+{_JOIN}\s+|\s*&\s*", authors):
-        chunk = chunk.strip()
-        if not chunk or _INITIALS.match(chunk):
-            continue
+    for position, chunk in enumerate(chunks):
         words = chunk.split()
         initials = [bool(_INITIALS.match(w)) for w in words]
-        if initials[0] and not all(initials):  # "J. Smith", "K. L. van der Berg"
-            name = " ".join(w for w, i in zip(words, initials) if not i)
+        if all(initials):
+            continue
+        if inverted:
+            if position % 2 == 1 and not _INITIALS.match(chunk) and len(words) == 1 and len(chunks) == 2:
+                continue  # "Smith, John": "John" is the given name
+            name = chunk if len(words) == 1 or not all(initials[1:]) else words[0]
+            if len(words) > 1 and all(initials[1:]):
+                name = words[0]  # "Smith J" inside an inverted list
+        elif initials[0] and not all(initials):  # "J. Smith", "K. L. van der Berg"
+            name = _given_first_surname(words)
         elif len(words) > 1 and all(initials[1:]):  # "Smith J", "Smith KL"
             name = words[0]
+        elif len(words) > 1:
+            name = _given_first_surname(words)
         else:
             name = chunk
         if _tidy_surname(name):
@@ -562,8 +865,15 @@ def _entry_surnames(authors: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _strip_particles(name: str) -> str:
+    words = name.split()
+    while len(words) > 1 and words[0].casefold() in _PARTICLES:
+        words = words[1:]
+    return " ".join(words)
+
+
 def _tidy_surname(name: str) -> str:
-    name = name.strip(" .,:;()[]")
+    name = name.strip(" .,:;()[]*")
     return name if re.search(r"[^\W\d_]{2,}", name) else ""
 
 
@@ -575,21 +885,46 @@ def _first_segment(text: str) -> str | None:
 
 
 def parse_entry(text: str, index: int, label: str | None = None) -> ReferenceEntry:
-    """Parse one reference entry (without its ``[1]`` label) into surnames, year, title."""
-    year_match = _PAREN_YEAR.search(text) or _ANY_YEAR.search(text)
+    """Parse one reference entry (without its label) into surnames, year, title, ids.
+
+    Styles: APA "Smith, J. (2020). Title.", ACL/ACM "Jeffrey Dean and Sanjay Ghemawat.
+    2004. Title.", IEEE 'J. Smith, "Title," Venue, 2020.', Vancouver "Smith J, Lee K.
+    Title. BMJ. 2020;12:1-5." and BMC "Smith AB, Lee C: Title. Journal 2010, 158:515-9."
+    """
+    dotted = _DOTTED_YEAR.search(text)
+    paren_year = _PAREN_YEAR.search(text)
+    year_match = paren_year or dotted or _ANY_YEAR.search(text)
+    if dotted and paren_year and dotted.start() < paren_year.start():
+        year_match = dotted
     year = int(year_match["y"]) if year_match else None
     suffix = (year_match["s"] or "") if year_match else ""
     quoted = _QUOTED.search(text)
     vancouver = _VANCOUVER.match(text)
+    colon_style = _COLON_STYLE.match(text)
     if quoted and (year_match is None or quoted.start() < year_match.start()):
         authors, title = text[:quoted.start()], quoted["t"].strip(" ,.")
+    elif dotted and year_match is dotted and dotted.start() > 0:
+        authors, title = text[:dotted.start()], _first_segment(text[dotted.end():])
+    elif colon_style:
+        authors, title = colon_style["a"], colon_style["t"].strip(" .")
     elif vancouver:
         authors, title = vancouver["a"], vancouver["t"].strip(" .")
-    elif year_match:
+    elif year_match and year_match.start() > 0 and (
+        year_match is paren_year or not _SENTENCE_BREAK.search(text, 0, year_match.start())
+    ):
         authors, title = text[:year_match.start()], _first_segment(text[year_match.end():])
+    elif year_match and year_match.start() > 0:
+        # "World Health Organization. World prevalence of anaemia 1993-2005. ..." and
+        # "Michael Dobson. Title. Journal 2002;6": the authors end at the first full stop.
+        authors = _first_segment(text) or ""
+        title = _first_segment(text[len(authors):].lstrip(" ."))
+    elif year_match:  # "2019. CHI '19: Proceedings ..." (no authors)
+        authors, title = "", _first_segment(text[year_match.end():].lstrip(" ."))
     else:
         authors = _first_segment(text) or ""
         title = _first_segment(text[len(authors):].lstrip(" ."))
+    doi = _DOI.search(text)
+    arxiv = _ARXIV.search(text)
     return ReferenceEntry(
         index=index,
         text=text,
@@ -598,6 +933,8 @@ def parse_entry(text: str, index: int, label: str | None = None) -> ReferenceEnt
         year=year,
         year_suffix=suffix,
         title=title or None,
+        doi=doi.group(1).lower() if doi else None,
+        arxiv_id=arxiv.group(1) if arxiv else None,
     )
 
 
@@ -642,14 +979,40 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> Extraction:
         return Extraction((), references, reference_page)
 
     markers = _find_markers(body)
+    labels = {e.label for e in references if e.label}
+    # Raised numbers cite only in a paper that numbers its list and has no bracketed
+    # numbers; elsewhere they are footnote marks.
+    bracketed = any(not r.superscript and r.key.isdigit() for m in markers for r in m.refs)
+    if bracketed or not labels:
+        markers = [m for m in markers if not any(r.superscript for r in m.refs)]
+    numeric = [m for m in markers if m.refs and all(r.key.isdigit() for r in m.refs)]
+    # "[0, 1]" is an interval; in a paper whose list is author-year, or whose numbered
+    # list holds none of the numbers, a bracketed number is an equation or a range.
+    drop = {
+        id(m)
+        for m in numeric
+        if any(r.key == "0" for r in m.refs)
+        or (len(references) >= 5 and not any(r.key in labels for r in m.refs))
+    }
+    markers = [m for m in markers if id(m) not in drop]
     spans = _claim_spans(body, markers)
-    sentence_of = [_sentence_of(marker, spans, body) for marker in markers]
+    starts = [s for s, _ in spans]
+    sentence_of = [_sentence_of(marker, spans, starts, body) for marker in markers]
+    cut_starts = [m.cut_start for m in markers]
+    cut_ends = [m.cut_end for m in markers]
+    claims: dict[int, str] = {}
+
+    def claim_of(index: int) -> str:
+        if index not in claims:
+            start, end = spans[index]
+            inside = markers[bisect.bisect_right(cut_ends, start):bisect.bisect_left(cut_starts, end)]
+            claims[index] = _claim_text(body, start, end, inside)
+        return claims[index]
 
     citations: list[ExtractedCitation] = []
     previous: _Ref | None = None
     for marker, index in zip(markers, sentence_of):
-        start, end = spans[index]
-        claim = _claim_text(body, start, end, markers)
+        claim = claim_of(index)
         page = page_numbers[max(bisect.bisect_right(page_starts, marker.start) - 1, 0)]
         for ref in marker.refs:
             if ref.ibid:
@@ -694,17 +1057,29 @@ def _filename_words(filename: str) -> str:
 
 
 def match_score(entry: ReferenceEntry, source: SourceInfo, config: MatchConfig) -> float:
-    """How well a reference entry describes a source, 0-100.
+    """How well a reference entry describes a source, 0-100 (see :func:`match`)."""
+    return match(entry, source, config)[0]
 
-    A weighted mean over what both sides know: title similarity (the parsed title,
-    or the source title found inside the entry's text), the share of the source's
-    surnames found in the entry, and year equality. A source named like the entry's
-    key ("smith2020.pdf" for Smith 2020) scores 100. Without a title or authors to
-    compare, the score is 0: a year alone proves nothing.
+
+def match(entry: ReferenceEntry, source: SourceInfo, config: MatchConfig) -> tuple[float, str]:
+    """How well a reference entry describes a source, 0-100, and why.
+
+    A DOI or arXiv id printed in the entry that equals the source's wins outright (100).
+    Otherwise a weighted mean over what both sides know: title similarity (the parsed
+    title, or the source title found inside the entry's text), authors (the first
+    author's surname, else the share of the source's surnames found in the entry), and
+    the year (equal, or one apart: a preprint and its publication). A source named
+    like the entry's key ("smith2020.pdf" for Smith 2020) scores 100. Without a title or
+    authors to compare, the score is 0: a year alone proves nothing.
     """
+    if entry.doi and source.doi and entry.doi.casefold() == source.doi.casefold():
+        return 100.0, "doi equal"
+    if entry.arxiv_id and source.arxiv_id and entry.arxiv_id == source.arxiv_id:
+        return 100.0, "arxiv id equal"
     if entry.author_year_key and normalize_key(_filename_words(source.filename)) == entry.author_year_key:
-        return 100.0
+        return 100.0, "file name is the entry's key"
     parts: list[tuple[float, float]] = []
+    why: list[str] = []
     title = _words(source.title or "")
     from_filename = _filename_words(source.filename)
     if len(title.split()) < 2 and len(from_filename.split()) >= 3:
@@ -720,21 +1095,30 @@ def match_score(entry: ReferenceEntry, source: SourceInfo, config: MatchConfig) 
         if len(title) >= 20:
             scores.append(rapidfuzz.fuzz.partial_ratio(title, _words(entry.text)))
         parts.append((max(scores), config.title_weight))
+        why.append(f"title {max(scores):.0f}")
     surnames = _source_surnames(source)
     if surnames:
         entry_words = _words(entry.text).split()
+        first_agrees = bool(entry.authors) and any(
+            _same_surname(surnames[0], part, config) for part in _words(entry.authors[0]).split()
+        )
         found = sum(
             1
             for name in surnames
             if any(_same_surname(name, other, config) for other in (*entry.authors, *entry_words))
         )
-        parts.append((100.0 * found / len(surnames), config.author_weight))
+        author_score = 100.0 if first_agrees else 100.0 * found / len(surnames)
+        parts.append((author_score, config.author_weight))
+        why.append("first author" if first_agrees else f"authors {found}/{len(surnames)}")
     if not parts:
-        return 0.0
+        return 0.0, "nothing to compare"
     if source.year is not None and entry.year is not None:
-        parts.append((100.0 if source.year == entry.year else 0.0, config.year_weight))
+        gap = abs(source.year - entry.year)
+        parts.append((100.0 if gap == 0 else 70.0 if gap == 1 else 0.0, config.year_weight))
+        why.append("year" if gap == 0 else "year ±1" if gap == 1 else "year differs")
     total = sum(weight for _, weight in parts)
-    return sum(score * weight for score, weight in parts) / total if total else 0.0
+    score = sum(score * weight for score, weight in parts) / total if total else 0.0
+    return score, ", ".join(why)
 
 
 def _marker_score(citation: ExtractedCitation, source: SourceInfo, config: MatchConfig) -> float:
@@ -745,8 +1129,10 @@ def _marker_score(citation: ExtractedCitation, source: SourceInfo, config: Match
         return 100.0
     surname = citation.authors[0]
     names = _source_surnames(source)
-    if not any(_same_surname(surname, name, config) for name in names[:1] or names):
+    if not any(_same_surname(part, name, config)
+               for name in names[:1] for part in [surname, *_words(surname).split()]):
         return 0.0
+    # The exact year: without an entry's title, a year apart is another work.
     if source.year != citation.year:
         return 0.0
     return 100.0
@@ -771,14 +1157,24 @@ def _entry_for(
     citation: ExtractedCitation,
     references: collections.abc.Sequence[ReferenceEntry],
     config: MatchConfig,
+    mapped: collections.abc.Container[int] = (),
 ) -> ReferenceEntry | None:
+    """The reference entry a citation names: its label, or its first surname and year.
+
+    When one author has several entries (Chang 2017, Chang 2023a, Chang 2023b) the
+    year and its suffix decide, then the second surname, then an entry that maps to a
+    source wins over one that does not.
+    """
     if not citation.authors:
-        return next((e for e in references if e.label == citation.key), None)
-    candidates = [
-        e
-        for e in references
-        if e.year == citation.year and e.authors and _same_surname(e.authors[0], citation.authors[0], config)
+        key = normalize_key(citation.key)
+        return next((e for e in references if e.label and normalize_key(e.label) == key), None)
+    same_author = [
+        e for e in references
+        if e.authors and e.year is not None
+        and any(_same_surname(part, citation.authors[0], config)
+                for part in [e.authors[0], *_words(e.authors[0]).split()])
     ]
+    candidates = [e for e in same_author if e.year == citation.year]
     suffix = citation.key[len(normalize_key(citation.authors[0])) + 4:]
     exact = [e for e in candidates if e.year_suffix == suffix]
     candidates = exact or [e for e in candidates if not e.year_suffix or not suffix]
@@ -790,6 +1186,8 @@ def _entry_for(
             if len(e.authors) > 1 and _same_surname(e.authors[1], citation.authors[1], config)
         ]
         candidates = second or candidates
+    if len(candidates) > 1:
+        candidates = [e for e in candidates if e.index in mapped] or candidates
     return candidates[0] if candidates else None
 
 
@@ -810,30 +1208,30 @@ def map_citations(
     config = config or MatchConfig()
     explicit = _explicit_sources(sources)
 
-    entry_source: dict[int, tuple[SourceInfo, MatchMethod, float | None]] = {}
+    entry_source: dict[int, tuple[SourceInfo, MatchMethod, float | None, str]] = {}
     for entry in extraction.references:
         for key in entry.keys:
             if key in explicit:
-                entry_source[entry.index] = (explicit[key], "explicit", None)
+                entry_source[entry.index] = (explicit[key], "explicit", None, f"explicit key {key}")
                 break
-    taken = {source.document_id for source, _, _ in entry_source.values()}
+    taken = {source.document_id for source, _, _, _ in entry_source.values()}
     scored = sorted(
         (
-            (match_score(entry, source, config), entry.index, source_index)
+            (*match(entry, source, config), entry.index, source_index)
             for entry in extraction.references
             if entry.index not in entry_source
             for source_index, source in enumerate(sources)
             if source.document_id not in taken
         ),
-        key=lambda item: (-item[0], item[1], item[2]),
+        key=lambda item: (-item[0], item[2], item[3]),
     )
-    for score, entry_index, source_index in scored:
+    for score, reason, entry_index, source_index in scored:
         source = sources[source_index]
         if score < config.threshold:
             break
         if entry_index in entry_source or source.document_id in taken:
             continue
-        entry_source[entry_index] = (source, "reference", score)
+        entry_source[entry_index] = (source, "reference", score, reason)
         taken.add(source.document_id)
 
     return tuple(
@@ -847,20 +1245,24 @@ def _resolve(
     references: collections.abc.Sequence[ReferenceEntry],
     sources: collections.abc.Sequence[SourceInfo],
     explicit: dict[str, SourceInfo],
-    entry_source: dict[int, tuple[SourceInfo, MatchMethod, float | None]],
+    entry_source: dict[int, tuple[SourceInfo, MatchMethod, float | None, str]],
     config: MatchConfig,
 ) -> MappedCitation:
-    entry = _entry_for(citation, references, config)
+    entry = _entry_for(citation, references, config, entry_source)
     key = normalize_key(citation.key)
     if key in explicit:
-        return MappedCitation(citation, entry, explicit[key].document_id, "explicit", None)
+        return MappedCitation(citation, entry, explicit[key].document_id, "explicit", None,
+                              f"explicit key {citation.key}")
     if entry is not None:
         if entry.index not in entry_source:
-            return MappedCitation(citation, entry, None, None, None)
-        source, method, score = entry_source[entry.index]
-        return MappedCitation(citation, entry, source.document_id, method, score)
+            return MappedCitation(citation, entry, None, None, None,
+                                  "no source matches the reference entry")
+        source, method, score, reason = entry_source[entry.index]
+        return MappedCitation(citation, entry, source.document_id, method, score, reason)
     scored = [(_marker_score(citation, source, config), source) for source in sources]
     best = max(scored, key=lambda item: item[0], default=None)
     if best is None or best[0] < config.threshold:
-        return MappedCitation(citation, None, None, None, None)
-    return MappedCitation(citation, None, best[1].document_id, "marker", best[0])
+        return MappedCitation(citation, None, None, None, None,
+                              "the reference list has no entry for it and no source matches")
+    return MappedCitation(citation, None, best[1].document_id, "marker", best[0],
+                          "marker's first author and year")

@@ -34,7 +34,7 @@ from citerun import errors, retry
 logger = logging.getLogger(__name__)
 
 EMBEDDING_DIM = 256
-"""Width of every stored vector; keep in sync with the ``chunks.embedding`` column."""
+"""Width of every stored vector: the ``chunks.embedding`` column's (tests/db/test_embedding_model.py)."""
 
 Vectors = numpy.typing.NDArray[numpy.float32]
 

@@ -31,6 +31,7 @@ import collections
 import dataclasses
 import re
 import statistics
+import typing
 
 import pymupdf
 
@@ -120,6 +121,19 @@ class _Raw:
         return max(self.y1 - self.y0, 1.0)
 
 
+_SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+_NOTE_NUMBERS = re.compile(r"\s*\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\s*")
+
+
+def _span_text(span: dict[str, typing.Any]) -> str:
+    """A span's text; raised note numbers ("bias¹⁴", "Jadad,¹¹") become superscript
+    digits, so that citation extraction can tell them from numbers in the text."""
+    text: str = span["text"]
+    if span["flags"] & 1 and _NOTE_NUMBERS.fullmatch(text):  # TEXT_FONT_SUPERSCRIPT
+        return text.translate(_SUPERSCRIPT_DIGITS)
+    return text
+
+
 def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
     """Horizontal lines of a page; fragments on one baseline that touch are joined."""
     found: list[_Raw] = []
@@ -132,7 +146,7 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
             spans = [s for s in line["spans"] if s["text"].strip()]
             if not spans:
                 continue
-            text = normalize_spaces("".join(s["text"] for s in line["spans"]))
+            text = normalize_spaces("".join(_span_text(s) for s in line["spans"]))
             if not text:
                 continue
             chars = sum(len(s["text"].strip()) for s in spans)
@@ -147,8 +161,8 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
         if (
             last is not None
             and abs((last.y0 + last.y1) / 2 - (raw.y0 + raw.y1) / 2) < 0.35 * min(last.height, raw.height)
-            and 0 <= raw.x0 - last.x1 < 1.2 * raw.size
-        ):
+            and 0 <= raw.x0 - last.x1 < (4.0 if len(last.text) <= 6 else 1.2) * raw.size
+        ):  # a label ("12.", "[3]") may stand further off its entry
             space = "" if raw.x0 - last.x1 < 0.15 * raw.size else " "
             last.text = f"{last.text}{space}{raw.text}"
             last.x1 = max(last.x1, raw.x1)
@@ -172,7 +186,7 @@ def _gutter(lines: list[_Raw]) -> float | None:
     if width <= 0:
         return None
     best: tuple[int, float] | None = None
-    steps = 40
+    steps = 80
     low, high = _GUTTER_RANGE
     for step in range(steps + 1):
         x = left_edge + width * (low + (high - low) * step / steps)
@@ -191,9 +205,9 @@ def _gutter(lines: list[_Raw]) -> float | None:
     # Columns of text, not a table's label column: the right side holds long lines.
     right_widths = sorted(r.x1 - r.x0 for r in lines if r.x0 >= x - 1)
     left_widths = sorted(r.x1 - r.x0 for r in lines if r.x1 <= x + 1)
-    if right_widths[len(right_widths) // 2] < 0.25 * width or left_widths[len(left_widths) // 2] < 0.25 * width:
+    # (The upper quartile: labels of a figure are many short lines.)
+    if right_widths[3 * len(right_widths) // 4] < 0.25 * width or left_widths[3 * len(left_widths) // 4] < 0.25 * width:
         return None
-    # The gap itself must be empty: the nearest left line end and right line start.
     return x
 
 
@@ -205,13 +219,17 @@ def _reading_order(lines: list[_Raw]) -> list[tuple[_Raw, int]]:
     ordered: list[tuple[_Raw, int]] = []
     band: list[_Raw] = []
 
+    left_edge = min(r.x0 for r in lines)
+    right_edge = max(r.x1 for r in lines)
+    reach = 0.08 * (right_edge - left_edge)  # how far a spanning line reaches past the gutter
+
     def flush() -> None:
-        ordered.extend((r, 1) for r in band if r.x1 <= gutter + 1)
-        ordered.extend((r, 2) for r in band if r.x1 > gutter + 1)
+        ordered.extend((r, 1) for r in band if (r.x0 + r.x1) / 2 <= gutter)
+        ordered.extend((r, 2) for r in band if (r.x0 + r.x1) / 2 > gutter)
         band.clear()
 
     for raw in lines:
-        if raw.x0 < gutter - 1 and raw.x1 > gutter + 1:
+        if raw.x0 < gutter - reach and raw.x1 > gutter + reach:
             flush()
             ordered.append((raw, 0))
         else:
@@ -226,6 +244,18 @@ def _reading_order(lines: list[_Raw]) -> list[tuple[_Raw, int]]:
 def _edge_key(text: str) -> str:
     """Running heads differ only in their numbers ("Chapter 2 · 17"), so ignore those."""
     return _DIGITS.sub("#", text.casefold())
+
+
+def _lone_head(lines: list[_Raw], height: float) -> _Raw | None:
+    """A running head printed once ("BIBLIOGRAPHY" on the last page of a list): the
+    page's top line, inside the top margin band, well above the text below it."""
+    by_y = sorted(lines, key=lambda r: r.y0)
+    if len(by_y) < 2:
+        return None
+    top, below = by_y[0], by_y[1]
+    if top.y1 < 0.07 * height and below.y0 - top.y1 > 1.5 * top.height and len(top.text) <= 80:
+        return top
+    return None
 
 
 def _edge_lines(lines: list[_Raw], height: float) -> list[_Raw]:
@@ -269,6 +299,14 @@ def _column_edges(ordered: list[tuple[_Raw, int]]) -> dict[int, tuple[float, flo
         left = float(counter.most_common(1)[0][0])
         outdented = sum(1 for r in full if r.x0 < left - _INDENT_TOLERANCE)
         hanging = outdented >= max(2, 0.1 * len(full)) and left - min(starts) < 0.2 * width
+        if not hanging:
+            # Entries of a hanging list alternate: an outdented first line, then
+            # indented ones; an abstract set in from the body is one block.
+            mode = float(collections.Counter(round(r.x0) for r in raws).most_common(1)[0][0])
+            flags = [r.x0 < mode - _INDENT_TOLERANCE for r in raws]
+            runs = sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1]))
+            if runs >= 3 and sum(flags) <= 0.6 * len(flags) and mode - min(starts) < 0.2 * width:
+                hanging, left = True, mode
         if not hanging:
             left = min(left, min(r.x0 for r in full))
         edges[column] = (left, right, hanging)
@@ -318,6 +356,39 @@ def _mark_paragraphs(ordered: list[tuple[_Raw, int]], body_size: float) -> list[
     return lines
 
 
+_FOOTNOTE_START = re.compile(r"^(?:\d{1,3}|[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}|[*∗†‡§¶])\s*\S")
+
+
+def _footnotes_last(ordered: list[tuple[_Raw, int]], body_size: float) -> list[tuple[_Raw, int]]:
+    """Footnotes (a run of small lines closing a column, opened by a note number) move
+    to the end of the page, so they do not cut a sentence or a reference entry that
+    goes on in the next column."""
+    moved: list[tuple[_Raw, int]] = []
+    kept: list[tuple[_Raw, int]] = []
+    columns = sorted({column for _, column in ordered})
+    for column in columns:
+        lines = [item for item in ordered if item[1] == column]
+        if not lines:
+            continue
+        note_size = lines[-1][0].size
+        start = len(lines)
+        while start > 0 and abs(lines[start - 1][0].size - note_size) <= 0.3:
+            start -= 1
+        if start > 0 and lines[start - 1][0].size < note_size + 0.9 or note_size > body_size - 0.9:
+            start = len(lines)  # no smaller run below the column's text
+        # The run must sit below the column's body text and open with a note number.
+        if 0 < start < len(lines) and _FOOTNOTE_START.match(lines[start][0].text):
+            moved.extend(lines[start:])
+            kept.extend(lines[:start])
+        else:
+            kept.extend(lines)
+    if not moved:
+        return ordered
+    order = {id(raw): index for index, (raw, _) in enumerate(ordered)}
+    kept.sort(key=lambda item: order[id(item[0])])
+    return kept + [(raw, 3) for raw, _ in moved]
+
+
 # --- pages ---------------------------------------------------------------------------
 
 
@@ -344,6 +415,7 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
     layouts: list[PageLayout] = []
     for index, (lines, (width, height)) in enumerate(zip(raw_pages, sizes)):
         edge = {id(r) for r in _edge_lines(lines, height)}
+        lone_head = _lone_head(lines, height)
         kept = [
             r
             for r in lines
@@ -351,8 +423,9 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
                 id(r) in edge
                 and (counts[_edge_key(r.text)] >= _MIN_REPEATS or PAGE_NUMBER.fullmatch(r.text))
             )
+            and r is not lone_head
         ]
-        ordered = _reading_order(kept)
+        ordered = _footnotes_last(_reading_order(kept), body_size)
         layouts.append(
             PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered, body_size)))
         )

@@ -393,7 +393,7 @@ ABBREVIATIONS = frozenset(
 # then something a sentence can start with.
 _SENTENCE_END = re.compile(r"""[.!?…]+["'”’»)\]]*(?=\s+["'“‘„«(\[]?[A-ZÄÖÜ0-9])""")
 _PARAGRAPH = re.compile(r"\n\s*\n")
-_WORD_BEFORE = re.compile(r"([^\s(\[\"'“„]+)$")
+_WORD_DELIMITERS = frozenset(" \t\n\r\f\v([\"'“„")
 _SECTION_NUMBER = re.compile(r"(?:\d{1,3}\.)*\d{1,3}")
 
 
@@ -424,16 +424,20 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def _is_sentence_end(text: str, start: int, period: int) -> bool:
     if text[period] != ".":
         return True
-    word_match = _WORD_BEFORE.search(text, start, period)
-    if not word_match:
+    # The word before the period, found by walking back (a regex anchored at the
+    # period would retry at every position of a long word: quadratic).
+    word_start = period
+    while word_start > start and text[word_start - 1] not in _WORD_DELIMITERS:
+        word_start -= 1
+    if word_start == period:
         return True
-    word = word_match.group(1)
+    word = text[word_start:period]
     bare = word.rstrip(".").casefold()
     if bare in ABBREVIATIONS or (len(bare) == 1 and bare.isalpha()):
         return False
     # "2." or "3.1." alone at the start of a sentence is a heading number.
     return not (
-        _SECTION_NUMBER.fullmatch(word.rstrip(".")) and not text[start:word_match.start()].strip()
+        _SECTION_NUMBER.fullmatch(word.rstrip(".")) and not text[start:word_start].strip()
     )
 
 

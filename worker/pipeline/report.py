@@ -30,7 +30,7 @@ import pydantic
 
 from citerun.worker.pipeline import judge
 
-SCHEMA_VERSION: typing.Final = 1  # keep in sync with Report.schema_version
+SCHEMA_VERSION: typing.Final = 1  # = Report.schema_version (tests/unit/test_single_sources.py)
 
 
 class _Model(pydantic.BaseModel):

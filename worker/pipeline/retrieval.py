@@ -6,6 +6,10 @@ filter on the cited documents still returns enough rows). The BM25 leg is Okapi 
 of documents, rebuilt from the rows on a miss, because chunks of a content-addressed
 document never change. Reciprocal rank fusion combines the two rankings with the
 weights in :class:`~citerun.worker.pipeline.settings.RetrievalConfig`.
+
+Every chunk records the embedding model that made its vector; a search whose documents
+were embedded by another model than this worker's raises :class:`ModelMismatch`
+instead of comparing vectors of two models (``citerun reembed`` fixes the data).
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ import asyncpg
 import bm25s
 import numpy as np
 
-from citerun import sql
+from citerun import errors, sql
 from citerun.worker.pipeline import embed, judge
 from citerun.worker.pipeline.settings import RetrievalConfig
 
 _Q = sql.load("citerun.worker", "queries/pipeline.sql")
+
+
+class ModelMismatch(errors.CiterunError):
+    """The documents were embedded by another model than this worker's."""
 
 
 @dataclass(frozen=True)
@@ -79,13 +87,29 @@ def bm25_rank(index: _Bm25Index, query: str, k: int) -> list[tuple[int, float]]:
     return [(index.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
 
 
+async def check_models(conn: asyncpg.Connection | asyncpg.Pool, digests: Sequence[str],
+                       model: str) -> None:
+    """Raise :class:`ModelMismatch` if a chunk of ``digests`` was embedded by another model."""
+    other = {r["embedding_model"]: r["digests"]
+             for r in await conn.fetch(_Q["chunk_models_of_documents"], list(digests))
+             if r["embedding_model"] != model}
+    if other:
+        found = "; ".join(f"{m}: {', '.join(d[:12] for d in ds)}" for m, ds in sorted(other.items()))
+        raise ModelMismatch(
+            f"documents embedded by another model than this worker's {model!r} ({found}); "
+            "vectors of two models cannot be compared: run `citerun reembed` with the "
+            "workers' embedding settings")
+
+
 async def vector_rank(conn: asyncpg.Connection, query_vector: np.ndarray,
-                      digests: Sequence[str], k: int) -> list[tuple[int, float]]:
-    """Chunk ids and cosine similarities of the ``k`` nearest chunks of ``digests``."""
+                      digests: Sequence[str], k: int, model: str) -> list[tuple[int, float]]:
+    """Chunk ids and cosine similarities of the ``k`` nearest chunks of ``digests``
+    embedded by ``model``."""
     async with conn.transaction():
         await conn.execute(_Q["hnsw_iterative_scan"])
         await conn.execute(_Q["hnsw_ef_search"], str(max(40, k)))
-        rows = await conn.fetch(_Q["chunk_vector_search"], query_vector, list(digests), k)
+        rows = await conn.fetch(_Q["chunk_vector_search"], query_vector, list(digests), k,
+                                model)
     return [(r["id"], float(r["score"])) for r in rows]
 
 
@@ -120,7 +144,8 @@ class Retriever:
         key = tuple(sorted(set(digests)))
         vector = await self.embed_query(claim)
         async with pool.acquire() as conn:
-            by_vector = await vector_rank(conn, vector, key, n)
+            await check_models(conn, key, self.embedder.name)
+            by_vector = await vector_rank(conn, vector, key, n, self.embedder.name)
         index = await self.cache.get(pool, key)
         by_bm25 = bm25_rank(index, claim, n) if index is not None else []
         return by_vector, by_bm25

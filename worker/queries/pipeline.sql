@@ -15,9 +15,10 @@ INSERT INTO document_pages (digest, number, text) VALUES ($1, $2, $3)
 ON CONFLICT DO NOTHING;
 
 -- name: chunk_insert --
--- Store one chunk with its embedding.
-INSERT INTO chunks (digest, ordinal, page_start, page_end, text, embedding)
-VALUES ($1, $2, $3, $4, $5, $6)
+-- Store one chunk with its embedding and the model and width that made it.
+INSERT INTO chunks (digest, ordinal, page_start, page_end, text, embedding, embedding_model,
+                    embedding_dim)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (digest, ordinal) DO NOTHING;
 
 -- name: run_documents --
@@ -82,8 +83,24 @@ ON CONFLICT (run_id) DO UPDATE SET json = excluded.json, html = excluded.html,
 -- name: chunk_vector_search --
 -- Nearest chunks of the given documents by cosine distance.
 SELECT id, 1 - (embedding <=> $1) AS score
-FROM chunks WHERE digest = ANY($2::text[])
+FROM chunks WHERE digest = ANY($2::text[]) AND embedding_model = $4
 ORDER BY embedding <=> $1 LIMIT $3;
+
+-- name: chunk_models_of_documents --
+-- The embedding models of the given documents' chunks, with the documents that use each.
+SELECT embedding_model, array_agg(DISTINCT digest ORDER BY digest) AS digests
+FROM chunks WHERE digest = ANY($1::text[]) GROUP BY embedding_model;
+
+-- name: chunk_stale_batch --
+-- The next chunks (by id, after $2) not embedded with model $1 (all of them with $3).
+SELECT id, text FROM chunks
+WHERE id > $2 AND ($3 OR embedding_model <> $1)
+ORDER BY id LIMIT $4;
+
+-- name: chunk_reembed --
+-- Replace one chunk's embedding, recording the model and width that made it.
+UPDATE chunks SET embedding = $2::vector, embedding_model = $3, embedding_dim = vector_dims($2::vector)
+WHERE id = $1;
 
 -- name: chunk_texts_of_documents --
 -- Chunk ids and texts of documents, in a stable order (what a BM25 index is built from).

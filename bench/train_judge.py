@@ -1,0 +1,228 @@
+"""Train the embedded judge's model on SciFact train (and augmentation); never on dev.
+
+Usage::
+
+    CITERUN_EVALDATA=/work/shared/evaldata python bench/train_judge.py          # writes the artifact
+    python bench/train_judge.py --out /tmp/model.npz --hidden 0                # another variant
+
+Data (``$CITERUN_EVALDATA/scifact``; SciFact, Wadden et al. 2020; claims CC BY 4.0,
+abstracts ODC-By 1.0):
+
+- *real pairs*: each of the 809 train claims with each abstract it cites; gold SUPPORT
+  or CONTRADICT from the abstract's evidence, NEI when the cited abstract has none. The
+  passages are the abstract (title + sentences) cut by ``pdf.chunk_pages``, the chunks
+  ``judge_citation`` would retrieve: an abstract is 2-3 chunks and ``top_k`` is 5, so
+  retrieval returns all of them (``eval_scifact.py`` checks this on dev).
+- *augmentation* (``perturb.py``, rules): a supported claim negated ("does not
+  increase", "is not") or with its direction word flipped -> CONTRADICT of the same
+  abstract; a contradicted claim with its one negation removed -> SUPPORT; every claim
+  against one random other abstract and against the most similar abstract it does not
+  cite (WordLlama cosine) -> NEI. Augmented pairs weigh ``--aug-weight``.
+
+Model: features of :mod:`citerun.worker.pipeline.judging.features`, standardised, into
+a multinomial logistic regression or a one-hidden-layer MLP (``--hidden``), full-batch
+Adam with L2, in numpy. Five-fold cross-validation grouped by claim gives out-of-fold
+probabilities on the real train pairs; on those alone the script fits the temperature
+(calibration) and the per-class decision offsets and the abstention threshold (best
+macro-F1). The final model is fitted on all train pairs. Seeded (``--seed``): two runs
+write the same bytes. Run time on the 2-core machine of docs/benchmarks.md: about two
+minutes, most of it features.
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread: the same sums in the same order, so a retrain writes the same bytes.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import collections
+import dataclasses
+import hashlib
+import json
+import pathlib
+import random
+import sys
+import time
+
+import numpy
+
+from citerun.worker.pipeline import embed, pdf
+from citerun.worker.pipeline.judging import features, model
+from citerun.worker.pipeline.judging.types import Passage
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))  # run as a script with -P: perturb.py is beside it
+import perturb  # noqa: E402
+
+LABELS = model.LABELS
+
+
+def evaldata() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("CITERUN_EVALDATA", REPO.parent / "shared" / "evaldata"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    claim: str
+    doc_id: int
+    label: str
+    group: int
+    weight: float
+    real: bool
+
+
+def passages_of(doc: dict[str, object]) -> tuple[Passage, ...]:
+    text = str(doc["title"]) + "\n\n" + " ".join(doc["abstract"])  # type: ignore[arg-type]
+    chunks = pdf.chunk_pages([pdf.Page(1, text)])
+    return tuple(Passage(int(doc["doc_id"]) * 100 + c.ordinal, c.text, 1, 1, 0.0)  # type: ignore[call-overload]
+                 for c in chunks)
+
+
+def gold_label(claim: dict[str, object], doc_id: int) -> str:
+    sets = claim["evidence"].get(str(doc_id), [])  # type: ignore[attr-defined]
+    if not sets:
+        return "NEI"
+    return str(collections.Counter(s["label"] for s in sets).most_common(1)[0][0])
+
+
+def examples(claims: list[dict[str, object]], corpus: dict[int, dict[str, object]],
+             embedder: embed.WordLlamaEmbedder, rng: random.Random, aug_weight: float) -> list[Example]:
+    doc_ids = sorted(corpus)
+    doc_vectors = embedder.embed([str(corpus[d]["title"]) + " " + " ".join(corpus[d]["abstract"])  # type: ignore[arg-type]
+                                  for d in doc_ids])
+    claim_vectors = embedder.embed([str(c["claim"]) for c in claims])
+    nearest = numpy.argsort(-(claim_vectors @ doc_vectors.T), axis=1)[:, :20]
+    out = []
+    for index, claim in enumerate(claims):
+        text, group = str(claim["claim"]), int(claim["id"])  # type: ignore[call-overload]
+        cited = [int(d) for d in claim["cited_doc_ids"]]  # type: ignore[attr-defined]
+        for doc_id in cited:
+            label = gold_label(claim, doc_id)
+            out.append(Example(text, doc_id, label, group, 1.0, True))
+            if label == "SUPPORT":
+                for variant in (perturb.negate(text), perturb.flip(text)):
+                    if variant:
+                        out.append(Example(variant, doc_id, "CONTRADICT", group, aug_weight, False))
+            elif label == "CONTRADICT":
+                # Not X is supported where X is contradicted: the same cue, the other label,
+                # so the model learns the claim's negation against the evidence, not alone.
+                for variant in (perturb.unnegate(text), perturb.negate(text), perturb.flip(text)):
+                    if variant:
+                        out.append(Example(variant, doc_id, "SUPPORT", group, aug_weight, False))
+        other = rng.choice([d for d in doc_ids if d not in cited])
+        out.append(Example(text, other, "NEI", group, aug_weight, False))
+        hard = next(doc_ids[j] for j in nearest[index] if doc_ids[j] not in cited)
+        out.append(Example(text, hard, "NEI", group, aug_weight, False))
+    return out
+
+
+def featurize(items: list[Example], corpus: dict[int, dict[str, object]],
+              featurizer: features.Featurizer) -> numpy.ndarray:
+    rows = []
+    for item in items:
+        found = featurizer.features(item.claim, passages_of(corpus[item.doc_id]))
+        rows.append(found.vector if found is not None else numpy.zeros(len(features.NAMES), numpy.float32))
+    return numpy.stack(rows) if rows else numpy.zeros((0, len(features.NAMES)), numpy.float32)
+
+
+def macro_f1(gold: numpy.ndarray, predicted: numpy.ndarray) -> tuple[float, list[float]]:
+    f1s = []
+    for k in range(len(LABELS)):
+        tp = numpy.sum((gold == k) & (predicted == k))
+        fp = numpy.sum((gold != k) & (predicted == k))
+        fn = numpy.sum((gold == k) & (predicted != k))
+        f1s.append(float(2 * tp / (2 * tp + fp + fn)) if tp else 0.0)
+    return float(numpy.mean(f1s)), f1s
+
+
+def choose_decision(logits: numpy.ndarray, gold: numpy.ndarray) -> tuple[float, numpy.ndarray]:
+    """Temperature by log-loss, then per-class offsets by macro-F1 (grid, seeded order)."""
+    best_t, best_loss = 1.0, numpy.inf
+    for t in numpy.arange(0.5, 3.01, 0.05):
+        p = model.softmax(logits / t)
+        loss = -numpy.mean(numpy.log(p[numpy.arange(len(gold)), gold] + 1e-12))
+        if loss < best_loss:
+            best_t, best_loss = float(t), loss
+    logp = numpy.log(model.softmax(logits / best_t) + 1e-12)
+    best = (-1.0, numpy.zeros(3))
+    grid = numpy.arange(-1.5, 1.51, 0.1)
+    for c in grid:
+        for n in grid:
+            offsets = numpy.array([0.0, c, n])
+            score, _ = macro_f1(gold, numpy.argmax(logp + offsets, axis=1))
+            if score > best[0] + 1e-9:
+                best = (score, offsets)
+    return best_t, best[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=pathlib.Path, default=model.ARTIFACT)
+    parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--hidden", type=int, default=0, help="MLP width; 0 = logistic regression")
+    parser.add_argument("--l2", type=float, default=1e-3)
+    parser.add_argument("--epochs", type=int, default=600)
+    parser.add_argument("--aug-weight", type=float, default=0.5)
+    parser.add_argument("--cache", type=pathlib.Path, default=None,
+                        help="directory for a feature cache (keyed by the examples and features.py)")
+    parser.add_argument("--no-vector", action="store_true", help="scalar features only")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    data = evaldata() / "scifact"
+    claims = [json.loads(line) for line in (data / "claims_train.jsonl").open(encoding="utf-8")]
+    corpus = {d["doc_id"]: d for d in map(json.loads, (data / "corpus.jsonl").open(encoding="utf-8"))}
+    rng = random.Random(args.seed)
+    embedder = embed.WordLlamaEmbedder()
+    items = examples(claims, corpus, embedder, rng, args.aug_weight)
+    print(f"{len(items)} examples: " + ", ".join(
+        f"{k} {v}" for k, v in sorted(collections.Counter((e.label, e.real) for e in items).items())),
+        file=sys.stderr)
+    key = hashlib.sha256(pathlib.Path(features.__file__).read_bytes()).hexdigest()[:16]
+    cache_file = args.cache / f"features-{key}.json" if args.cache else None
+    cache: dict[str, list[float]] = (json.loads(cache_file.read_text()) if cache_file is not None
+                                     and cache_file.exists() else {})
+    todo = [e for e in items if f"{e.doc_id}\t{e.claim}" not in cache]
+    for item, row in zip(todo, featurize(todo, corpus, features.Featurizer(embedder))):
+        cache[f"{item.doc_id}\t{item.claim}"] = row.tolist()
+    if cache_file is not None and todo:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        cache_file.write_text(json.dumps(cache))
+    x = numpy.asarray([cache[f"{e.doc_id}\t{e.claim}"] for e in items], dtype=numpy.float32)
+    if args.no_vector:
+        x[:, len(features.NAMES) - features.DIM:] = 0.0
+    featured = time.perf_counter()
+    y = numpy.array([LABELS.index(e.label) for e in items])
+    w = numpy.array([e.weight for e in items], dtype=numpy.float64)
+    real = numpy.array([e.real for e in items])
+    groups = numpy.array([e.group for e in items])
+    unique_groups = sorted(set(groups.tolist()))
+    random.Random(args.seed).shuffle(unique_groups)
+    fold_of = {g: i % 5 for i, g in enumerate(unique_groups)}
+    folds = numpy.array([fold_of[g] for g in groups])
+    oof = numpy.zeros((len(items), 3))
+    for fold in range(5):
+        train = folds != fold
+        fitted = model.fit(x[train], y[train], w[train], hidden=args.hidden, l2=args.l2,
+                           epochs=args.epochs, seed=args.seed)
+        oof[~train] = fitted.logits(x[~train])
+    temperature, offsets = choose_decision(oof[real], y[real])
+    raw_macro, raw_f1s = macro_f1(y[real], numpy.argmax(oof[real], axis=1))
+    logp = numpy.log(model.softmax(oof[real] / temperature) + 1e-12)
+    macro, f1s = macro_f1(y[real], numpy.argmax(logp + offsets, axis=1))
+    print(f"out-of-fold on {int(real.sum())} real train pairs: macro-F1 {raw_macro:.3f} "
+          f"(argmax) -> {macro:.3f} with offsets {offsets.round(2).tolist()}, T {temperature:.2f}; "
+          + " ".join(f"F1 {k} {v:.3f}" for k, v in zip(LABELS, f1s)))
+    final = model.fit(x, y, w, hidden=args.hidden, l2=args.l2, epochs=args.epochs, seed=args.seed)
+    final = dataclasses.replace(final, temperature=temperature, offsets=offsets.astype(numpy.float32),
+                                zero_vector=args.no_vector)
+    final.save(args.out)
+    digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB, sha256 {digest}); features "
+          f"{featured - started:.0f} s, total {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

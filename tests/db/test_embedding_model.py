@@ -1,0 +1,60 @@
+"""The embedding model's name and width are stored with every vector; retrieval refuses
+documents of another model, and `reembed` brings them to the configured one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import asyncpg
+import numpy as np
+import pytest
+
+from citerun import runs
+from citerun.worker.pipeline import embed, reembed, retrieval
+from citerun.worker.pipeline.settings import RetrievalConfig
+
+REPO = Path(__file__).resolve().parents[2]
+TEXTS = ["Aspirin lowers the risk of a second heart attack in adults.",
+         "Regular exercise improves sleep quality in older people.",
+         "Coffee consumption is not linked to higher blood pressure."]
+OTHER_MODEL = "openai/text-embedding-3-small@256"
+
+
+async def _store(pool: asyncpg.Pool, embedder: embed.Embedder, model: str) -> str:
+    doc = await runs.stage_document(pool, b"%PDF-1.7 source", "s.pdf")
+    vectors = embedder.embed(TEXTS)
+    await pool.executemany(
+        "INSERT INTO chunks (digest, ordinal, page_start, page_end, text, embedding, "
+        "embedding_model, embedding_dim) VALUES ($1, $2, 1, 1, $3, $4, $5, $6)",
+        [(doc.digest, i, t, np.asarray(v, dtype=np.float32), model, embedder.dim)
+         for i, (t, v) in enumerate(zip(TEXTS, vectors))])
+    await pool.execute("UPDATE documents SET state = 'parsed', raw = NULL")
+    return doc.digest
+
+
+async def test_the_vector_column_has_the_embedders_width(pool: asyncpg.Pool) -> None:
+    column = await pool.fetchval(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'")
+    assert column == f"vector({embed.EMBEDDING_DIM})"
+
+
+def test_the_migration_names_the_default_embedder_for_old_rows() -> None:
+    text = next((REPO / "migrations").glob("0002_*.sql")).read_text(encoding="utf-8")
+    assert f"embedding_model = '{embed.WordLlamaEmbedder.name}'" in text
+
+
+async def test_retrieval_refuses_another_model_until_reembedded(pool: asyncpg.Pool) -> None:
+    embedder = embed.WordLlamaEmbedder()
+    digest = await _store(pool, embedder, OTHER_MODEL)
+    finder = retrieval.Retriever(embedder, RetrievalConfig())
+    with pytest.raises(retrieval.ModelMismatch, match="citerun reembed"):
+        await finder.search(pool, "aspirin and heart attacks", [digest])
+
+    assert await reembed.reembed(pool, embedder, batch_size=2) == len(TEXTS)
+    models = await pool.fetch("SELECT DISTINCT embedding_model, embedding_dim FROM chunks")
+    assert [tuple(r) for r in models] == [(embedder.name, embedder.dim)]
+    passages = await finder.search(pool, "aspirin and heart attacks", [digest])
+    assert passages and passages[0].text == TEXTS[0]
+    assert await reembed.reembed(pool, embedder) == 0  # nothing left to do
+    assert await reembed.reembed(pool, embedder, everything=True) == len(TEXTS)

@@ -1,0 +1,154 @@
+"""The default judge: the trained model over pairwise features, calibrated, offline.
+
+:class:`TrainedJudge` turns the model's calibrated probabilities of SUPPORT /
+CONTRADICT / NOT-ENOUGH-INFO into a verdict, and says so when it is unsure instead of
+guessing: a SUPPORT decision below ``supported_min`` becomes ``partially_supported``
+("leans supported, check it"), a decision whose probability is below ``abstain_below``
+keeps its verdict but is marked as doubtful in the rationale, and its confidence is the
+calibrated probability either way (see docs/benchmarks.md for the reliability table).
+A German claim is glossed into English first (:mod:`.german`). Claims with several parts ("A or B", "A; B") are first checked part by part by the
+rule judge's coverage test: a source that states only one part gives
+``partially_supported``, because the model was trained on single statements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import functools
+import pathlib
+
+import numpy
+import pydantic
+
+from citerun.worker.pipeline.judging import features, german, language, model, rules
+from citerun.worker.pipeline.judging.types import (
+    Embedder,
+    Evidence,
+    Judgement,
+    Passage,
+    Verdict,
+)
+
+
+class TrainedJudgeConfig(pydantic.BaseModel):
+    """Settings of :class:`TrainedJudge`; probabilities are calibrated (0-1)."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    model_file: pathlib.Path | None = pydantic.Field(
+        default=None,
+        description="A model written by bench/train_judge.py; None for the one shipped in the package.",
+    )
+    supported_min: float = pydantic.Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Lowest probability of SUPPORT for `supported`; a SUPPORT decision below it is "
+            "`partially_supported` with that (low) confidence. 0.5: `supported` is said only "
+            "when support is more likely than not (chosen on train, docs/benchmarks.md)."
+        ),
+    )
+    abstain_below: float = pydantic.Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Below this probability of its own decision the rationale says the judge is "
+            "unsure and the report ranks the citation among the first to check."
+        ),
+    )
+    max_evidence: int = pydantic.Field(default=3, ge=1, description="Most evidence sentences kept.")
+
+
+class TrainedJudge:
+    """Decides with the trained model (see :mod:`.model`) over :mod:`.features`.
+
+    What it learned (SciFact train and perturbations of it): closeness of the claim to
+    the best sentences, negation near the shared words, direction words, hedging,
+    antonym pairs, numbers on one side only, and which kinds of claim words the evidence
+    lacks. What it cannot do: read a table or figure, follow support spread over a long
+    argument, or know domain facts; contradictions that need world knowledge or a
+    population swap without any cue stay ``unsupported`` at best.
+    """
+
+    def __init__(self, embedder: Embedder, config: TrainedJudgeConfig | None = None) -> None:
+        self._config = config or TrainedJudgeConfig()
+        self._model = _load(self._config.model_file or model.ARTIFACT)
+        self._featurizer = features.Featurizer(embedder)
+        self._rules = rules.RulesJudge(embedder)
+
+    async def judge(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
+        """Judge ``claim`` against ``passages`` (CPU only, in a thread)."""
+        return await asyncio.to_thread(self.judge_sync, claim, passages)
+
+    def judge_sync(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
+        """:meth:`judge`, in the calling thread; a German claim is glossed into English first."""
+        claim = german.to_english(claim)
+        found = self._featurizer.features(claim, passages)
+        if found is None:
+            return Judgement(Verdict.UNSUPPORTED, 0.5, (),
+                             "No sentence of the source was retrieved for this claim."
+                             if passages else "The claim has no content words to look for.")
+        vector = found.vector.copy()
+        if self._model.zero_vector:
+            vector[len(features.NAMES) - features.DIM:] = 0.0
+        probabilities = self._model.probabilities(vector[None, :])[0]
+        decision = int(self._model.decide(probabilities[None, :])[0])
+        p_support, p_contradict, p_nei = (float(p) for p in probabilities)
+        config = self._config
+        best = found.sentences[0]
+        probs = f"P(support) {p_support:.2f}, P(contradict) {p_contradict:.2f}, P(not enough info) {p_nei:.2f}"
+        if decision == 0:
+            confidence = p_support
+            if p_support >= config.supported_min:
+                verdict, how = Verdict.SUPPORTED, "states the claim"
+                partial = self._partial_parts(claim, passages)
+                if partial is not None:
+                    verdict, how = Verdict.PARTIALLY_SUPPORTED, partial
+            else:
+                verdict, how = Verdict.PARTIALLY_SUPPORTED, "leans towards the claim, but not clearly"
+            evidence = [s for s in found.sentences if s.score >= best.score - 0.1]
+        elif decision == 1:
+            verdict, confidence, how = Verdict.CONTRADICTED, p_contradict, "says something incompatible with the claim"
+            evidence = [best]
+        else:
+            verdict, confidence, how = Verdict.UNSUPPORTED, p_nei, "is the closest, but does not state the claim"
+            evidence = [best]
+        doubt = " The judge is unsure: check this citation." if confidence < config.abstain_below else ""
+        cues = _cues(claim, best)
+        return Judgement(
+            verdict,
+            round(min(max(confidence, 0.0), 0.99), 3),
+            tuple(_evidence(s) for s in evidence[: config.max_evidence]),
+            f"The best sentence of the source ({language.pages(best.candidate.passage)}) {how} "
+            f"(similarity {best.similarity:.2f}, {best.coverage:.0%} of the content words"
+            f"{cues}); {probs}.{doubt}",
+        )
+
+    def _partial_parts(self, claim: str, passages: collections.abc.Sequence[Passage]) -> str | None:
+        """Why only a part of a claim with several parts is stated, or ``None``."""
+        parts = language.claim_parts(claim)
+        if len(parts) < 2:
+            return None
+        judged = self._rules.judge_sync(claim, passages)
+        if judged.verdict == Verdict.PARTIALLY_SUPPORTED and "part of the claim" in judged.rationale:
+            return "covers only part of the claim"
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: pathlib.Path) -> model.Model:
+    return model.Model.load(path)
+
+
+def _cues(claim: str, best: features.Sentence) -> str:
+    conflict = language.polarity_conflict(claim, best.candidate.sentence)
+    return f"; {conflict}" if conflict else ""
+
+
+def _evidence(sentence: features.Sentence) -> Evidence:
+    passage = sentence.candidate.passage
+    return Evidence(sentence.candidate.sentence, passage.page_start, passage.page_end,
+                    round(float(numpy.clip(sentence.score, 0.0, 1.0)), 3), passage.chunk_id)

@@ -1,0 +1,49 @@
+"""Which judge a run uses: :class:`JudgeConfig` and :func:`make_judge`."""
+
+from __future__ import annotations
+
+import typing
+
+import httpx
+import pydantic
+
+from citerun.worker.pipeline.judging.budget import TokenBudget
+from citerun.worker.pipeline.judging.cache import AnswerCache
+from citerun.worker.pipeline.judging.openai import OpenAIConfig, OpenAIJudge
+from citerun.worker.pipeline.judging.rules import RulesJudge, RulesJudgeConfig
+from citerun.worker.pipeline.judging.types import Embedder, Judge
+
+
+class JudgeConfig(pydantic.BaseModel):
+    """Which judge a run uses, and its settings."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    kind: typing.Literal["embedded", "openai"] = pydantic.Field(
+        default="embedded",
+        description="`embedded` needs no network (the default, so a laptop run works offline); "
+        "`openai` calls a chat-completions endpoint.",
+    )
+    embedded: RulesJudgeConfig = pydantic.Field(default_factory=RulesJudgeConfig)
+    openai: OpenAIConfig = pydantic.Field(default_factory=OpenAIConfig)
+
+
+def make_judge(
+    config: JudgeConfig,
+    embedder: Embedder,
+    *,
+    budget: TokenBudget | None = None,
+    client: httpx.AsyncClient | None = None,
+    cache: AnswerCache | None = None,
+) -> Judge:
+    """The judge ``config`` asks for.
+
+    For ``openai``, pass the run's ``budget`` (built with the ``spent`` count stored
+    for the run); without one, a fresh budget of ``config.openai.token_budget``.
+    """
+    if config.kind == "embedded":
+        return RulesJudge(embedder, config.embedded)
+    return OpenAIJudge(
+        config.openai, budget or TokenBudget(config.openai.token_budget), client=client,
+        cache=cache,
+    )

@@ -1,0 +1,248 @@
+"""Pairwise features of (claim, evidence passages) for the trained judge.
+
+One vector per pair, made of three groups:
+
+- *closeness*: cosine similarity (WordLlama) and content-word coverage of the claim by
+  its best sentences, by the best two together and by the whole evidence;
+- *cues* of what a similarity cannot see, each measured on the claim and on its best
+  sentences and compared: negation near the words both share (its scope, not a "not"
+  anywhere), direction words with the words they govern, hedging, antonym pairs
+  (young/old, activates/inhibits), numbers present on one side only;
+- *what the evidence does not say*: the mean word vector of the claim's words that no
+  best sentence contains (negations and direction words included), so the model learns
+  which kinds of unmatched words signal a contradiction and which a missing detail.
+
+The names in :data:`NAMES` are the model's input schema; the trained artifact stores
+them and refuses to load against other names, so a feature change forces a retrain.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import re
+import typing
+
+import numpy
+import numpy.typing
+
+from citerun.worker.pipeline.judging import language
+from citerun.worker.pipeline.judging.types import Embedder, Passage
+
+Vector = numpy.typing.NDArray[numpy.float32]
+
+_HEDGES = frozenset(
+    """
+    may might could possibly possible potentially potential likely unlikely suggest suggests
+    suggested suggesting hypothesis hypothesize hypothesized hypothesise propose proposed
+    appear appears appeared seem seems seemed putative presumably perhaps whether unclear
+    speculate speculated probably kann könnte könnten möglicherweise vermutlich
+    wahrscheinlich eventuell scheint scheinen
+    """.split()
+)
+# Pairs of stems that say opposite things about the same object. Stems, so that
+# "activates"/"inhibited" and "younger"/"older" match; direction words are in here too
+# because a pair is a sharper cue than the sign of a sentence.
+_ANTONYMS: tuple[tuple[str, str], ...] = tuple(
+    tuple(pair.split("/"))  # type: ignore[misc]
+    for pair in """
+    increas/decreas increas/reduc high/low great/small larg/small more/few up/down
+    upregulat/downregulat activat/inhibit promot/suppress promot/inhibit induc/inhibit
+    induc/prevent enhanc/impair enhanc/reduc improv/worsen positiv/negativ young/old
+    early/lat benefit/harm safe/unsaf effectiv/ineffectiv gain/loss ris/fall
+    presenc/absenc present/absent sam/differ resist/sensitiv resist/susceptibl strong/weak
+    fast/slow long/short male/femal acut/chronic befor/after abov/below major/minor
+    common/rar frequent/infrequent stabl/unstabl elevat/reduc agonist/antagonist
+    excess/deficien overexpress/knockdown accelerat/delay protect/damag stimulat/inhibit
+    rais/lower boost/reduc expand/shrink add/remov rich/poor maximum/minimum
+    significant/insignificant sufficient/insufficient necessary/unnecessary
+    all/none always/never alive/dead healthy/diseas
+    """.split()
+)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+_SCALARS = (
+    "sim1", "sim2", "cov1", "cov2", "ctxcov1", "score1", "score2", "score_gap",
+    "cov_top2", "cov_all", "sim_all", "n_words", "n_sentences",
+    "claim_neg", "sent_neg1", "sent_neg_any", "neg_mismatch1", "neg_mismatch_any",
+    "claim_dir", "sent_dir1", "dir_agree1", "dir_conflict1", "dir_conflict_any",
+    "conflict1_x_score", "neg_mismatch1_x_score",
+    "claim_hedge", "sent_hedge1", "hedge_mismatch",
+    "antonym_conflict", "antonym_conflict_x_score",
+    "claim_numbers", "numbers_found", "numbers_missing",
+    "unmatched_share", "unmatched_polarity",
+)
+# Cue words whose presence on one side only the model weighs (prefixes of tokens; the
+# negations whole). A fixed list, so each cue gets its own learned weight.
+CUES = (
+    "not", "no", "never", "without", "none", "neither", "nor", "cannot", "fail", "lack",
+    "absen", "increas", "decreas", "reduc", "high", "low", "more", "less", "great", "fewer",
+    "elevat", "improv", "wors", "enhanc", "impair", "inhibit", "promot", "suppress", "activat",
+    "block", "prevent", "induc", "protect", "risk", "associat", "correlat", "significant",
+    "differ", "similar", "compar", "may", "might", "could", "suggest", "only", "all", "both",
+    "independent", "require", "sufficient", "necessary", "cause", "effect", "improve",
+)
+_WHOLE = frozenset({"not", "no", "never", "without", "none", "neither", "nor", "cannot", "may",
+                    "might", "could", "only", "all", "both", "less", "more"})
+DIM = 256  # WordLlama's width; the unmatched-words vector has it
+NAMES: tuple[str, ...] = (_SCALARS + tuple(f"claim_only_{c}" for c in CUES)
+                          + tuple(f"evidence_only_{c}" for c in CUES)
+                          + tuple(f"unmatched_vec{i}" for i in range(DIM)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Sentence:
+    """A candidate sentence with its closeness to the claim."""
+
+    candidate: language.Candidate
+    similarity: float
+    coverage: float
+    context_coverage: float
+
+    @property
+    def score(self) -> float:
+        return 0.6 * self.similarity + 0.4 * self.context_coverage
+
+
+@dataclasses.dataclass(frozen=True)
+class PairFeatures:
+    """The feature vector of one pair and its sentences, best first."""
+
+    vector: Vector
+    sentences: tuple[Sentence, ...]
+
+
+def _normalised(vectors: typing.Any) -> Vector:
+    array = numpy.asarray(vectors, dtype=numpy.float32)
+    norms = numpy.linalg.norm(array, axis=1, keepdims=True)
+    return (array / numpy.where(norms == 0, 1, norms)).astype(numpy.float32)
+
+
+def _antonym_conflicts(claim: collections.abc.Set[str], evidence: collections.abc.Set[str]) -> int:
+    """Antonym pairs with one side only in the claim and the other only in the evidence."""
+    count = 0
+    for a, b in _ANTONYMS:
+        for x, y in ((a, b), (b, a)):
+            if x in claim and y in evidence and y not in claim and x not in evidence:
+                count += 1
+    return count
+
+
+def _stems(tokens: collections.abc.Iterable[str]) -> set[str]:
+    return {language.stem(t) for t in tokens}
+
+
+def _numbers(text: str) -> set[str]:
+    return {n.replace(",", ".").rstrip("0").rstrip(".") or "0" for n in _NUMBER.findall(text)}
+
+
+def _cues(tokens: collections.abc.Iterable[str]) -> set[str]:
+    present = set()
+    for token in tokens:
+        for cue in CUES:
+            if token == cue or (cue not in _WHOLE and token.startswith(cue)):
+                present.add(cue)
+    return present
+
+
+def _effective(p: language.Polarity) -> int:
+    return p.direction * (-1 if p.negated else 1)
+
+
+class Featurizer:
+    """Turns (claim, passages) into :data:`NAMES`-ordered vectors."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+
+    def features(self, claim: str, passages: collections.abc.Sequence[Passage]) -> PairFeatures | None:
+        """The pair's features, or ``None`` when there is nothing to compare."""
+        candidates = language.unique(c for p in passages for c in language.candidates_of(p))
+        whole = language.claim_parts(claim)[0]
+        words = list(whole.words)
+        if not candidates or not words:
+            return None
+        claim_tokens = language.tokenize(whole.text)
+        own = list(dict.fromkeys(t for t in claim_tokens
+                                 if t not in language.STOPWORDS or t in language.NEGATIONS))
+        # One embedder call per pair: the claim, the evidence, its sentences, the claim's words.
+        texts = [whole.text, " ".join(c.sentence for c in candidates)] + [
+            c.sentence for c in candidates] + own
+        vectors = _normalised(self._embedder.embed(texts))
+        word_vectors = dict(zip(own, vectors[len(texts) - len(own):]))
+        similarities = vectors[2: len(texts) - len(own)] @ vectors[0]
+        vocabulary = frozenset().union(*(c.context for c in candidates))
+        # Each claim word against each word of the evidence once, not once per sentence.
+        matches = {w: frozenset(t for t in vocabulary if language.same_word(w, t))
+                   for w in dict.fromkeys(words + claim_tokens)}
+
+        def found(word: str, tokens: frozenset[str]) -> bool:
+            return not matches[word].isdisjoint(tokens)
+
+        sentences = []
+        for candidate, similarity in zip(candidates, similarities):
+            matched = sum(1 for w in words if found(w, candidate.tokens))
+            in_context = sum(1 for w in words if not found(w, candidate.tokens)
+                             and found(w, candidate.context))
+            sentences.append(Sentence(candidate, max(float(similarity), 0.0), matched / len(words),
+                                      (matched + 0.5 * in_context) / len(words)))
+        sentences.sort(key=lambda s: -s.score)
+        first = sentences[0]
+        second = sentences[1] if len(sentences) > 1 else first
+        top = sentences[:3]
+        top_tokens = frozenset().union(*(s.candidate.tokens for s in sentences[:2]))
+        all_tokens = frozenset().union(*(s.candidate.tokens for s in sentences))
+
+        anchors = language.anchors_of(whole.text, first.candidate.sentence)
+        claim_polarity = language.polarity_of(whole.text, anchors)
+        sentence_polarity = language.polarity_of(first.candidate.sentence, anchors)
+        others = [language.polarity_of(s.candidate.sentence,
+                                       language.anchors_of(whole.text, s.candidate.sentence))
+                  for s in top]
+        claim_direction = _effective(claim_polarity)
+        sentence_direction = _effective(sentence_polarity)
+        conflict1 = float(not language.agree(claim_polarity, sentence_polarity))
+        conflict_any = float(any(not language.agree(language.polarity_of(
+            whole.text, language.anchors_of(whole.text, s.candidate.sentence)), p)
+            for s, p in zip(top, others)))
+        neg_mismatch1 = float(claim_polarity.negated != sentence_polarity.negated)
+        neg_mismatch_any = float(any(claim_polarity.negated != p.negated for p in others))
+
+        claim_hedge = float(any(t in _HEDGES for t in claim_tokens))
+        sentence_hedge = float(any(t in _HEDGES for t in first.candidate.tokens))
+        antonyms = _antonym_conflicts(_stems(claim_tokens), _stems(
+            t for s in top for t in s.candidate.tokens))
+        claim_numbers = _numbers(whole.text)
+        evidence_numbers = _numbers(" ".join(s.candidate.sentence for s in sentences))
+        unmatched = [t for t in own if not found(t, top_tokens)]
+        polar_unmatched = sum(1 for t in unmatched if language.is_polarity_word(t))
+        score1 = first.score
+        scalars = [
+            first.similarity, second.similarity, first.coverage, second.coverage,
+            first.context_coverage, score1, second.score, score1 - second.score,
+            sum(1 for w in words if found(w, top_tokens)) / len(words),
+            sum(1 for w in words if found(w, all_tokens)) / len(words),
+            float(vectors[1] @ vectors[0]), numpy.log1p(len(words)), numpy.log1p(len(sentences)),
+            float(claim_polarity.negated), float(sentence_polarity.negated),
+            float(any(p.negated for p in others)), neg_mismatch1, neg_mismatch_any,
+            float(claim_direction), float(sentence_direction),
+            float(claim_direction * sentence_direction > 0),
+            float(claim_direction * sentence_direction < 0),
+            conflict_any, conflict1 * score1, neg_mismatch1 * score1,
+            claim_hedge, sentence_hedge, float(claim_hedge != sentence_hedge),
+            float(antonyms), float(antonyms) * score1,
+            float(len(claim_numbers)),
+            len(claim_numbers & evidence_numbers) / max(len(claim_numbers), 1),
+            float(len(claim_numbers - evidence_numbers)),
+            len(unmatched) / max(len(claim_tokens), 1), float(polar_unmatched),
+        ]
+        unmatched_vector = (numpy.mean([word_vectors[t] for t in unmatched], axis=0) if unmatched
+                            else numpy.zeros(DIM, dtype=numpy.float32))
+        claim_cues = _cues(claim_tokens)
+        near_cues = _cues(top_tokens)
+        best_cues = _cues(first.candidate.tokens)
+        cue_flags = [float(c in claim_cues and c not in near_cues) for c in CUES] + [
+            float(c in best_cues and c not in claim_cues) for c in CUES]
+        vector = numpy.concatenate([numpy.asarray(scalars + cue_flags, dtype=numpy.float32),
+                                    unmatched_vector])
+        return PairFeatures(vector.astype(numpy.float32), tuple(sentences))
