@@ -127,10 +127,11 @@ _RENDER_QUALITY = 50
 def _render(doc: pymupdf.Document) -> dict[int, bytes]:
     """Every page as a small grey JPEG, by 1-based page number."""
     images: dict[int, bytes] = {}
-    matrix = pymupdf.Matrix(_RENDER_ZOOM, _RENDER_ZOOM)
+    matrix = pymupdf.Matrix(_RENDER_ZOOM, _RENDER_ZOOM)  # type: ignore[no-untyped-call]
     for index in range(doc.page_count):
         pixmap = doc[index].get_pixmap(matrix=matrix, colorspace=pymupdf.csGRAY, alpha=False)
-        images[index + 1] = bytes(pixmap.tobytes("jpeg", jpg_quality=_RENDER_QUALITY))
+        jpeg = pixmap.tobytes("jpeg", jpg_quality=_RENDER_QUALITY)  # type: ignore[no-untyped-call]
+        images[index + 1] = bytes(jpeg)
     return images
 
 
