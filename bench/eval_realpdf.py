@@ -71,6 +71,7 @@ class DocResult:
     true_entries: int | None
     correct: int
     gold: bool
+    plausible: int
 
 
 def _gold(path: pathlib.Path) -> list[tuple[str, int | None]]:
@@ -110,6 +111,7 @@ def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path) -> tuple[DocRe
     gold_file = gold_dir / f"{path.stem}-content.xml"
     gold = _gold(gold_file) if gold_file.exists() else None
     entries = extraction.references
+    plausible = sum(1 for e in entries if _plausible(e))
     if gold is not None:
         wanted = {(citations.fold(s), y) for s, y in gold}
         correct = sum(
@@ -117,7 +119,7 @@ def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path) -> tuple[DocRe
             if e.authors and (citations.fold(e.authors[0]), e.year) in wanted
         )
     else:
-        correct = sum(1 for e in entries if _plausible(e))
+        correct = plausible
     markers = len({(c.page, c.marker, c.claim) for c in extraction.citations})
     return DocResult(
         name=path.name,
@@ -129,6 +131,7 @@ def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path) -> tuple[DocRe
         true_entries=TRUE_ENTRIES.get(path.name, len(gold) if gold is not None else None),
         correct=correct,
         gold=gold is not None,
+        plausible=plausible,
     ), extraction
 
 
@@ -175,10 +178,13 @@ def render(docs: list[DocResult], pairs: list[PairResult]) -> str:
         "",
         "`python bench/eval_realpdf.py --write` over `../shared/evaldata/realpdf/` (9 real",
         "papers: ACL two-column author-year, ACM numbered, arXiv preprints, journal",
-        "articles). *entries ok*: first surname and year right (gold lists for the two",
-        "CERMINE articles; elsewhere the weaker check that the parsed first surname opens the",
-        "entry and the year is printed in it). *held out*: not looked at while the rules",
-        "were written. Seconds per page are parse (layout) + extract.",
+        "articles). *entries ok*: first surname and year right. For the two CERMINE",
+        "articles against their JATS gold lists (CERMINE's own output: test5's splits entries",
+        "and drops names, so it undercounts); everywhere the weaker *plausible* check that",
+        "the parsed first surname opens the entry and the year is printed in it. *held out*:",
+        "not looked at while the rules were first written (cermine_test5 was looked at after",
+        "its first run: superscript markers, label lines). Seconds per page are parse",
+        "(layout) + extract.",
         "",
         "| document | set | pages | s/page | markers | citations | entries found / true | entries ok |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
@@ -188,7 +194,9 @@ def render(docs: list[DocResult], pairs: list[PairResult]) -> str:
             if (d.name in HELD_OUT) != held:
                 continue
             true = d.true_entries if d.true_entries is not None else "?"
-            ok = f"{d.correct} ({_pct(d.correct, d.entries)}){' gold' if d.gold else ''}"
+            ok = f"{d.correct} ({_pct(d.correct, d.entries)})"
+            if d.gold:
+                ok += f" vs gold; {d.plausible} ({_pct(d.plausible, d.entries)}) plausible"
             lines.append(
                 f"| {d.name} | {'held out' if held else 'tuned on'} | {d.pages} | "
                 f"{d.seconds / max(d.pages, 1):.3f} | {d.markers} | {d.citations} | "

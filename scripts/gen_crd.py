@@ -119,11 +119,8 @@ def structural(node: Any, defs: dict[str, Any]) -> Any:
                 continue
         if key == "description":
             value = _one_line(value)
-        if key == "exclusiveMinimum":
-            out["minimum"] = value
-            value = True
-        if key == "exclusiveMaximum":
-            out["maximum"] = value
+        if key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+            out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
             value = True
         if key == "properties":
             value = {name: structural(prop, defs) for name, prop in value.items()}

@@ -615,7 +615,8 @@ def _heading_score(text: str) -> int:
     sample = text[:_HEADING_SAMPLE]
     return len(_ANY_YEAR.findall(sample)) + 2 * len(
         [line for line in sample.split("\n") if _ENTRY_LINE_START.match(line)
-         or _GIVEN_FIRST_START.match(line) or _BRACKET_LABEL.match(line)]
+         or _GIVEN_FIRST_START.match(line) or _BRACKET_LABEL.match(line)
+         or _ALPHA_LABEL.match(line) or _DOT_LABEL_LINE.match(line)]
     )
 
 
@@ -724,6 +725,23 @@ def _starts_entry(text: str) -> bool:
         re.match(rf"^[\w.-]{{2,40}}\.\s+{_YEAR}", stripped))
 
 
+_NAME_WORD = re.compile(rf"^(?:{_CAP}[\w'’.-]*|[A-Z]{{1,3}}\.?|and|&|und|et|al\.?|eds?\.?|"
+                        r"(?i:van|von|der|den|de|del|della|di|da|du|le|la|ten|ter|zu|dos))$")
+
+
+def _looks_like_authors(paragraph: str) -> bool:
+    """Whether a paragraph opens with names ("Jeffrey Dean and Sanjay Ghemawat. 2004."),
+    not with a title wrapped from the entry before ("Simplified data processing ...")."""
+    head = paragraph.lstrip()
+    if head[:1] == "[" or re.match(rf"^[\w.-]{{2,40}}\.\s+{_YEAR}", head):
+        return True
+    segment = re.split(r"(?<![A-Z])\.\s|\(|:|\d", head, maxsplit=1)[0]
+    words = [w for w in re.split(r"[\s,;]+", segment) if w][:12]
+    if not words:
+        return False
+    return sum(1 for w in words if _NAME_WORD.match(w)) >= 0.6 * len(words)
+
+
 def _split_author_year(text: str) -> list[str]:
     """Author-year entries: a paragraph each (geometry put the blank lines there), a
     paragraph that cannot open an entry joined to the one before, and a surname-led
@@ -734,6 +752,7 @@ def _split_author_year(text: str) -> list[str]:
             continue
         if paragraphs and (
             not _starts_entry(paragraph)
+            or not _looks_like_authors(paragraph)
             or not _ANY_YEAR.search(paragraphs[-1])
             or paragraphs[-1].rstrip().endswith(("-", ",", "&", " and", " und"))
         ):

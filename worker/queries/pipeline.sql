@@ -134,9 +134,9 @@ WITH doc AS (
                    THEN excluded.raw ELSE documents.raw END
     RETURNING digest, state
 ), owner AS (
-    INSERT INTO document_owners (tenant, digest, size_bytes)
-    SELECT (SELECT tenant FROM runs WHERE id = $5), digest, $3 FROM doc
-    ON CONFLICT DO NOTHING
+    INSERT INTO document_owners (tenant, digest, size_bytes, via)
+    SELECT (SELECT tenant FROM runs WHERE id = $5), digest, $3, 'run' FROM doc
+    ON CONFLICT (tenant, digest) DO UPDATE SET owned_at = now()
 )
 SELECT state FROM doc;
 
