@@ -163,7 +163,7 @@ def test_an_unreadable_thesis_fails_the_run_with_a_clear_message(tmp_path: pathl
         (["missing.pdf", "--sources", str(EXAMPLES / "sources")], "is not a file"),
         ([str(EXAMPLES / "thesis.pdf"), "--sources", "EMPTY"], "no PDF sources found"),
         ([str(EXAMPLES / "thesis.pdf"), "--sources", str(EXAMPLES / "sources"), "--workers", "0"],
-         "--workers must be at least 1"),
+         "--workers: must be between 1 and 64, got 0"),
     ],
 )
 def test_bad_arguments_fail_with_a_clear_message(tmp_path: pathlib.Path, args: list[str],
