@@ -12,6 +12,7 @@ citations that need the document get ``source_unavailable``.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import functools
 import json
@@ -128,7 +129,8 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
     try:  # in a child process under the parse limits (see worker/sandbox.py)
         outcome = await sandbox.run(limits.parse, sandbox.parse_job, bytes(row["raw"]),
                                     settings.max_bytes, settings.chunk_chars,
-                                    settings.overlap_chars, limits)
+                                    settings.overlap_chars, limits,
+                                    slots=limits.max_children)
     except sandbox.DocumentTooComplex as err:
         outcome = sandbox.Rejected(err.reason, str(err))
     if isinstance(outcome, sandbox.Rejected):
@@ -139,7 +141,7 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
     parsed, chunks = outcome.document, list(outcome.chunks)
-    the_embedder = embedder()
+    the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
     vectors: Any = (await ctx.run_cpu(the_embedder.embed, [c.text for c in chunks])
                     if chunks else [])
     async with ctx.fenced() as conn:
@@ -325,9 +327,10 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
         raise registry_mod.PermanentError(f"citation {payload.citation_id} does not exist")
     judge_config, retrieval_config = _run_config(
         row["spec"] or {}, await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
-    finder = retrieval.Retriever(embedder(), retrieval_config, _bm25_cache)
+    the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
+    finder = retrieval.Retriever(the_embedder, retrieval_config, _bm25_cache)
     passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
-    the_judge = judge.make_judge(judge_config, embedder(), client=_http_client(),
+    the_judge = judge.make_judge(judge_config, the_embedder, client=_http_client(),
                                  budget=judge.TokenBudget(judge_config.openai.token_budget,
                                                           row["tokens_spent"]),
                                  cache=judge.PostgresAnswerCache(ctx.pool))
