@@ -176,6 +176,10 @@ class System:
     def config(self) -> str:
         raise NotImplementedError
 
+    async def inside(self) -> dict[str, float]:
+        """What the workers saw of their own pauses during the latency phase (if they say)."""
+        return {}
+
 
 class Citerun(System):
     name = "citerun"
@@ -183,8 +187,12 @@ class Citerun(System):
     async def install(self, url: str) -> None:
         await db.migrate(url)
 
+    metrics_ports: list[int] = []
+
     def start_workers(self, url: str, count: int, tag: str) -> list[Worker]:
         workers = []
+        # The latency phase's workers serve /metrics, read after it (event-loop lag, GC).
+        self.metrics_ports = [_free_port() for _ in range(count)] if tag == "lat" else []
         for i in range(count):
             name = f"{tag}-citerun-{i}"
             env = {
@@ -192,6 +200,8 @@ class Citerun(System):
                 "CITERUN_WORKER__CONCURRENCY": str(self.concurrency),
                 "CITERUN_WORKER__ID": name,
             }
+            if self.metrics_ports:
+                env["CITERUN_WORKER__METRICS_PORT"] = str(self.metrics_ports[i])
             argv = [sys.executable, "-m", "citerun", "--log-level", "WARNING", "worker",
                     "--tasks", "bench.queue_tasks:registry"]
             workers.append(self.procs.spawn(name, argv, env))
@@ -222,6 +232,23 @@ class Citerun(System):
         row = await conn.fetchrow("SELECT min(claimed_at) AS a, max(finished_at) AS b "
                                   "FROM tasks WHERE state = 'succeeded'")
         return row["a"], row["b"]
+
+    async def inside(self) -> dict[str, float]:
+        import httpx
+
+        lag = gc_max = gc_n = 0.0
+        async with httpx.AsyncClient() as client:
+            for port in self.metrics_ports:
+                text = (await client.get(f"http://127.0.0.1:{port}/metrics", timeout=10)).text
+                for line in text.splitlines():
+                    if line.startswith("citerun_event_loop_lag_max_seconds "):
+                        lag = max(lag, float(line.split()[1]))
+                    elif line.startswith("citerun_gc_pause_max_seconds "):
+                        gc_max = max(gc_max, float(line.split()[1]))
+                    elif line.startswith("citerun_gc_pause_seconds_count"):
+                        gc_n += float(line.split()[1])
+        return {"loop lag max (ms)": lag * 1000, "GC pause max (ms)": gc_max * 1000,
+                "GC collections": gc_n}
 
     def config(self) -> str:
         return (f"citerun: `python -m citerun worker`, concurrency {self.concurrency}, "
@@ -374,6 +401,15 @@ SYSTEMS: dict[str, type[System]] = {
 
 # -- database helpers ---------------------------------------------------------------------
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+
 async def admin(server: embedded.EmbeddedPostgres, statement: str) -> Any:
     conn = await asyncpg.connect(server.url("postgres"))
     try:
@@ -466,6 +502,7 @@ class Latency:
     p90_ms: float
     p99_ms: float
     max_ms: float
+    inside: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 async def measure_latency(system: System, n: int, rate: float, workers: int) -> Latency:
@@ -485,6 +522,7 @@ async def measure_latency(system: System, n: int, rate: float, workers: int) -> 
             await asyncio.sleep(max(0.0, t0 + i / rate - time.monotonic()))
             await system.enqueue_one(handle, "stamp")
         await wait_drained(system, url, system.procs, timeout_s=120)
+        inside = await system.inside()
         conn = await asyncpg.connect(url)
         try:
             row = await conn.fetchrow("""
@@ -503,7 +541,7 @@ async def measure_latency(system: System, n: int, rate: float, workers: int) -> 
         await stop_workers(system.procs)
     if row["n"] != n:
         raise RuntimeError(f"{system.name}: {row['n']} of {n} stamps recorded")
-    return Latency(n, row["p50"], row["p90"], row["p99"], row["max"])
+    return Latency(n, row["p50"], row["p90"], row["p99"], row["max"], inside)
 
 
 @dataclasses.dataclass
@@ -680,6 +718,9 @@ def notes(r: Results) -> list[str]:
         "An idle backend flushes pg_stat_database up to ~10 s late, so that count may be "
         "off by a transaction or two at either edge; pg_stat_statements is exact and counts "
         "every statement (utility ones such as BEGIN/COMMIT and asyncpg's pool reset too).",
+        *[f"Inside the {name} workers during the latency phase (their /metrics, whole "
+          "process life): " + ", ".join(f"{k} {v:.1f}" for k, v in lat.inside.items())
+          for name, lat in r.latency.items() if lat.inside],
         *r.configs,
         f"Load average (1/5/15 min) before: {r.load_before}; after: {r.load_after}.",
     ]

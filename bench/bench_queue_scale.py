@@ -189,6 +189,17 @@ async def measure_after(url: str, rows: int, repeat: int) -> dict[str, list[floa
         caps = queue.TenantCaps({"dept": 100, "lone": 100})
         out["claim 20, backlog"] = await _timed(claim(20), repeat, conn)
         out["claim 20, backlog, capped"] = await _timed(claim(20, caps), repeat, conn)
+        # dept at its cap: the capped claim must not read dept's backlog to find lone's.
+        await conn.execute("""
+            UPDATE tasks SET state = 'running', worker_id = 'elsewhere', attempt = 1,
+                   lease_expires_at = now() + interval '1 hour'
+            WHERE id IN (SELECT id FROM tasks WHERE tenant = 'dept' AND state = 'queued'
+                         ORDER BY id LIMIT 100)""")
+        full = await _rolled_back(conn, lambda: queue.claim(
+            conn, worker_id=WORKER, kinds=kinds, limit=20, lease_s=30.0, caps=caps))()
+        if {t.tenant for t in full} != {"lone"}:
+            raise RuntimeError("the capped claim took a task of a tenant at its cap")
+        out["claim 20, backlog, dept at cap"] = await _timed(claim(20, caps), repeat, conn)
         other = await _run(conn, "dept")
         out["enqueue 80, backlog"] = await _timed(lambda: queue.enqueue(
             conn, [queue.NewTask(KIND, run_id=other) for _ in range(80)]), repeat, conn)
@@ -233,8 +244,9 @@ def report(rows: int, repeat: int, info: dict[str, str], before: dict[str, list[
               f"- `backlog`: {rows:,} due tasks of kind `mine` of tenant `dept` ahead of one "
               "80-task run of tenant `lone`; the claim must (and did) take `lone`'s tasks "
               "first. `capped`: caps for both tenants, so the claim takes the advisory lock "
-              "and counts running tasks per tenant. `enqueue 80`: one stage's judge tasks "
-              "for a `dept` run (the tenant's backlog count is capped at 4,096 rows).",
+              "and counts running tasks per tenant. `dept at cap`: 100 of dept's tasks "
+              "running (its cap), so the claim must find `lone`'s tasks without reading "
+              "dept's backlog. `enqueue 80`: one stage's judge tasks for a `dept` run (the tenant's backlog count is capped at 4,096 rows).",
               "- Claims and enqueues run in a transaction that is rolled back, so every "
               "repetition sees the same rows.",
               "- `depth` before: every (kind, state) of the table; after: the open tasks "

@@ -12,6 +12,7 @@ whose event loop is stuck is reported as failing.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -53,8 +54,44 @@ class WorkerMetrics:
             "citerun_event_loop_lag_seconds", "How late the event loop woke a 1 s timer: "
             "time the loop spent on CPU work instead of claiming.", buckets=_LATENCY_BUCKETS,
             registry=r)
+        self.loop_lag_max = prometheus_client.Gauge(
+            "citerun_event_loop_lag_max_seconds", "Longest event-loop lag seen so far.",
+            registry=r)
+        self.gc_pause = prometheus_client.Histogram(
+            "citerun_gc_pause_seconds", "Garbage-collector pauses of the worker process.",
+            ["generation"], buckets=_LATENCY_BUCKETS, registry=r)
+        self.gc_pause_max = prometheus_client.Gauge(
+            "citerun_gc_pause_max_seconds", "Longest garbage-collector pause seen so far.",
+            registry=r)
+        self._gc_started = 0.0
+        self._loop_lag_max_s = 0.0
+        self._gc_pause_max_s = 0.0
         self.in_flight = prometheus_client.Gauge(
             "citerun_tasks_in_flight", "Tasks this worker holds now.", registry=r)
+
+    def observe_loop_lag(self, lag_s: float) -> None:
+        self.loop_lag.observe(lag_s)
+        if lag_s > self._loop_lag_max_s:
+            self._loop_lag_max_s = lag_s
+            self.loop_lag_max.set(lag_s)
+
+    def watch_gc(self) -> None:
+        """Time every collection (a pause of the event loop); :meth:`unwatch_gc` stops."""
+        gc.callbacks.append(self._on_gc)
+
+    def unwatch_gc(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+            return
+        pause = time.perf_counter() - self._gc_started
+        self.gc_pause.labels(str(info.get("generation", "?"))).observe(pause)
+        if pause > self._gc_pause_max_s:
+            self._gc_pause_max_s = pause
+            self.gc_pause_max.set(pause)
 
     def watch_queue_depth(self, loop: asyncio.AbstractEventLoop, read: Any) -> None:
         """Report queue depth by calling ``read()`` (a coroutine factory), cached per interval."""

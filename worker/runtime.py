@@ -77,6 +77,7 @@ class Worker:
         self._wake = asyncio.Event()
         self._wake_source = "rescan"
         self._wake_probe = True
+        self._held_back = False  # the last claim left due work it could not take
         self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
         self._completions: asyncio.Queue[tuple[queue.ClaimedTask, asyncio.Future[bool]]] = (
@@ -120,6 +121,7 @@ class Worker:
             self.url, min_size=1, max_size=self.settings.worker.concurrency + 3))
         await self._retry("register", self._register)
         self.metrics.watch_queue_depth(loop, self._read_depth)
+        self.metrics.watch_gc()
         http = None
         if self.settings.worker.metrics_port is not None:
             http = self.metrics.serve(self.settings.worker.metrics_port)
@@ -144,6 +146,7 @@ class Worker:
                 await asyncio.wait_for(
                     queue.set_worker_state(self.pool, worker_id=self.id, state="stopped"), 5)
             await self.pool.close()
+            self.metrics.unwatch_gc()
             if http is not None:
                 await asyncio.to_thread(http.shutdown)
                 http.server_close()
@@ -180,6 +183,7 @@ class Worker:
             failures = 0
             for task in claimed:
                 self._start(task, source)
+            self._held_back = False
             if claimed:
                 self.last_work = time.monotonic()
                 held_back = _HELD_BACK_MIN_S
@@ -200,10 +204,12 @@ class Worker:
                         timeout = min(timeout, due + 0.005)
                     elif due is not None:
                         # Due now, yet this claim did not get it: another worker holds
-                        # it (a racing claim), or its tenant is at its cap. Look again,
-                        # backing off, instead of spinning on it.
+                        # it (a racing claim), or its tenant is at its cap. Look again
+                        # when one of this worker's tasks ends, or after a backed-off
+                        # delay, instead of spinning on it.
                         timeout = min(timeout, held_back)
                         held_back = min(held_back * 2, _HELD_BACK_MAX_S)
+                        self._held_back = True
             woke = await self._wait(self._wake, timeout)
             if woke:
                 source = self._wake_source
@@ -283,6 +289,10 @@ class Worker:
             self._held.pop(task.id, None)
             self.metrics.in_flight.set(len(self._held))
             self._slot_freed.set()
+            if self._held_back:
+                # Due work was held back (a tenant at its cap): a finished task may have
+                # made room, so claim now rather than at the held-back timer.
+                self.wake("slot")
             if not self._held and not self._stopping.is_set():
                 # Busy -> idle: say so at once (one statement per transition), so the
                 # autoscaler does not spare this pod as busy until the next sweep.
@@ -361,7 +371,7 @@ class Worker:
             await asyncio.sleep(_TICK_S)
             now = time.monotonic()
             self.metrics.loop_tick = now
-            self.metrics.loop_lag.observe(max(0.0, now - before - _TICK_S))
+            self.metrics.observe_loop_lag(max(0.0, now - before - _TICK_S))
 
     async def _stamp(self) -> None:
         async with self._stamp_lock:
