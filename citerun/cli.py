@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import asyncpg
+import pydantic
 
 from citerun import db, errors, localdb
 from citerun.settings import Settings
@@ -38,15 +43,68 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Ask the kernel for SIGTERM (a drain) when ``parent`` dies (Linux)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
+    from citerun import verify
+
+    parent = int(os.environ.get(verify.VERIFY_PID_ENV, "0")) or None
+    stopping: list[int] = []  # a SIGTERM before the worker's own handler is installed
+    stops: list[Callable[[], None]] = []
+    if parent is not None:  # a worker of `citerun verify`: it lives and dies with it
+        def on_term(signum: int, _frame: object) -> None:
+            stopping.append(signum)
+            for stop in stops:
+                stop()
+
+        signal.signal(signal.SIGTERM, on_term)
+        _die_with(parent)
+
     from citerun.worker import registry, runtime
 
     settings = _settings_with(args)
     tasks = registry.load(args.tasks)
-    with localdb.database(settings) as url:
+
+    def orphaned() -> bool:
+        return parent is not None and os.getppid() != parent
+
+    async def serve(url: str) -> None:
         worker = runtime.Worker(url, tasks, settings)
-        asyncio.run(worker.run())
+        if parent is not None:
+            stops.append(worker.stop)
+            if stopping:
+                worker.stop()
+        watch = asyncio.create_task(_watch_parent(orphaned, worker.stop))
+        try:
+            await worker.run()
+        finally:
+            watch.cancel()
+
+    with localdb.database(settings) as url:
+        if not orphaned() and not stopping:
+            asyncio.run(serve(url))
+        if orphaned() and settings.worker.run_id:
+            asyncio.run(verify.cancel_run(
+                url, settings.worker.run_id,
+                f"interrupted: citerun verify (pid {parent}) died before the run ended"))
     return 0
+
+
+async def _watch_parent(orphaned: Callable[[], bool], stop: Callable[[], None]) -> None:
+    """Drain when the verify that started this worker is gone (a backstop for the
+    parent-death signal, which a worker still starting up may have missed)."""
+    while not orphaned():
+        await asyncio.sleep(0.5)
+    stop()
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -58,13 +116,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     console = Console(stderr=False)
     try:
-        thesis, sources = verify.check_arguments(args.thesis, args.sources, args.workers)
+        thesis, sources = verify.check_arguments(args.thesis, args.sources, args.workers,
+                                                 args.concurrency, args.timeout)
         keys = verify.parse_keys(args.key or [])
     except verify.UsageError as err:
         print(f"citerun verify: error: {err}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else Path.cwd() / f"{thesis.stem}.citerun.html"
     settings = Settings()
+
+    def terminate(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # the run is cancelled and the workers stopped on the way out
+
+    signal.signal(signal.SIGTERM, terminate)
     with localdb.database(settings) as url:
         result = verify.verify(settings, url, thesis, sources, keys=keys, out=out,
                                workers=args.workers, concurrency=args.concurrency,
@@ -164,6 +228,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     return client.report(args)
 
 
+def _count(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {value}")
+        return value
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="citerun", description=__doc__.splitlines()[0])
     parser.add_argument("--log-level", default="INFO",
@@ -180,8 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", help="run a queue worker until SIGTERM")
     p.add_argument("--tasks", default="citerun.worker.tasks:registry",
                    help="task registry to serve, as module:attribute")
-    p.add_argument("--concurrency", type=int, help="tasks run at once")
-    p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+    p.add_argument("--concurrency", type=_count(1, 256), help="tasks run at once")
+    p.add_argument("--metrics-port", type=_count(0, 65535),
+                   help="serve Prometheus metrics on this port")
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("verify", help="verify the citations of a thesis on this machine")
@@ -189,11 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sources", nargs="+", required=True,
                    help="source PDFs, or directories holding them")
     p.add_argument("--out", help="where to write the HTML report (JSON goes beside it)")
-    p.add_argument("--workers", type=int, default=2, help="local worker processes")
-    p.add_argument("--concurrency", type=int, default=2, help="tasks per worker")
+    p.add_argument("--workers", type=_count(1, 64), default=2, help="local worker processes")
+    p.add_argument("--concurrency", type=_count(1, 256), default=2, help="tasks per worker")
     p.add_argument("--key", action="append", metavar="KEY=FILE",
                    help="explicit citation key of a source, e.g. --key 3=smith2020.pdf")
-    p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the run")
+    p.add_argument("--timeout", type=_seconds, default=3600,
+                   help="seconds to wait for the run (then it is cancelled)")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("operator", help="run the Kubernetes operator (kopf)")
@@ -258,9 +346,31 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging(args.log_level, args.log_format)
     try:
         code = args.func(args)
-    except errors.CiterunError as err:
-        print(f"citerun: error: {err}", file=sys.stderr)
-        code = 1
     except KeyboardInterrupt:
         code = 130
+    except BaseException as err:  # noqa: BLE001 - every failure is one line, not a traceback
+        line = error_line(err)
+        if line is None:
+            raise
+        logger.debug("%s", line, exc_info=True)
+        print(f"citerun: error: {line}", file=sys.stderr)
+        code = 1
     sys.exit(code)
+
+
+def error_line(err: BaseException) -> str | None:
+    """One line for an error a user can meet (None: a bug, keep the traceback)."""
+    if isinstance(err, errors.CiterunError):
+        return str(err)  # written for the user (a log tail may follow its first line)
+    if isinstance(err, pydantic.ValidationError):
+        text = "invalid settings: " + "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors())
+    elif isinstance(err, OSError):
+        text = err.strerror or str(err) or type(err).__name__
+        if err.filename is not None:
+            text = f"{err.filename}: {text}"
+    elif isinstance(err, asyncpg.PostgresError):
+        text = f"database: {type(err).__name__}: {err}"
+    else:
+        return None
+    return " ".join(text.split()) or type(err).__name__

@@ -24,7 +24,7 @@ from citerun import errors, retry, sql
 
 logger = logging.getLogger(__name__)
 
-# Keep in sync with nothing: any fixed 64-bit key works, as long as it never changes.
+# Any fixed 64-bit key works, as long as it never changes (old and new pods share it).
 MIGRATION_LOCK_KEY = 0x63697465_72756E31  # "citerun1"
 
 QUERIES = _QUERIES = sql.load("citerun", "queries/db.sql")

@@ -32,6 +32,9 @@ from citerun.settings import QueueSettings
 Executor: TypeAlias = asyncpg.Connection | asyncpg.Pool
 
 TASKS_CHANNEL = "citerun_tasks"
+# Suffix of a TASKS_CHANNEL payload (the kind) whose tasks are not due yet (a delay, a
+# retry's backoff): a worker woken by it probes for the next due time.
+LATER = ":later"
 RUNS_CHANNEL = "citerun_runs"
 
 _Q = sql.load("citerun", "queries/queue.sql")
@@ -105,21 +108,19 @@ async def enqueue(executor: Executor, tasks: Sequence[NewTask], *,
                   default_max_attempts: int | None = None) -> list[int]:
     """Insert ``tasks`` and notify the workers, atomically; return the new ids.
 
-    Runs in the caller's transaction when there is one (so a stage can record its results
-    and enqueue the next stage at once), else in its own. Tasks whose ``dedupe_key``
-    exists already are skipped and have no id in the result.
+    One statement (insert and NOTIFY), so it runs in the caller's transaction when there
+    is one (a stage records its results and enqueues the next stage at once), else on its
+    own in one round trip. Tasks whose ``dedupe_key`` exists already are skipped and have
+    no id in the result.
     """
     if not tasks:
         return []
-    async with _transaction(executor) as conn:
-        rows = await conn.fetch(
-            _Q["task_enqueue_many"],
-            [t.kind for t in tasks], [t.payload for t in tasks], [t.priority for t in tasks],
-            [t.delay_s for t in tasks],
-            [t.max_attempts or default_max_attempts or _DEFAULT_MAX_ATTEMPTS for t in tasks],
-            [t.dedupe_key for t in tasks], [t.run_id for t in tasks])
-        for kind in sorted({r["kind"] for r in rows}):
-            await conn.execute(_Q["task_notify"], kind)
+    rows = await executor.fetch(
+        _Q["task_enqueue_many"],
+        [t.kind for t in tasks], [t.payload for t in tasks], [t.priority for t in tasks],
+        [t.delay_s for t in tasks],
+        [t.max_attempts or default_max_attempts or _DEFAULT_MAX_ATTEMPTS for t in tasks],
+        [t.dedupe_key for t in tasks], [t.run_id for t in tasks])
     return [r["id"] for r in rows]
 
 
@@ -211,7 +212,7 @@ async def fail(executor: Executor, task: ClaimedTask, *, worker_id: str, error: 
         state: str | None = await conn.fetchval(
             _Q["task_fail"], task.id, task.attempt, worker_id, error[:8000], delay_s, permanent)
         if state == "queued":
-            await conn.execute(_Q["task_notify"], task.kind)
+            await conn.execute(_Q["task_notify"], task.kind + (LATER if delay_s > 0 else ""))
     return state
 
 
@@ -256,14 +257,16 @@ async def sweep_stalled(executor: Executor, *, backoff_base_s: float,
     )
 
 
-async def has_due(conn: Executor, kinds: Iterable[str]) -> bool:
-    """Whether a task of ``kinds`` is waiting to be claimed."""
-    return bool(await conn.fetchval(_Q["task_has_due"], list(kinds)))
+async def has_due(conn: Executor, kinds: Iterable[str], *,
+                  run_id: uuid.UUID | None = None) -> bool:
+    """Whether a task of ``kinds`` (of ``run_id`` when given) is waiting to be claimed."""
+    return bool(await conn.fetchval(_Q["task_has_due"], list(kinds), run_id))
 
 
-async def next_due_s(conn: Executor, kinds: Iterable[str]) -> float | None:
+async def next_due_s(conn: Executor, kinds: Iterable[str], *,
+                     run_id: uuid.UUID | None = None) -> float | None:
     """Seconds until the next queued task of ``kinds`` is due (<= 0: due now; None: none)."""
-    value: float | None = await conn.fetchval(_Q["task_next_due"], list(kinds))
+    value: float | None = await conn.fetchval(_Q["task_next_due"], list(kinds), run_id)
     return value
 
 
@@ -285,9 +288,10 @@ async def busy_workers(conn: Executor, *, fresh_s: float) -> dict[str, int]:
     return {r["id"]: int(r["busy"]) for r in rows}
 
 
-async def depth(conn: Executor) -> dict[tuple[str, str], int]:
-    """Task counts by (kind, state)."""
-    return {(r["kind"], r["state"]): r["n"] for r in await conn.fetch(_Q["task_depth"])}
+async def depth(conn: Executor, kinds: Iterable[str]) -> dict[tuple[str, str], int]:
+    """Open (queued, running) task counts of ``kinds`` by (kind, state)."""
+    return {(r["kind"], r["state"]): r["n"]
+            for r in await conn.fetch(_Q["task_depth"], list(kinds))}
 
 
 async def get(conn: Executor, task_id: int) -> asyncpg.Record | None:

@@ -96,7 +96,8 @@ async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, f
     """Store a PDF's bytes under its sha256 (a document seen before is reused); the
     tenant owns the digest from now on (see migrations/0003_tenancy.sql)."""
     digest = digest_of(data)
-    await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant)
+    await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant,
+                        "upload")
     return StagedDocument(digest, filename)
 
 
@@ -116,7 +117,7 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
             # Only digests this tenant owns: another tenant's document is "missing" in
             # exactly the words a digest nobody stored gets.
             owned = {r["digest"] for r in await conn.fetch(
-                _Q["documents_owned"], request.tenant, list(request.required_digests))}
+                _Q["documents_owned_touch"], request.tenant, list(request.required_digests))}
             missing = sorted(set(request.required_digests) - owned)
             if missing:
                 return Admission(created=False, missing=tuple(missing))
@@ -127,7 +128,7 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
                 return Admission(created=False, over_capacity=reason)
         for digest, data, filename in payloads:
             await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data,
-                                request.tenant)
+                                request.tenant, "run")
         created = await conn.fetchval(
             _Q["run_insert"], request.id, request.name, request.namespace, request.tenant,
             request.generation, request.spec, request.priority, request.resource_uid,
@@ -200,7 +201,9 @@ async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, sta
     await conn.execute(_Q["run_finish"], run_id, state, error)
     await conn.execute(_Q["run_secret_delete"], run_id)
     if release:
-        await conn.execute(_Q["run_release_documents"], run_id)
+        released = [r["digest"] for r in await conn.fetch(_Q["run_release_documents"], run_id)]
+        if released:
+            await conn.execute(_Q["documents_erase_unowned"], released)
 
 
 async def touch(conn: asyncpg.Connection, run_id: uuid.UUID) -> None:
@@ -253,5 +256,10 @@ async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str, *,
 
 async def drop_expired_bytes(conn: asyncpg.Connection | asyncpg.Pool, ttl_s: float) -> int:
     """The staging TTL, a safety net: drop bytes staged over ``ttl_s`` ago that no active
-    run needs (uploads never used, runs replaced and never restarted)."""
-    return len(await conn.fetch(_Q["document_drop_expired_bytes"], ttl_s))
+    run needs (uploads never used, runs replaced and never restarted); end ownership by
+    upload unused for ``ttl_s`` and erase the documents nobody owns any more."""
+    dropped = len(await conn.fetch(_Q["document_drop_expired_bytes"], ttl_s))
+    expired = [r["digest"] for r in await conn.fetch(_Q["owners_expire_uploads"], ttl_s)]
+    if expired:
+        await conn.execute(_Q["documents_erase_unowned"], expired)
+    return dropped

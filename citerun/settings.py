@@ -105,7 +105,11 @@ class WorkerSettings(BaseModel):
         1.0, gt=0, description="Seconds before re-opening a lost LISTEN connection (doubles "
         "up to 5 s, citerun.db.RECONNECT, while the database stays away).")
     metrics_port: int | None = Field(
-        None, ge=0, le=65535, description="Port of the Prometheus endpoint; None disables it.")
+        None, ge=0, le=65535, description="Port of the Prometheus endpoint (/metrics, and "
+        "/healthz for the pod's probes, which never touches the database); None disables it.")
+    depth_interval_s: float = Field(
+        15.0, gt=0, description="Seconds the queue depth read for /metrics is reused: the "
+        "Prometheus scrape interval, so several scrapers cost one read per interval.")
     kinds: tuple[str, ...] | None = Field(
         None, description="Task kinds this worker claims; None means every registered kind.")
     run_id: uuid.UUID | None = Field(

@@ -4,6 +4,13 @@ The same pipeline as on a cluster: the CLI stages the PDFs in Postgres, creates 
 starts ``--workers`` ordinary ``citerun worker`` processes against the same database and
 follows the run's progress until it ends. Documents are content-addressed, so verifying
 the same files again reuses what was parsed before.
+
+The workers live and die with the verify: they claim only its run
+(``CITERUN_WORKER__RUN_ID``), ask the kernel for SIGTERM when the verify dies
+(``PR_SET_PDEATHSIG``, see :func:`citerun.cli.cmd_worker`) and then cancel the run
+themselves. A run the verify leaves early (Ctrl-C, ``--timeout``, an error) is cancelled,
+not left ``running``; a run whose verify and workers were all killed at once is cancelled
+by the next verify on the same database (the run's spec names the process that owns it).
 """
 
 from __future__ import annotations
@@ -23,12 +30,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from citerun import db, errors, flow, runs
+from citerun import db, errors, flow, runs, sql
 from citerun.settings import Settings
+
+_Q = sql.load("citerun", "queries/local.sql")
 
 
 class UsageError(errors.CiterunError):
     """The command line is not usable."""
+
+
+#: Set for the workers of a verify: the pid they must die with (see cli.cmd_worker).
+VERIFY_PID_ENV = "CITERUN_VERIFY_PID"
 
 
 @dataclass(frozen=True)
@@ -59,12 +72,22 @@ def collect_sources(items: list[str]) -> list[Path]:
     return unique
 
 
-def check_arguments(thesis: str, sources: list[str], workers: int) -> tuple[Path, list[Path]]:
+MAX_WORKERS = 64
+MAX_CONCURRENCY = 256  # WorkerSettings.concurrency's upper bound
+
+
+def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: int = 1,
+                    timeout_s: float = 1.0) -> tuple[Path, list[Path]]:
     thesis_path = Path(thesis)
     if not thesis_path.is_file():
         raise UsageError(f"thesis {thesis!r} is not a file")
-    if workers < 1:
-        raise UsageError("--workers must be at least 1")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise UsageError(
+            f"--concurrency must be between 1 and {MAX_CONCURRENCY}, got {concurrency}")
+    if not timeout_s > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
     source_paths = [p for p in collect_sources(sources) if p != thesis_path.resolve()]
     return thesis_path, source_paths
 
@@ -80,11 +103,47 @@ def parse_keys(pairs: list[str]) -> dict[str, list[str]]:
     return keys
 
 
+def process_identity(pid: int) -> str | None:
+    """``pid`` plus its start time (so a reused pid is another process), or None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":
+        return None
+    return f"{pid}:{fields[19]}"
+
+
+async def cancel_orphans(pool: asyncpg.Pool) -> list[uuid.UUID]:
+    """Cancel unfinished local runs whose verify process is gone (all of its processes
+    were killed at once, so none could cancel the run)."""
+    cancelled = []
+    for row in await pool.fetch(_Q["local_runs_open"]):
+        owner = row["local"] or {}
+        pid = int(owner.get("pid", 0))
+        if pid and process_identity(pid) == owner.get("process"):
+            continue  # that verify is still running
+        await runs.cancel(pool, row["id"], f"interrupted: citerun verify (pid {pid}) is gone")
+        cancelled.append(row["id"])
+    return cancelled
+
+
+async def cancel_run(url: str, run_id: uuid.UUID, reason: str) -> None:
+    """Cancel the run (its open tasks and its state); a finished run stays as it is."""
+    pool = await db.create_pool(url, min_size=1, max_size=1)
+    try:
+        await runs.cancel(pool, run_id, reason)
+    finally:
+        await pool.close()
+
+
 async def start_run(url: str, thesis: Path, sources: list[Path],
                     keys: dict[str, list[str]]) -> uuid.UUID:
     await db.migrate(url)
     pool = await db.create_pool(url, min_size=1, max_size=2)
     try:
+        await cancel_orphans(pool)
         staged_thesis = await runs.stage_document(pool, thesis.read_bytes(), thesis.name)
         staged_sources = []
         for path in sources:
@@ -94,20 +153,35 @@ async def start_run(url: str, thesis: Path, sources: list[Path],
         run_id = uuid.uuid4()
         await flow.create(pool, runs.RunRequest(
             id=run_id, name=thesis.stem, thesis=staged_thesis, sources=tuple(staged_sources),
-            spec={"thesis": thesis.name, "sources": [s.name for s in sources]}))
+            spec={"thesis": thesis.name, "sources": [s.name for s in sources],
+                  "local": {"pid": os.getpid(),
+                            "process": process_identity(os.getpid())}}))
         return run_id
     finally:
         await pool.close()
 
 
 class LocalWorkers:
-    """``n`` worker processes on this machine, logging to ``log_dir``."""
+    """``n`` worker processes on this machine serving one run, logging to ``log_dir``.
 
-    def __init__(self, url: str, n: int, log_dir: Path, concurrency: int) -> None:
+    With the embedded database (``url`` None) the workers find it in ``data_dir`` as
+    users of their own, so the last process to leave stops it, even when that is a
+    worker whose verify was killed.
+    """
+
+    def __init__(self, url: str | None, n: int, log_dir: Path, concurrency: int,
+                 run_id: uuid.UUID, data_dir: Path) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.logs = [log_dir / f"worker-{i}.log" for i in range(n)]
-        env = {**os.environ, "CITERUN_DATABASE_URL": url,
-               "CITERUN_WORKER__CONCURRENCY": str(concurrency)}
+        env = {k: v for k, v in os.environ.items() if k != "CITERUN_DATABASE_URL"}
+        env.update({"CITERUN_DATA_DIR": str(data_dir),
+                    "CITERUN_WORKER__CONCURRENCY": str(concurrency),
+                    "CITERUN_WORKER__RUN_ID": str(run_id),
+                    # Nothing of another run is in flight: a stop need not wait long.
+                    "CITERUN_WORKER__DRAIN_TIMEOUT_S": "3",
+                    VERIFY_PID_ENV: str(os.getpid())})
+        if url is not None:
+            env["CITERUN_DATABASE_URL"] = url
         self.procs = []
         for i, log in enumerate(self.logs):
             with open(log, "wb") as out:
@@ -174,10 +248,16 @@ async def save_report(url: str, run_id: uuid.UUID, html_path: Path) -> Path:
     if row is None:
         raise errors.CiterunError(f"run {run_id} finished without a report")
     import json
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    html_path.write_text(row["html"], encoding="utf-8")
     json_path = html_path.with_suffix(".json")
-    json_path.write_text(json.dumps(row["json"], indent=2, ensure_ascii=False), encoding="utf-8")
+    try:
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        html_path.write_text(row["html"], encoding="utf-8")
+        json_path.write_text(json.dumps(row["json"], indent=2, ensure_ascii=False),
+                             encoding="utf-8")
+    except OSError as err:
+        raise errors.CiterunError(
+            f"run {run_id} succeeded, but its report could not be written to {html_path}: "
+            f"{err.strerror or err}") from err
     return json_path
 
 
@@ -200,10 +280,24 @@ def verify(settings: Settings, url: str, thesis: Path, sources: list[Path], *,
     run_id = asyncio.run(start_run(url, thesis, sources, keys))
     console.print(f"run {run_id}: {thesis.name} against {len(sources)} source(s), "
                   f"{workers} worker(s)")
-    local = LocalWorkers(url, workers, settings.data_dir / "logs", concurrency)
+    local = LocalWorkers(settings.database_url, workers, settings.data_dir / "logs",
+                         concurrency, run_id, settings.data_dir)
+    reason = "interrupted: citerun verify stopped before the run ended"
+    row = None
     try:
         row = asyncio.run(follow(url, run_id, local, console, timeout_s))
+    except KeyboardInterrupt:
+        reason = "interrupted: citerun verify was stopped (Ctrl-C or SIGTERM)"
+        raise
+    except errors.CiterunError as err:
+        reason = f"interrupted: {err}".splitlines()[0]
+        raise
     finally:
+        if row is None:
+            try:
+                asyncio.run(cancel_run(url, run_id, reason))
+            except (OSError, asyncpg.PostgresError, errors.CiterunError) as err:
+                console.print(f"could not cancel run {run_id}: {err}")
         local.stop()
     verdicts = dict(row["verdicts"] or {})
     if row["state"] != "succeeded":

@@ -135,6 +135,12 @@ class Autoscaler:
     def _on_notify(self, _source: str, _payload: str | None) -> None:
         self._wake.set()
 
+    def leading(self) -> bool:
+        """Whether this replica held the Lease at its last renewal, within the Lease's
+        duration (the leader's maintenance services, e.g. the cleaner, ask this)."""
+        return (self._renewed_at is not None
+                and time.monotonic() - self._renewed_at < self.config.lease_duration_s)
+
     async def run(self, url: str) -> None:
         follow = listener.Listener(url, self._on_notify, channel=queue.TASKS_CHANNEL)
         task = asyncio.create_task(follow.run())

@@ -26,8 +26,8 @@ from typing import Any
 import kopf
 import pydantic
 
-from citerun import db, flow, runs, runspec
-from citerun.operator import autoscaler, kube, status, sync
+from citerun import db, flow, retry, runs, runspec
+from citerun.operator import autoscaler, cleaner, kube, status, sync
 from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
 from citerun.operator import spec as specs
@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 CONFIG = op_settings.OperatorSettings()
 FINALIZER = "citerun.dev/finalizer"
 DB_ERRORS = db.UNAVAILABLE
+# The finalizer's waits while the database is down (kopf counts the attempts).
+FINALIZER_RETRY = retry.RetryPolicy(base_s=1.0, cap_s=30.0)
 
 
 def run_id_for(uid: str, generation: int) -> uuid.UUID:
@@ -66,11 +68,16 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.metrics = operator_metrics.OperatorMetrics()
     if CONFIG.operator.metrics_port is not None:
         memo.metrics.serve(CONFIG.operator.metrics_port)
+    leading = None  # without the autoscaler's Lease every replica cleans (idempotent)
     if CONFIG.autoscaler.enabled:
         scaler = autoscaler.Autoscaler(memo.pool, CONFIG.operator, CONFIG.autoscaler,
                                        memo.metrics, core.queue)
         memo.background.append(asyncio.create_task(scaler.run(core.database_url),
                                                    name="autoscaler"))
+        leading = scaler.leading
+    memo.background.append(asyncio.create_task(cleaner.Cleaner(
+        memo.pool, CONFIG.retention, resource_exists=cleaner.citation_run_shows,
+        is_leader=leading).run(), name="cleaner"))
 
 
 @kopf.on.cleanup()
@@ -275,5 +282,6 @@ async def delete(body: kopf.Body, uid: str, name: str, namespace: str | None,
                 f"{err}); letting the deletion proceed, the operator's orphan sweep will "
                 "cancel them once the database is back"))
             return
-        raise kopf.TemporaryError(f"database unreachable: {err}", delay=min(2 ** retry, 30))
+        raise kopf.TemporaryError(f"database unreachable: {err}",
+                                  delay=FINALIZER_RETRY.delay_s(retry + 1))
     logger.info("cancelled %d task(s) of deleted CitationRun %s/%s", cancelled, namespace, name)

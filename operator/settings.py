@@ -5,6 +5,8 @@ from __future__ import annotations
 import pydantic
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from citerun.operator.cleaner import CleanerConfig
+
 
 class OperatorConfig(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(frozen=True)
@@ -86,6 +88,7 @@ class OperatorSettings(BaseSettings):
 
     operator: OperatorConfig = pydantic.Field(default_factory=OperatorConfig)
     autoscaler: AutoscalerConfig = pydantic.Field(default_factory=AutoscalerConfig)
+    retention: CleanerConfig = pydantic.Field(default_factory=CleanerConfig)
 
 
 def priority_of(config: OperatorConfig, namespace: str) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from citerun import runspec
+from citerun import runspec, verdicts
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 OUTPUTS = (REPO / "crds" / "citationrun.yaml", REPO / "charts" / "citerun" / "crds" / "citationrun.yaml")
@@ -33,8 +33,8 @@ HEADER = """\
 # and the chart's copy differ from the generator's output).
 """
 
-_COUNTS = ("citations", "judged", "supported", "partiallySupported", "unsupported",
-           "contradicted", "sourceUnavailable", "unresolvedCitation")
+# status.counts: the totals, then one count per verdict (citerun.verdicts owns the names).
+_COUNTS = (*verdicts.TOTALS, *verdicts.count_fields().values())
 
 STATUS: dict[str, Any] = {
     "type": "object",
@@ -122,11 +122,8 @@ def structural(node: Any, defs: dict[str, Any]) -> Any:
                 continue
         if key == "description":
             value = _one_line(value)
-        if key == "exclusiveMinimum":
-            out["minimum"] = value
-            value = True
-        if key == "exclusiveMaximum":
-            out["maximum"] = value
+        if key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+            out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
             value = True
         if key == "properties":
             value = {name: structural(prop, defs) for name, prop in value.items()}

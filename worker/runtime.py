@@ -41,6 +41,13 @@ T = TypeVar("T")
 # Errors that mean "the database is unreachable or went away", retried with backoff.
 DB_ERRORS = db.UNAVAILABLE
 
+_TICK_S = 1.0  # liveness stamp period of the event loop
+# Re-claim delay when due work exists that this worker's claim could not take (held by a
+# racing claim, capped tenant): doubles from MIN to MAX until a claim finds work.
+_HELD_BACK_MIN_S = 0.02
+_HELD_BACK_MAX_S = 2.0
+
+
 @dataclass
 class _Running:
     task: queue.ClaimedTask
@@ -57,7 +64,10 @@ class Worker:
         self.registry = tasks
         self.settings = settings
         self.id = settings.worker.id
-        self.metrics = metrics.WorkerMetrics()
+        self.metrics = metrics.WorkerMetrics(
+            depth_interval_s=settings.worker.depth_interval_s,
+            # A loop stalled for a whole lease has lost its tasks: that pod is not healthy.
+            stall_s=settings.queue.lease_s)
         self.kinds = settings.worker.kinds or None
         self._caps = queue.TenantCaps(settings.queue.tenant_caps,
                                       settings.queue.tenant_cap_default)
@@ -66,6 +76,8 @@ class Worker:
         self._held: dict[int, _Running] = {}
         self._wake = asyncio.Event()
         self._wake_source = "rescan"
+        self._wake_probe = True
+        self._held_back = False  # the last claim left due work it could not take
         self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
         self._completions: asyncio.Queue[tuple[queue.ClaimedTask, asyncio.Future[bool]]] = (
@@ -85,9 +97,11 @@ class Worker:
         assert self._pool is not None, "the worker is not running"
         return self._pool
 
-    def wake(self, source: str, _payload: str | None = None) -> None:
+    def wake(self, source: str, payload: str | None = None) -> None:
         """Tell the claim loop that work may be waiting (called by the listener)."""
         self._wake_source = source
+        if source != "notify" or payload is None or payload.endswith(queue.LATER):
+            self._wake_probe = True  # work that may not be due yet: find out when
         self._wake.set()
 
     def stop(self) -> None:
@@ -107,13 +121,16 @@ class Worker:
             self.url, min_size=1, max_size=self.settings.worker.concurrency + 3))
         await self._retry("register", self._register)
         self.metrics.watch_queue_depth(loop, self._read_depth)
+        self.metrics.watch_gc()
+        http = None
         if self.settings.worker.metrics_port is not None:
-            self.metrics.serve(self.settings.worker.metrics_port)
+            http = self.metrics.serve(self.settings.worker.metrics_port)
         services = [asyncio.create_task(coro, name=name) for name, coro in (
             ("listener", self._listener.run()),
             ("heartbeat", self._heartbeat_loop()),
             ("sweeper", self._sweep_loop()),
             ("completer", self._complete_loop()),
+            ("ticker", self._tick_loop()),
         )]
         logger.info("worker %s started (kinds: %s, concurrency %d)", self.id,
                     ", ".join(self._claim_kinds()), self.settings.worker.concurrency,
@@ -129,6 +146,10 @@ class Worker:
                 await asyncio.wait_for(
                     queue.set_worker_state(self.pool, worker_id=self.id, state="stopped"), 5)
             await self.pool.close()
+            self.metrics.unwatch_gc()
+            if http is not None:
+                await asyncio.to_thread(http.shutdown)
+                http.server_close()
         logger.info("worker %s stopped", self.id, extra={"action": "stop"})
 
     # -- claiming -----------------------------------------------------------------------
@@ -142,6 +163,7 @@ class Worker:
         source = "rescan"
         concurrency = self.settings.worker.concurrency
         failures = 0
+        held_back = _HELD_BACK_MIN_S
         while not self._stopping.is_set():
             free = concurrency - len(self._held)
             if free <= 0:
@@ -161,19 +183,33 @@ class Worker:
             failures = 0
             for task in claimed:
                 self._start(task, source)
+            self._held_back = False
             if claimed:
                 self.last_work = time.monotonic()
+                held_back = _HELD_BACK_MIN_S
             if len(claimed) == free:
                 source = "continuation"
                 continue
             timeout = self.settings.worker.poll_s
-            if source != "poll":
+            probe, self._wake_probe = self._wake_probe, False
+            # After a NOTIFY for work due now, an empty or short claim means other workers
+            # took the rest: no probe (saves a statement per idle worker per enqueue).
+            if source != "poll" and (source != "notify" or probe):
                 # Woken for work that is not due yet (a retry's backoff, a delayed task):
                 # wake again when it is, not only at the next poll.
                 with contextlib.suppress(*DB_ERRORS):
-                    due = await queue.next_due_s(self.pool, self._claim_kinds())
-                    if due is not None:
-                        timeout = min(timeout, max(due, 0.0) + 0.005)
+                    due = await queue.next_due_s(self.pool, self._claim_kinds(),
+                                                 run_id=self.settings.worker.run_id)
+                    if due is not None and due > 0:
+                        timeout = min(timeout, due + 0.005)
+                    elif due is not None:
+                        # Due now, yet this claim did not get it: another worker holds
+                        # it (a racing claim), or its tenant is at its cap. Look again
+                        # when one of this worker's tasks ends, or after a backed-off
+                        # delay, instead of spinning on it.
+                        timeout = min(timeout, held_back)
+                        held_back = min(held_back * 2, _HELD_BACK_MAX_S)
+                        self._held_back = True
             woke = await self._wait(self._wake, timeout)
             if woke:
                 source = self._wake_source
@@ -253,6 +289,10 @@ class Worker:
             self._held.pop(task.id, None)
             self.metrics.in_flight.set(len(self._held))
             self._slot_freed.set()
+            if self._held_back:
+                # Due work was held back (a tenant at its cap): a finished task may have
+                # made room, so claim now rather than at the held-back timer.
+                self.wake("slot")
             if not self._held and not self._stopping.is_set():
                 # Busy -> idle: say so at once (one statement per transition), so the
                 # autoscaler does not spare this pod as busy until the next sweep.
@@ -324,6 +364,15 @@ class Worker:
                 self.metrics.lease_losses.labels(entry.task.kind).inc()
                 entry.future.cancel()
 
+    async def _tick_loop(self) -> None:
+        """Stamp the loop's liveness for /healthz and measure how late the loop wakes."""
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(_TICK_S)
+            now = time.monotonic()
+            self.metrics.loop_tick = now
+            self.metrics.observe_loop_lag(max(0.0, now - before - _TICK_S))
+
     async def _stamp(self) -> None:
         async with self._stamp_lock:
             if self._held:
@@ -393,7 +442,7 @@ class Worker:
                                                   "concurrency": self.settings.worker.concurrency})
 
     async def _read_depth(self) -> dict[tuple[str, str], int]:
-        return await queue.depth(self.pool)
+        return await queue.depth(self.pool, self._claim_kinds())
 
     async def _retry(self, what: str, call: Callable[[], Awaitable[T]], *,
                      give_up_after: float | None = None) -> T:

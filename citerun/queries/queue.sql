@@ -1,8 +1,10 @@
 -- name: task_enqueue_many --
--- Insert a batch of tasks with their tenant and fair-share key; an existing dedupe_key is skipped.
+-- Insert a batch of tasks with tenant and fair-share key, and NOTIFY each inserted kind.
+-- One statement, so an enqueue outside a transaction is one round trip; the NOTIFY is
+-- delivered when the transaction commits. An existing dedupe_key is skipped.
 -- fair_key = (floor(log2(the tenant's open tasks, this batch included)) << 32) + the task's
 -- place in its run's backlog (see migrations/0004_fair_claim.sql); the count is capped
--- at 65,536 so an enqueue stays cheap behind any backlog.
+-- at 4,096 (band 12) so an enqueue stays cheap behind any backlog.
 WITH input AS (
     SELECT t.*, coalesce(r.tenant, 'default') AS tenant
     FROM unnest($1::text[], $2::jsonb[], $3::integer[], $4::float8[], $5::integer[],
@@ -13,7 +15,7 @@ WITH input AS (
     SELECT i.tenant, count(*) + (
         SELECT count(*) FROM (
             SELECT 1 FROM tasks AS o
-            WHERE o.tenant = i.tenant AND o.state IN ('queued', 'running') LIMIT 65536
+            WHERE o.tenant = i.tenant AND o.state IN ('queued', 'running') LIMIT 4096
         ) AS open) AS load
     FROM input AS i GROUP BY i.tenant
 ), run_load AS (
@@ -21,18 +23,28 @@ WITH input AS (
                       WHERE o.run_id = i.run_id AND o.state IN ('queued', 'running')) AS open
     FROM input AS i WHERE i.run_id IS NOT NULL GROUP BY i.run_id
 )
-INSERT INTO tasks (kind, payload, priority, run_after, max_attempts, dedupe_key, run_id,
-                   tenant, fair_key)
-SELECT i.kind, i.payload, i.priority, now() + make_interval(secs => i.delay_s),
-       i.max_attempts, i.dedupe_key, i.run_id, i.tenant,
-       (floor(log(2, tl.load))::bigint << 32) + coalesce(rl.open, 0)
-       + row_number() OVER (PARTITION BY i.run_id ORDER BY i.ord)
-FROM input AS i
-JOIN tenant_load AS tl ON tl.tenant = i.tenant
-LEFT JOIN run_load AS rl ON rl.run_id = i.run_id
-ORDER BY i.ord
-ON CONFLICT (dedupe_key) DO NOTHING
-RETURNING id, kind;
+, inserted AS (
+    INSERT INTO tasks (kind, payload, priority, run_after, max_attempts, dedupe_key, run_id,
+                       tenant, fair_key)
+    SELECT i.kind, i.payload, i.priority, now() + make_interval(secs => i.delay_s),
+           i.max_attempts, i.dedupe_key, i.run_id, i.tenant,
+           (floor(log(2, tl.load))::bigint << 32) + coalesce(rl.open, 0)
+           + row_number() OVER (PARTITION BY i.run_id ORDER BY i.ord)
+    FROM input AS i
+    JOIN tenant_load AS tl ON tl.tenant = i.tenant
+    LEFT JOIN run_load AS rl ON rl.run_id = i.run_id
+    ORDER BY i.ord
+    ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING id, kind
+), notified AS (
+    -- The payload is the kind, with ':later' when none of its tasks is due yet (keep in
+    -- sync with queue.LATER): a worker woken for due work it did not get skips the probe.
+    SELECT pg_notify('citerun_tasks',
+                     kind || CASE WHEN due THEN '' ELSE ':later' END)
+    FROM (SELECT i.kind, bool_or(i.delay_s <= 0) AS due
+          FROM input AS i JOIN inserted AS n ON n.kind = i.kind GROUP BY i.kind) AS kinds
+)
+SELECT id, kind, (SELECT count(*) FROM notified) AS notifications FROM inserted;
 
 -- name: task_notify --
 -- Wake the listening workers for one kind; delivered only when the transaction commits.
@@ -121,7 +133,7 @@ WITH stamp AS (
     WHERE t.id = stalled.id
     RETURNING t.id, t.kind, t.state, t.run_id
 ), notified AS (
-    SELECT pg_notify('citerun_tasks', kind) FROM (
+    SELECT pg_notify('citerun_tasks', kind || ':later') FROM (
         SELECT DISTINCT kind FROM swept WHERE state = 'queued') AS kinds
 )
 SELECT s.id, s.kind, s.state, s.run_id, (SELECT count(*) FROM notified) AS notifications
@@ -131,10 +143,12 @@ SELECT NULL, NULL, NULL, NULL, (SELECT count(*) FROM notified)
 WHERE NOT EXISTS (SELECT 1 FROM swept);
 
 -- name: task_has_due --
--- Whether any task of the given kinds is due: the cheap idle probe of a worker.
+-- Whether a task of kinds $1 (of run $2 when given) is due: one index probe per kind.
 SELECT EXISTS (
-    SELECT 1 FROM tasks
-    WHERE state = 'queued' AND run_after <= now() AND kind = ANY($1::text[])
+    SELECT 1 FROM unnest($1::text[]) AS k (kind)
+    WHERE EXISTS (SELECT 1 FROM tasks
+                  WHERE state = 'queued' AND kind = k.kind AND run_after <= now()
+                    AND ($2::uuid IS NULL OR run_id = $2))
 );
 
 -- name: task_cancel_by_run --
@@ -146,8 +160,14 @@ WHERE run_id = $1 AND state IN ('queued', 'running')
 RETURNING id;
 
 -- name: task_depth --
--- Task counts by kind and state (metrics, autoscaler).
-SELECT kind, state, count(*) AS n FROM tasks GROUP BY kind, state;
+-- Open tasks of kinds $1 by kind and state (worker metrics): finished rows are never read.
+SELECT k.kind, 'queued' AS state,
+       (SELECT count(*) FROM tasks WHERE state = 'queued' AND kind = k.kind) AS n
+FROM unnest($1::text[]) AS k (kind)
+UNION ALL
+SELECT k.kind, 'running',
+       (SELECT count(*) FROM tasks WHERE state = 'running' AND kind = k.kind)
+FROM unnest($1::text[]) AS k (kind);
 
 -- name: task_get --
 -- One task by id.
@@ -168,9 +188,14 @@ SET version = excluded.version, capabilities = excluded.capabilities, state = 'a
 UPDATE workers SET state = $2, heartbeat_at = now() WHERE id = $1;
 
 -- name: task_next_due --
--- Seconds until the earliest queued task of the given kinds becomes due (null: none).
-SELECT extract(epoch FROM min(run_after) - now())::float8
-FROM tasks WHERE state = 'queued' AND kind = ANY($1::text[]);
+-- Seconds until the earliest queued task of kinds $1 (of run $2) is due (null: none).
+SELECT extract(epoch FROM min(first.run_after) - now())::float8
+FROM unnest($1::text[]) AS k (kind)
+CROSS JOIN LATERAL (
+    SELECT run_after FROM tasks
+    WHERE state = 'queued' AND kind = k.kind AND ($2::uuid IS NULL OR run_id = $2)
+    ORDER BY run_after LIMIT 1
+) AS first;
 
 -- name: task_outstanding --
 -- Tasks waiting or running now (what the autoscaler sizes the workers for).

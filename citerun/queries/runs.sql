@@ -1,6 +1,6 @@
 -- name: document_stage --
 -- Stage a PDF's bytes under its digest; a document seen before keeps its state and bytes.
--- The tenant ($5) owns the digest from now on.
+-- The tenant ($5) owns the digest from now on, by upload or for a run ($6).
 WITH doc AS (
     INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
     VALUES ($1, $2, $3, $4, $5)
@@ -9,9 +9,11 @@ WITH doc AS (
                    THEN excluded.raw ELSE documents.raw END
     RETURNING digest, state
 ), owner AS (
-    INSERT INTO document_owners (tenant, digest, size_bytes)
-    SELECT $5, digest, $3 FROM doc
-    ON CONFLICT DO NOTHING
+    INSERT INTO document_owners (tenant, digest, size_bytes, via)
+    SELECT $5, digest, $3, $6 FROM doc
+    ON CONFLICT (tenant, digest) DO UPDATE
+    SET owned_at = now(),
+        via = CASE WHEN excluded.via = 'upload' THEN 'upload' ELSE document_owners.via END
 )
 SELECT state FROM doc;
 
@@ -149,6 +151,12 @@ RETURNING d.digest;
 -- Which of these digests tenant $1 owns (brought the bytes of itself).
 SELECT digest FROM document_owners WHERE tenant = $1 AND digest = ANY($2::text[]);
 
+-- name: documents_owned_touch --
+-- A run of tenant $1 uses these owned digests: the staging TTL of an upload starts again.
+UPDATE document_owners SET owned_at = now()
+WHERE tenant = $1 AND digest = ANY($2::text[])
+RETURNING digest;
+
 -- name: run_secret_insert --
 -- A run's own judge API key (deleted when the run finishes).
 INSERT INTO run_secrets (run_id, judge_api_key) VALUES ($1, $2) ON CONFLICT DO NOTHING;
@@ -157,30 +165,42 @@ INSERT INTO run_secrets (run_id, judge_api_key) VALUES ($1, $2) ON CONFLICT DO N
 DELETE FROM run_secrets WHERE run_id = $1;
 
 -- name: run_release_documents --
--- A finished run's tenant stops owning the documents no other active run of the tenant
--- uses; a document that thereby has no owner left loses its bytes, pages and chunks and
--- goes back to 'staged' (a later owner re-uploads the bytes and it is parsed again).
-WITH run AS (SELECT id, tenant FROM runs WHERE id = $1),
-released AS (
-    DELETE FROM document_owners AS o USING run
-    WHERE o.tenant = run.tenant
-      AND o.digest IN (SELECT digest FROM run_sources WHERE run_id = run.id)
+-- A finished run's tenant stops owning the documents the run brought ('run' ownership)
+-- that no other active run of the tenant uses; returns them for documents_erase_unowned.
+WITH run AS (SELECT id, tenant FROM runs WHERE id = $1)
+DELETE FROM document_owners AS o USING run
+WHERE o.tenant = run.tenant AND o.via = 'run'
+  AND o.digest IN (SELECT digest FROM run_sources WHERE run_id = run.id)
+  AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
+                  WHERE s.digest = o.digest AND r.tenant = run.tenant AND r.id <> run.id
+                    AND r.state = 'running')
+RETURNING o.digest;
+
+-- name: owners_expire_uploads --
+-- The staging TTL of uploads: ownership by upload unused for $1 seconds, with no active
+-- run of the tenant using the document, ends; returns the digests.
+DELETE FROM document_owners AS o
+WHERE o.via = 'upload' AND o.owned_at < now() - make_interval(secs => $1)
+  AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
+                  WHERE s.digest = o.digest AND r.tenant = o.tenant
+                    AND r.state = 'running')
+RETURNING o.digest;
+
+-- name: documents_erase_unowned --
+-- Of these documents, those no tenant owns and no active run uses lose their bytes, pages
+-- and chunks and go back to 'staged' (a later owner re-uploads the bytes and it is parsed
+-- again); a failed document stays failed.
+WITH orphans AS (
+    SELECT d.digest FROM documents AS d
+    WHERE d.digest = ANY($1::text[])
+      AND NOT EXISTS (SELECT 1 FROM document_owners AS o WHERE o.digest = d.digest)
       AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
-                      WHERE s.digest = o.digest AND r.tenant = run.tenant AND r.id <> run.id
-                        AND r.state = 'running')
-    RETURNING o.digest
-),
-orphans AS (
-    SELECT digest FROM released
-    WHERE NOT EXISTS (SELECT 1 FROM document_owners AS o, run
-                      WHERE o.digest = released.digest AND o.tenant <> run.tenant)
-      AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id, run
-                      WHERE s.digest = released.digest AND r.id <> run.id
-                        AND r.state = 'running')
+                      WHERE s.digest = d.digest AND r.state = 'running')
 ),
 pages AS (DELETE FROM document_pages WHERE digest IN (SELECT digest FROM orphans)),
 chunk_rows AS (DELETE FROM chunks WHERE digest IN (SELECT digest FROM orphans))
 UPDATE documents AS d
 SET raw = NULL, state = CASE WHEN d.state = 'failed' THEN 'failed' ELSE 'staged' END,
     title = NULL, authors = '{}', year = NULL, page_count = NULL, finished_at = NULL
-WHERE d.digest IN (SELECT digest FROM orphans);
+WHERE d.digest IN (SELECT digest FROM orphans)
+RETURNING d.digest;

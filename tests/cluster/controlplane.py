@@ -167,7 +167,7 @@ def _pem_key(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
     )
 
 
-def _make_pki() -> _Pki:
+def _make_pki(address: str = "127.0.0.1") -> _Pki:
     now = datetime.datetime.now(datetime.timezone.utc)
     start, end = now - datetime.timedelta(hours=1), now + datetime.timedelta(days=2)
 
@@ -231,8 +231,8 @@ def _make_pki() -> _Pki:
         )
     ]
     sans += [
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-        x509.IPAddress(service_ip),
+        x509.IPAddress(ipaddress.ip_address(ip))
+        for ip in dict.fromkeys(("127.0.0.1", address, str(service_ip)))
     ]
     serving = cert(
         x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]),
@@ -291,6 +291,10 @@ class ControlPlane:
     workdir: pathlib.Path | None = None
     startup_timeout: float = 120.0
     extra_apiserver_args: list[str] = field(default_factory=list)
+    # Where the apiserver listens and what it advertises (the `kubernetes` Service's
+    # endpoint); a real node's pods need an address they can route to (node/node.py).
+    address: str = "127.0.0.1"
+    port: int = 0  # 0: a free port
 
     server: str = field(init=False, default="")
     kubeconfig: pathlib.Path = field(init=False, default=pathlib.Path())
@@ -549,7 +553,7 @@ class ControlPlane:
 
     def _write_pki(self) -> None:
         assert self.workdir is not None
-        self._pki = pki = _make_pki()
+        self._pki = pki = _make_pki(self.address)
         files = {
             "ca.crt": pki.ca_cert,
             "apiserver.crt": pki.serving_cert,
@@ -633,18 +637,19 @@ class ControlPlane:
 
     def _start_apiserver(self) -> None:
         assert self.workdir is not None
-        port = free_port()
-        self.server = f"https://127.0.0.1:{port}"
+        port = self.port or free_port()
+        self.server = f"https://{self.address}:{port}"
         w = self.workdir
+        loopback = ipaddress.ip_address(self.address).is_loopback
         self._spawn(
             "kube-apiserver",
             [
                 f"--etcd-servers={self.etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                # The lease reconciler refuses a loopback address; nothing here needs
-                # the endpoints of the in-cluster `kubernetes` Service.
-                "--endpoint-reconciler-type=none",
+                f"--bind-address={self.address}",
+                f"--advertise-address={self.address}",
+                # The lease reconciler refuses a loopback address; nothing on loopback
+                # needs the endpoints of the in-cluster `kubernetes` Service.
+                *(["--endpoint-reconciler-type=none"] if loopback else []),
                 f"--secure-port={port}",
                 f"--cert-dir={w / 'apiserver-certs'}",
                 f"--tls-cert-file={w / 'apiserver.crt'}",

@@ -191,8 +191,30 @@ def test_every_scenario_is_accepted_by_the_api_server(
         url = base64.b64decode(secrets[database["name"]]["data"]["url"]).decode()
         password = base64.b64decode(secrets[sts["metadata"]["name"]]["data"]["password"])
         assert url.startswith(f"postgresql://citerun:{password.decode()}@")
-    # Pipeline settings go to the workers only (the operator gets no API keys).
-    assert not [name for name in op_env if name.startswith(("CITERUN_JUDGE", "CITERUN_EMB"))]
+    # Pipeline settings go to the workers only (the operator gets no API keys, only the
+    # judge profiles' names, URLs and models, to refuse a run naming an unknown profile).
+    assert not [name for name in op_env if name.startswith(("CITERUN_JUDGE", "CITERUN_EMB"))
+                and name != "CITERUN_JUDGE_PROFILES"]
+    assert not [name for name, value in op_env.items()
+                if isinstance(value, dict) and "secretKeyRef" in value
+                and name != "CITERUN_DATABASE_URL"]
+    profiles = json.loads(op_env["CITERUN_JUDGE_PROFILES"])
+    assert profiles == json.loads(env["CITERUN_JUDGE_PROFILES"])
+    for name, profile in values.get("judgeProfiles", {}).items():
+        assert profiles[name]["baseUrl"] == profile["baseUrl"]
+        key_env = profiles[name].get("apiKeyEnv")
+        if profile.get("apiKeySecret", {}).get("name"):
+            assert env[key_env] == {"secretKeyRef": profile["apiKeySecret"]}
+    # The access policy and the NetworkPolicies ship by default.
+    assert cs.find(objects, "ValidatingAdmissionPolicyBinding", "-run-access")
+    assert op_env["CITERUN_OPERATOR__ACCESS_POLICY_BINDING"] == cs.find(
+        objects, "ValidatingAdmissionPolicyBinding", "-run-access")["metadata"]["name"]
+    policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NetworkPolicy"}
+    worker_np = policies[worker["metadata"]["name"]]
+    public = [rule for rule in worker_np["spec"]["egress"]
+              if any("ipBlock" in peer for peer in rule.get("to", []))]
+    assert public and "169.254.0.0/16" in public[0]["to"][0]["ipBlock"]["except"]
+    assert operator["metadata"]["name"] in policies
     judge = values.get("pipeline", {}).get("judge", {})
     assert env["CITERUN_JUDGE__KIND"] == judge.get("kind", "embedded")
     if judge.get("kind") == "openai":

@@ -96,7 +96,6 @@ async def test_invalid_specs_are_rejected_by_the_server_and_by_the_handler(
     op = operators()
     body = ops.demo_body("sneaky", digests)
     body["spec"]["sources"].append(dict(body["spec"]["sources"][0]))  # a duplicate name
-    body["spec"]["priority"] = 500
     body["spec"]["thesis"] = {"name": "t.pdf"}  # no document source
     try:
         ops.create(api_client, namespace, body)
@@ -107,7 +106,6 @@ async def test_invalid_specs_are_rejected_by_the_server_and_by_the_handler(
         and c["status"] == "True" and c, 30, "a Failed condition", _logs(op))
     assert failed["reason"] == "InvalidSpec"
     assert "spec.thesis" in failed["message"] and "exactly one of" in failed["message"]
-    assert "spec.priority" in failed["message"]
     obj = ops.get(api_client, namespace, "sneaky")
     assert obj["status"]["phase"] == "Failed"
     # No crash loop: the operator lives on and still admits a valid run.
@@ -245,7 +243,12 @@ async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
     staged = {r["filename"]: r for r in await pool.fetch(
         "SELECT filename, state, raw IS NULL AS dropped FROM documents")}
     assert set(staged) == {"thesis.pdf", *(p.name for p in sources)}
-    assert all(r["state"] == "parsed" and r["dropped"] for r in staged.values())
+    # Brought by the run itself (ConfigMap, URL), they were the run's only: once it
+    # finished, their bytes, pages and chunks are gone (issue 12, tenancy).
+    assert all(r["state"] == "staged" and r["dropped"] for r in staged.values())
+    assert await pool.fetchval("SELECT count(*) FROM document_pages") == 0
+    assert await pool.fetchval("SELECT count(*) FROM chunks") == 0
+    assert await pool.fetchval("SELECT count(*) FROM document_owners") == 0
     assert await pool.fetchval(
         "SELECT state FROM tasks WHERE kind = 'fetch_document'") == "succeeded"
 

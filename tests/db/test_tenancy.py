@@ -64,31 +64,48 @@ async def _parsed(pool: asyncpg.Pool, digest: str) -> None:
 
 async def test_pages_and_chunks_go_when_no_run_of_an_owner_needs_them(
         pool: asyncpg.Pool) -> None:
-    doc = await runs.stage_document(pool, PDF_A, "a.pdf", tenant="team-a")
-    await runs.stage_document(pool, PDF_A, "a.pdf", tenant="team-c")
-    first = _request("team-a", doc, required_digests=(doc.digest,))
-    second = _request("team-a", doc, required_digests=(doc.digest,))
+    digest = runs.digest_of(PDF_A)
+    doc = runs.StagedDocument(digest, "a.pdf")
+    # team-a's runs bring the bytes themselves (a ConfigMap, say); team-c uploaded them.
+    first = _request("team-a", doc, payloads=((PDF_A, "a.pdf"),))
+    second = _request("team-a", doc, payloads=((PDF_A, "a.pdf"),))
     for request in (first, second):
         assert (await flow.create(pool, request)).created
-    await _parsed(pool, doc.digest)
+    await runs.stage_document(pool, PDF_A, "a.pdf", tenant="team-c")
+    await _parsed(pool, digest)
 
     await runs.finish(pool, first.id, "succeeded")  # second still needs it
     assert await pool.fetchval("SELECT count(*) FROM document_pages") == 1
-    await runs.finish(pool, second.id, "succeeded")  # team-c still owns it
+    await runs.finish(pool, second.id, "succeeded")  # team-c's upload still owns it
     owners = {r["tenant"] for r in await pool.fetch("SELECT tenant FROM document_owners")}
     assert owners == {"team-c"}
     assert await pool.fetchval("SELECT count(*) FROM chunks") == 1
+    # team-a may not use it any more without bringing the bytes again.
+    again = await flow.create(pool, _request("team-a", doc, required_digests=(digest,)))
+    assert again.missing == (digest,)
 
-    third = _request("team-c", doc, required_digests=(doc.digest,))
+    # team-c's upload outlives its runs, until the staging TTL passes unused.
+    third = _request("team-c", doc, required_digests=(digest,))
     assert (await flow.create(pool, third)).created
     await runs.finish(pool, third.id, "failed", "x")
+    assert await pool.fetchval("SELECT count(*) FROM document_pages") == 1
+    await pool.execute("UPDATE document_owners SET owned_at = now() - interval '2 days'")
+    await runs.drop_expired_bytes(pool, 24 * 3600)
+    assert await pool.fetchval("SELECT count(*) FROM document_owners") == 0
     assert await pool.fetchval("SELECT count(*) FROM document_pages") == 0
     assert await pool.fetchval("SELECT count(*) FROM chunks") == 0
     state = await pool.fetchrow("SELECT state, raw, title FROM documents")
     assert dict(state) == {"state": "staged", "raw": None, "title": None}
-    # Nobody may reference it any more without bringing the bytes again.
-    again = await flow.create(pool, _request("team-a", doc, required_digests=(doc.digest,)))
-    assert again.missing == (doc.digest,)
+
+
+async def test_an_upload_outlives_a_run_so_a_waiting_run_still_finds_it(
+        pool: asyncpg.Pool) -> None:
+    doc = await runs.stage_document(pool, PDF_B, "b.pdf", tenant="team-b")
+    first = _request("team-b", doc, required_digests=(doc.digest,))
+    assert (await flow.create(pool, first)).created
+    await runs.finish(pool, first.id, "succeeded")
+    later = await flow.create(pool, _request("team-b", doc, required_digests=(doc.digest,)))
+    assert later.created and not later.missing
 
 
 async def test_a_runs_own_judge_key_is_deleted_when_it_finishes(pool: asyncpg.Pool) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 
 import asyncpg
 import httpx
@@ -51,9 +52,10 @@ async def test_metrics_endpoint_reports_depth_latency_and_pickups(
     finally:
         worker.stop()
         await asyncio.wait_for(running, 30)
-    assert 'citerun_queue_depth{kind="work",state="succeeded"} 5.0' in text
+    # Depth counts open tasks only (finished rows are never read): the delayed one.
     assert 'citerun_queue_depth{kind="work",state="queued"} 1.0' in text
-    assert 'citerun_queue_depth{kind="boom",state="failed"} 1.0' in text
+    assert 'citerun_queue_depth{kind="work",state="running"} 0.0' in text
+    assert 'state="succeeded"' not in text
     assert _value(text, 'citerun_claim_latency_seconds_count{kind="work"}') == 5
     assert _value(text, 'citerun_pickups_total{source="notify"}') >= 1
     assert _value(text, 'citerun_task_duration_seconds_count{kind="boom",outcome="failed"}') == 1
@@ -104,3 +106,61 @@ def test_json_logs_carry_the_structured_fields() -> None:
     assert record["message"] == "claimed" and record["action"] == "claim"
     assert record["task_id"] == 7 and record["level"] == "INFO"
     assert record["logger"] == "citerun.worker.runtime" and "time" in record
+
+
+async def test_healthz_never_reads_the_database_and_depth_is_read_once_per_interval(
+        pool: asyncpg.Pool, database_url: str) -> None:
+    port = _free_port()
+    settings = Settings(database_url=database_url, worker={
+        "id": "probe-worker", "metrics_port": port, "depth_interval_s": 60},
+        queue={"lease_s": 2, "heartbeat_s": 0.5})
+    worker = runtime.Worker(database_url, test_tasks.registry, settings)
+    reads: list[float] = []
+    read_depth = worker._read_depth
+
+    async def counted() -> dict[tuple[str, str], int]:
+        reads.append(asyncio.get_running_loop().time())
+        return await read_depth()
+
+    worker._read_depth = counted  # type: ignore[method-assign]
+    running = asyncio.create_task(worker.run(install_signal_handlers=False))
+    try:
+        for _ in range(100):
+            if await pool.fetchval("SELECT count(*) FROM workers WHERE id = 'probe-worker'"):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        async with httpx.AsyncClient() as client:
+            for _ in range(10):
+                r = await client.get(f"http://127.0.0.1:{port}/healthz")
+                assert (r.status_code, r.text) == (200, "ok\n")
+            assert reads == []
+            for _ in range(3):
+                assert "citerun_queue_depth" in (
+                    await client.get(f"http://127.0.0.1:{port}/metrics")).text
+            assert len(reads) == 1
+        # An event loop stuck longer than a lease fails the probe (served from a thread).
+        loop = asyncio.get_running_loop()
+        loop.call_soon(time.sleep, 5)
+        statuses = await asyncio.to_thread(_poll, f"http://127.0.0.1:{port}/healthz", 4.5)
+        assert 503 in statuses, statuses
+        async with httpx.AsyncClient() as client:
+            for _ in range(30):
+                if (await client.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200:
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                raise AssertionError("/healthz did not recover after the stall")
+    finally:
+        worker.stop()
+        await asyncio.wait_for(running, 30)
+
+
+def _poll(url: str, for_s: float) -> list[int]:
+    """Status codes of /healthz every 0.2 s for ``for_s`` seconds (from a thread)."""
+    end = time.monotonic() + for_s
+    statuses = []
+    while time.monotonic() < end:
+        statuses.append(httpx.get(url, timeout=5).status_code)
+        time.sleep(0.2)
+    return statuses

@@ -136,3 +136,51 @@ def oversized_pdf(min_bytes: int) -> bytes:
     data = _save(doc)
     assert len(data) > min_bytes
     return data
+
+
+Placed = tuple[float, float, str]  # x, baseline y, text
+
+
+def placed_pdf(
+    pages: typing.Sequence[typing.Sequence[Placed]],
+    *,
+    fontsize: float = 10.0,
+    bold_lines: typing.Collection[str] = (),
+    stamp: str | None = None,
+    big: typing.Collection[str] = (),
+    superscripts: typing.Sequence[tuple[float, float, str]] = (),
+) -> bytes:
+    """A PDF with each text line placed where a real layout puts it (Letter size).
+
+    ``stamp`` is printed rotated by 90 degrees up the left margin of the first page in
+    a large font, as arXiv stamps its preprints; lines in ``big`` are set at 20 pt (a
+    title), lines in ``bold_lines`` in bold; ``superscripts`` are raised small digits
+    placed at (x, baseline y) on the first page.
+    """
+    doc = pymupdf.open()
+    for index, lines in enumerate(pages):
+        page = doc.new_page(width=612, height=792)
+        if index == 0 and stamp:
+            page.insert_text((30, 600), stamp, fontsize=20, rotate=90)
+        for x, y, text in lines:
+            size = 20.0 if text in big else fontsize
+            font = "helvetica-bold" if text in bold_lines else "helvetica"
+            page.insert_text((x, y), text, fontsize=size, fontname=font)
+        if index == 0:
+            for x, y, digits in superscripts:
+                page.insert_text((x, y - 4), digits, fontsize=fontsize * 0.6)
+    return _save(doc)
+
+
+def column(x: float, top: float, lines: typing.Sequence[str], *, leading: float = 12.0,
+           indent: float = 0.0) -> list[Placed]:
+    """Lines set one below the other from ``top``; a line starting with a tab is
+    indented by ``indent`` points (hanging-indent continuation lines)."""
+    placed: list[Placed] = []
+    y = top
+    for line in lines:
+        if line:
+            shift = indent if line.startswith("\t") else 0.0
+            placed.append((x + shift, y, line.lstrip("\t")))
+        y += leading
+    return placed

@@ -29,3 +29,24 @@ def test_generated_spec_has_no_tenant_priority_or_judge_url() -> None:
     assert spec["properties"]["sources"]["x-kubernetes-list-type"] == "map"
     thesis = spec["properties"]["thesis"]
     assert thesis["x-kubernetes-validations"][0]["message"].startswith("exactly one of")
+
+
+def test_bounds_are_numbers_and_exclusive_flags_booleans() -> None:
+    """apiextensions/v1: minimum/maximum are numbers, exclusiveMinimum/Maximum booleans."""
+    crd = yaml.safe_load((REPO / "crds" / "citationrun.yaml").read_text(encoding="utf-8"))
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key in ("minimum", "maximum"):
+                if key in node:
+                    assert not isinstance(node[key], bool), node
+            for key in ("exclusiveMinimum", "exclusiveMaximum"):
+                if key in node:
+                    assert node[key] is True and ("minimum" if "Min" in key else "maximum") in node
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(crd)

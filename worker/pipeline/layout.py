@@ -219,13 +219,17 @@ def _reading_order(lines: list[_Raw]) -> list[tuple[_Raw, int]]:
     ordered: list[tuple[_Raw, int]] = []
     band: list[_Raw] = []
 
+    left_edge = min(r.x0 for r in lines)
+    right_edge = max(r.x1 for r in lines)
+    reach = 0.08 * (right_edge - left_edge)  # how far a spanning line reaches past the gutter
+
     def flush() -> None:
-        ordered.extend((r, 1) for r in band if r.x1 <= gutter + 1)
-        ordered.extend((r, 2) for r in band if r.x1 > gutter + 1)
+        ordered.extend((r, 1) for r in band if (r.x0 + r.x1) / 2 <= gutter)
+        ordered.extend((r, 2) for r in band if (r.x0 + r.x1) / 2 > gutter)
         band.clear()
 
     for raw in lines:
-        if raw.x0 < gutter - 1 and raw.x1 > gutter + 1:
+        if raw.x0 < gutter - reach and raw.x1 > gutter + reach:
             flush()
             ordered.append((raw, 0))
         else:
@@ -240,6 +244,18 @@ def _reading_order(lines: list[_Raw]) -> list[tuple[_Raw, int]]:
 def _edge_key(text: str) -> str:
     """Running heads differ only in their numbers ("Chapter 2 · 17"), so ignore those."""
     return _DIGITS.sub("#", text.casefold())
+
+
+def _lone_head(lines: list[_Raw], height: float) -> _Raw | None:
+    """A running head printed once ("BIBLIOGRAPHY" on the last page of a list): the
+    page's top line, inside the top margin band, well above the text below it."""
+    by_y = sorted(lines, key=lambda r: r.y0)
+    if len(by_y) < 2:
+        return None
+    top, below = by_y[0], by_y[1]
+    if top.y1 < 0.07 * height and below.y0 - top.y1 > 1.5 * top.height and len(top.text) <= 80:
+        return top
+    return None
 
 
 def _edge_lines(lines: list[_Raw], height: float) -> list[_Raw]:
@@ -283,6 +299,14 @@ def _column_edges(ordered: list[tuple[_Raw, int]]) -> dict[int, tuple[float, flo
         left = float(counter.most_common(1)[0][0])
         outdented = sum(1 for r in full if r.x0 < left - _INDENT_TOLERANCE)
         hanging = outdented >= max(2, 0.1 * len(full)) and left - min(starts) < 0.2 * width
+        if not hanging:
+            # Entries of a hanging list alternate: an outdented first line, then
+            # indented ones; an abstract set in from the body is one block.
+            mode = float(collections.Counter(round(r.x0) for r in raws).most_common(1)[0][0])
+            flags = [r.x0 < mode - _INDENT_TOLERANCE for r in raws]
+            runs = sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1]))
+            if runs >= 3 and sum(flags) <= 0.6 * len(flags) and mode - min(starts) < 0.2 * width:
+                hanging, left = True, mode
         if not hanging:
             left = min(left, min(r.x0 for r in full))
         edges[column] = (left, right, hanging)
@@ -391,6 +415,7 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
     layouts: list[PageLayout] = []
     for index, (lines, (width, height)) in enumerate(zip(raw_pages, sizes)):
         edge = {id(r) for r in _edge_lines(lines, height)}
+        lone_head = _lone_head(lines, height)
         kept = [
             r
             for r in lines
@@ -398,6 +423,7 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
                 id(r) in edge
                 and (counts[_edge_key(r.text)] >= _MIN_REPEATS or PAGE_NUMBER.fullmatch(r.text))
             )
+            and r is not lone_head
         ]
         ordered = _footnotes_last(_reading_order(kept), body_size)
         layouts.append(
@@ -405,3 +431,46 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
         )
     return layouts
 
+
+# --- evidence boxes ------------------------------------------------------------------
+
+LineRow = list[typing.Any]  # [x0, y0, x1, y1, text], as stored with a page
+
+
+def line_rows(lines: typing.Sequence[Line]) -> list[LineRow]:
+    """A page's lines as compact rows for storage (boxes rounded to 0.1 pt)."""
+    return [[round(x, 1) for x in line.bbox] + [line.text] for line in lines]
+
+
+def _fold(text: str) -> str:
+    return "".join(c for c in text.casefold() if c.isalnum())
+
+
+def find_boxes(rows: typing.Sequence[LineRow], quote: str) -> list[Box]:
+    """The boxes of the lines that hold ``quote`` (a sentence of the page), in order.
+
+    Letters and digits alone are compared (hyphenation, ligatures and spacing differ
+    between a quote and its lines); the quote's opening and closing words locate the
+    first and last line. Nothing is returned when the quote is not on the page.
+    """
+    folded = [_fold(str(row[4])) for row in rows]
+    text = "".join(folded)
+    target = _fold(quote)
+    if not target or not text:
+        return []
+    start = text.find(target)
+    end = start + len(target)
+    if start < 0:
+        head, tail = target[:40], target[-40:]
+        start = text.find(head)
+        if start < 0:
+            return []
+        tail_at = text.find(tail, start)
+        end = tail_at + len(tail) if tail_at >= 0 else start + len(head)
+    boxes: list[Box] = []
+    offset = 0
+    for row, piece in zip(rows, folded):
+        if offset < end and offset + len(piece) > start:
+            boxes.append((float(row[0]), float(row[1]), float(row[2]), float(row[3])))
+        offset += len(piece)
+    return boxes

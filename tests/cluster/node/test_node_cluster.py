@@ -1,0 +1,430 @@
+"""citerun on a real single-node cluster: the image, ``helm install``, real pods.
+
+In order (one release for the module, like a user's trial):
+
+1. the image built from the repository's Dockerfile runs in a pod: non-root, no
+   compiler, ``citerun --help``, the wordllama model loads with no network;
+2. the README's Kubernetes commands verbatim (plus the local image values): ``helm
+   install`` with the bundled Postgres, ``citerun submit`` of the demo thesis, the
+   CitationRun Succeeded with the verdicts examples/expected.json accepts, real worker
+   pods scaled from 0 and back to 0 by the operator, ``kubectl get crun`` columns;
+3. rolling deploys under load on real pods (see test_rolling_deploys_under_load).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg
+import pytest
+
+import node as node_mod
+import support
+from support import NAMESPACE, RELEASE
+
+pytestmark = [pytest.mark.node, pytest.mark.cluster]
+
+EXPECTED = json.loads((support.EXAMPLES / "expected.json").read_text())
+WORKER = f"{RELEASE}-worker"
+OPERATOR = f"{RELEASE}-operator"
+
+
+def _cli_env(node: node_mod.Node, database_url: str) -> dict[str, str]:
+    env = dict(node.plane.tool_env(), CITERUN_DATABASE_URL=database_url, COLUMNS="200")
+    env.pop("CITERUN_DATA_DIR", None)
+    return env
+
+
+def _citerun(node: node_mod.Node, database_url: str, *args: str,
+             timeout: float = 300) -> str:
+    """The citerun CLI of this checkout, as a user runs it against the cluster."""
+    proc = subprocess.run([sys.executable, "-P", "-m", "citerun", *args], cwd=support.REPO,
+                          env=_cli_env(node, database_url), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    assert proc.returncode == 0, f"citerun {' '.join(args)}: {proc.stderr}"
+    return proc.stdout
+
+
+def test_image_runs_non_root_without_compilers_with_the_model(node: node_mod.Node) -> None:
+    script = (
+        "set -e; id -u; citerun --help | head -n 1; "
+        "for c in gcc cc c++ g++ clang; do command -v $c && exit 3 || true; done; "
+        "echo no-compiler; "
+        "python -c 'from citerun.worker.pipeline.embed import _wordllama_model as m; "
+        "print(\"wordllama\", m().embed([\"urban heat\"]).shape)'"
+    )
+    pod = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "image-check", "namespace": "default"},
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "check", "image": node_mod.APP_IMAGE, "imagePullPolicy": "Never",
+                "command": ["sh", "-c", script],
+                "securityContext": {"allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+            }],
+            "volumes": [{"name": "tmp", "emptyDir": {}}],
+        },
+    }
+    path = node.workdir / "image-check.json"
+    path.write_text(json.dumps(pod))
+    node.kubectl("delete", "pod", "-n", "default", "image-check", "--ignore-not-found")
+    began = time.monotonic()
+    node.kubectl("apply", "-f", str(path))
+    phase = support.eventually(
+        lambda: (p := node.kubectl("get", "pod", "-n", "default", "image-check", "-o",
+                                   "jsonpath={.status.phase}").strip()) in
+        ("Succeeded", "Failed") and p, 300, "the image-check pod to finish",
+        lambda: node.kubectl("describe", "pod", "-n", "default", "image-check",
+                             check=False) + node.log_tail(20, ("kubelet", "containerd")))
+    logs = node.kubectl("logs", "-n", "default", "image-check")
+    assert phase == "Succeeded", logs
+    lines = logs.splitlines()
+    assert lines[0] == "10001", logs              # the image's USER, not root
+    assert lines[1].startswith("usage: citerun"), logs
+    assert "no-compiler" in lines, logs
+    assert any(line.startswith("wordllama (1, ") for line in lines), logs
+    support.figure("image check pod: apply -> Succeeded", time.monotonic() - began, "s",
+                   "a pod of the app image: citerun --help + loading the wordllama model")
+    node.kubectl("delete", "pod", "-n", "default", "image-check", "--wait=false")
+
+
+@pytest.fixture(scope="module")
+def release(node: node_mod.Node) -> Iterator[dict[str, float]]:
+    """The README's bundled-Postgres ``helm install`` on the node; timings of it."""
+    support.make_postgres_volume(node)
+    argv = support.readme_command("helm install", "postgresql.enabled=true")
+    values: dict[str, object] = dict(support.LOCAL_VALUES)
+    values.update({"autoscaling.cooldownSeconds": 20, "autoscaling.stabilizationSeconds": 5,
+                   "workers.drainTimeoutSeconds": 5})
+    timings: dict[str, float] = {}
+    began = time.monotonic()
+    support.run_tool(node, argv + support.set_args(values))
+    timings["helm install"] = time.monotonic() - began
+    node.kubectl("rollout", "status", "-n", NAMESPACE, f"statefulset/{RELEASE}-postgresql",
+                 "--timeout=300s", timeout=320)
+    timings["postgres Ready"] = time.monotonic() - began
+    node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{OPERATOR}",
+                 "--timeout=300s", timeout=320)
+    timings["operator Ready"] = time.monotonic() - began
+    support.figure("helm install -> bundled Postgres Ready", timings["postgres Ready"], "s",
+                   "README's helm install; hostPath PV; the postgres image built here")
+    support.figure("helm install -> operator Ready", timings["operator Ready"], "s",
+                   "README's helm install (first start: migrations)")
+    try:
+        yield timings
+    finally:
+        if os.environ.get("CITERUN_KEEP_CONTROL_PLANE"):
+            return
+        node.helm("uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout=120s",
+                  check=False)
+
+
+def _worker_replicas(node: node_mod.Node) -> int:
+    return int(support.deployment(node, WORKER)["spec"].get("replicas") or 0)
+
+
+def _claims(report: dict[str, Any], thesis: str) -> list[str]:
+    wrong = []
+    for claim in EXPECTED["documents"][thesis]["claims"]:
+        source = pathlib.Path(claim["source"]).name if claim["source"] else None
+        hits = [c for c in report["citations"]
+                if claim["claim"] in " ".join(c["claim"].split())
+                and ((c["source"] or {}).get("filename") if source else c["source"]) == source]
+        assert len(hits) == 1, (claim, [c["claim"] for c in report["citations"]])
+        if hits[0]["verdict"] not in claim["accept"]:
+            wrong.append(f"{claim['claim']!r} vs {claim['source']}: {hits[0]['verdict']} "
+                         f"(expected {claim['accept']})")
+    return wrong
+
+
+def test_readme_install_submit_succeeds_and_scales_workers_0_up_0(
+        node: node_mod.Node, release: dict[str, float], tmp_path: pathlib.Path) -> None:
+    assert _worker_replicas(node) == 0  # minWorkers 0: nothing runs before work arrives
+    url = support.database_url(node)
+    thesis = "thesis.pdf"
+    follower = support.LogFollower(node, "worker", tmp_path / "logs")
+
+    def logs() -> str:
+        return (follower.text()[-6000:] + node.kubectl(
+            "logs", "-n", NAMESPACE, f"deploy/{OPERATOR}", "--tail=60", check=False))
+
+    with follower:
+        submitted = time.monotonic()
+        out = _citerun(node, url, "submit", str(support.EXAMPLES / thesis), "--sources",
+                       str(support.EXAMPLES / "sources"), "-n", NAMESPACE)
+        name = node.kubectl("get", "crun", "-n", NAMESPACE, "-o",
+                            "jsonpath={.items[0].metadata.name}").strip()
+        assert name and name in out, out
+        support.eventually(lambda: _worker_replicas(node) > 0, 120,
+                           "the operator to scale the workers up", logs, interval=0.2)
+        scaled = time.monotonic()
+        support.eventually(lambda: any(support.ready(p) for p in support.pods(node, "worker")),
+                           300, "a worker pod Ready", logs, interval=0.3)
+        first_ready = time.monotonic()
+        support.eventually(
+            lambda: node.kubectl("get", "crun", "-n", NAMESPACE, name, "-o",
+                                 "jsonpath={.status.phase}").strip() == "Succeeded",
+            600, f"{name} to succeed", logs)
+        succeeded = time.monotonic()
+        table = node.kubectl("get", "crun", "-n", NAMESPACE)
+        header = table.splitlines()[0].split()
+        assert header[:5] == ["NAME", "PHASE", "PROGRESS", "SUPPORTED", "UNSUPPORTED"], table
+        assert "Succeeded" in table.splitlines()[1], table
+        report_path = tmp_path / "report.json"
+        _citerun(node, url, "report", name, "-n", NAMESPACE, "--out", str(report_path))
+        report = json.loads(report_path.read_text())
+        wrong = _claims(report, thesis)
+        assert not wrong, "\n".join(wrong)
+        # Back to zero after the idle cooldown (20 s) + stabilization (5 s).
+        support.eventually(lambda: _worker_replicas(node) == 0 and
+                           not support.pods(node, "worker"), 240,
+                           "the workers scaled back to 0 and gone", logs)
+        zero = time.monotonic()
+    assert follower.lines(r"worker .* started"), follower.text()[-3000:]
+    support.figure("submit -> workers scaled up (replicas > 0)", scaled - submitted, "s",
+                   "citerun submit (upload + CitationRun) until the operator set replicas")
+    support.figure("submit -> first worker pod Ready", first_ready - submitted, "s",
+                   "from 0 workers; includes scheduling, container start, worker start")
+    support.figure("submit -> CitationRun Succeeded", succeeded - submitted, "s",
+                   "demo thesis, 4 sources, embedded judge")
+    support.figure("Succeeded -> workers back to 0", zero - succeeded, "s",
+                   "cooldownSeconds 20, stabilizationSeconds 5, pods terminated")
+
+
+# --- rolling deploys under load ---------------------------------------------------------
+
+TASKS = 520
+LONG_EVERY = 20          # every 20th task outlives the drain timeout (5 s): released on drain
+LONG_S = 12.0
+SHORT_S = 2.0
+IDLE_LONG_S = 60.0       # the idle-first phase: 2 long tasks keep 2 workers busy...
+IDLE_SHORT = 78          # ...while these finish and leave the other workers idle
+TASKS_MODULE = """\
+from citerun.worker.registry import Registry
+from citerun.worker.tasks import registry as _citerun
+import citerun_test_tasks as _test
+
+registry = Registry()
+registry.include(_citerun)
+registry.include(_test.registry)
+registry.on_dead = _citerun.on_dead
+"""
+
+
+async def _pool(url: str) -> asyncpg.Pool:
+    from citerun import db
+    pool = await db.create_pool(url, min_size=1, max_size=4)
+    assert pool is not None
+    return pool
+
+
+def test_rolling_deploys_under_load_lose_and_duplicate_nothing(
+        node: node_mod.Node, release: dict[str, float], tmp_path: pathlib.Path) -> None:
+    asyncio.run(_rolling(node, tmp_path))
+
+
+async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
+    from citerun import queue
+    from tests.support import tasks as test_tasks
+
+    url = support.database_url(node)
+    # The test handlers (tests/support/tasks.py) served next to citerun's own, from a
+    # ConfigMap, through the chart's workers.extraArgs/extraVolumes/extraVolumeMounts.
+    cm = tmp_path / "tasks"
+    cm.mkdir()
+    (cm / "citerun_test_tasks.py").write_text(pathlib.Path(test_tasks.__file__).read_text())
+    (cm / "citerun_node_tasks.py").write_text(TASKS_MODULE)
+    node.kubectl("create", "configmap", "-n", NAMESPACE, "node-test-tasks",
+                 f"--from-file={cm}")
+    load_values: dict[str, object] = {
+        "workers.extraArgs": ["--tasks", "citerun_node_tasks:registry"],
+        "workers.extraVolumes": [{"name": "test-tasks",
+                                  "configMap": {"name": "node-test-tasks"}}],
+        "workers.extraVolumeMounts": [{"name": "test-tasks", "mountPath": "/opt/test-tasks",
+                                       "readOnly": True}],
+        "workers.extraEnv": [{"name": "PYTHONPATH", "value": "/opt/test-tasks"}],
+        "workers.concurrency": 2,
+        "autoscaling.maxWorkers": 4,
+        "autoscaling.tasksPerWorker": 20,
+    }
+    node.helm("upgrade", RELEASE, str(support.REPO / "charts" / "citerun"), "-n", NAMESPACE,
+              "--reuse-values", *support.set_args(load_values))
+    node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{OPERATOR}",
+                 "--timeout=180s", timeout=200)
+    pool = await _pool(url)
+    follower = support.LogFollower(node, "worker", tmp_path / "logs")
+    op_follower = support.LogFollower(node, "operator", tmp_path / "operator-logs")
+
+    def logs() -> str:
+        return follower.text()[-8000:] + op_follower.text()[-4000:]
+
+    async def outstanding() -> int:
+        return int(await pool.fetchval(
+            "SELECT count(*) FROM tasks WHERE state IN ('queued', 'running')"))
+
+    async def until(check: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = check()
+            if asyncio.iscoroutine(value):
+                value = await value
+            if value:
+                return
+            await asyncio.sleep(0.3)
+        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{logs()}")
+
+    def ready_workers() -> list[str]:
+        return [p["metadata"]["name"] for p in support.pods(node, "worker")
+                if support.ready(p) and not p["metadata"].get("deletionTimestamp")]
+
+    try:
+        with follower, op_follower:
+            await pool.execute(test_tasks.SCHEMA)
+            enqueued = time.monotonic()
+            await queue.enqueue(pool, [
+                queue.NewTask("work", {"seconds": LONG_S if i % LONG_EVERY == 0 else SHORT_S})
+                for i in range(TASKS)])
+            await until(lambda: _worker_replicas(node) > 0, 60, "scale-up")
+            scale_reaction = time.monotonic() - enqueued
+            await until(lambda: len(ready_workers()) >= 3, 300, "3 ready workers")
+            in_flight_at_start = await outstanding()
+            # A real CitationRun rides through every disturbance too.
+            await asyncio.to_thread(
+                _citerun, node, url, "submit", str(support.EXAMPLES / "thesis_numeric.pdf"),
+                "--sources", str(support.EXAMPLES / "sources"), "-n", NAMESPACE,
+                "--name", "under-load")
+
+            # 1. helm upgrade to the second tag of the same image: a rollout of the workers.
+            left_at_upgrade = await outstanding()
+            node.helm("upgrade", RELEASE, str(support.REPO / "charts" / "citerun"), "-n",
+                      NAMESPACE, "--reuse-values", "--set-string",
+                      f"image.tag={node_mod.APP_IMAGE_ROLLOUT.rsplit(':', 1)[1]}")
+            node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{WORKER}",
+                         "--timeout=300s", timeout=320)
+            # 2. rollout restart of the operator and of the workers.
+            left_at_restart = await outstanding()
+            node.kubectl("rollout", "restart", "-n", NAMESPACE, f"deployment/{OPERATOR}",
+                         f"deployment/{WORKER}")
+            node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{WORKER}",
+                         "--timeout=300s", timeout=320)
+            node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{OPERATOR}",
+                         "--timeout=300s", timeout=320)
+            # 3. force-delete two busy workers (SIGKILL, no drain): their tasks come back
+            #    through the lease expiry / the operator's sweep.
+            left_at_kill = await outstanding()
+            busy = await pool.fetch(
+                "SELECT worker_id, array_agg(id) AS ids FROM tasks WHERE state = 'running' "
+                "GROUP BY worker_id ORDER BY count(*) DESC")
+            victims = [r for r in busy if r["worker_id"] in ready_workers()][:2]
+            assert len(victims) == 2, (busy, ready_workers())
+            killed_at = time.monotonic()
+            node.kubectl("delete", "pod", "-n", NAMESPACE, "--grace-period=0", "--force",
+                         *[r["worker_id"] for r in victims])
+            orphaned = [i for r in victims for i in r["ids"]]
+
+            async def requeued() -> bool:
+                return bool(await pool.fetchval(
+                    "SELECT count(*) = $2 FROM tasks WHERE id = ANY($1::bigint[]) "
+                    "AND (state = 'succeeded' OR worker_id IS DISTINCT FROM ALL($3::text[]))",
+                    orphaned, len(orphaned), [r["worker_id"] for r in victims]))
+
+            await until(requeued, 180, "the killed workers' tasks to be taken again")
+            requeue_s = time.monotonic() - killed_at
+            await until(lambda: pool.fetchval(
+                "SELECT count(*) = $1 FROM tasks WHERE kind = 'work' AND state = 'succeeded'",
+                TASKS), 900, "every task to succeed")
+            done_s = time.monotonic() - enqueued
+            await until(lambda: node.kubectl(
+                "get", "crun", "-n", NAMESPACE, "under-load", "-o",
+                "jsonpath={.status.phase}").strip() == "Succeeded", 300,
+                "the CitationRun submitted under load to succeed")
+
+            await until(lambda: _worker_replicas(node) == 0 and not support.pods(node, "worker"),
+                        240, "scale to zero after the load")
+
+            # 4. idle pods first: 4 workers for 2 long + 78 short tasks; once the short
+            #    ones are done, 2 workers are busy and 2 idle, and the scale-down to the 2
+            #    busy ones must delete the idle pods (pod-deletion-cost, set by the
+            #    operator, honoured by the ReplicaSet controller).
+            long_ids = await queue.enqueue(pool, [
+                queue.NewTask("work", {"seconds": IDLE_LONG_S}, priority=-1)
+                for _ in range(2)])
+            await queue.enqueue(pool, [queue.NewTask("work", {"seconds": SHORT_S})
+                                       for _ in range(IDLE_SHORT)])
+
+            async def long_running() -> list[str]:
+                rows = await pool.fetch("SELECT worker_id FROM tasks WHERE id = ANY($1) "
+                                        "AND state = 'running'", long_ids)
+                return [r["worker_id"] for r in rows] if len(rows) == 2 else []
+
+            await until(lambda: len(ready_workers()) >= 3, 240, "3+ ready workers")
+            await until(long_running, 120, "the two long tasks to run")
+            busy_pods = set(await long_running())
+            workers_before = set(ready_workers())
+            await until(lambda: len(support.pods(node, "worker")) == 2, 180,
+                        "the scale-down to the 2 busy workers")
+            survivors = {p["metadata"]["name"] for p in support.pods(node, "worker")}
+            await until(lambda: pool.fetchval(
+                "SELECT count(*) = 2 FROM tasks WHERE id = ANY($1) AND state = 'succeeded'",
+                long_ids), IDLE_LONG_S + 60, "the long tasks to finish")
+            long_rows = await pool.fetch("SELECT worker_id, attempt, releases FROM tasks "
+                                         "WHERE id = ANY($1)", long_ids)
+            await until(lambda: _worker_replicas(node) == 0 and not support.pods(node, "worker"),
+                        240, "scale to zero")
+    finally:
+        leftovers = await pool.fetch("SELECT state, count(*) FROM tasks WHERE kind = 'work' "
+                                     "GROUP BY state")
+        await pool.close()
+
+    total = TASKS + 2 + IDLE_SHORT
+    states = {r["state"]: r["count"] for r in leftovers}
+    assert states == {"succeeded": total}, states
+    pool = await _pool(url)
+    try:
+        done = await pool.fetchval("SELECT count(*) FROM test_done")
+        distinct = await pool.fetchval("SELECT count(DISTINCT task_id) FROM test_done")
+        assert done == distinct == total, (done, distinct)   # every task done exactly once
+        fenced = await pool.fetchval(
+            "SELECT count(*) FROM test_done d JOIN tasks t ON t.id = d.task_id "
+            "AND t.attempt = d.attempt AND t.worker_id = d.worker_id")
+        assert fenced == total
+        released = await pool.fetchval("SELECT coalesce(sum(releases), 0) FROM tasks")
+        pods_seen = await pool.fetchval("SELECT count(DISTINCT worker_id) FROM test_starts")
+        stuck = await pool.fetchval(
+            "SELECT count(*) FROM runs WHERE state IN ('pending', 'running')")
+    finally:
+        await pool.close()
+    assert stuck == 0
+    # The disturbances happened mid-run.
+    assert min(in_flight_at_start, left_at_upgrade, left_at_restart, left_at_kill) > 0, (
+        in_flight_at_start, left_at_upgrade, left_at_restart, left_at_kill)
+    # The drain is in the logs: SIGTERM -> draining -> long tasks handed back.
+    assert follower.lines(r"draining"), follower.text()[-3000:]
+    assert follower.lines(r"released \d+ tasks on drain") and released > 0
+    # Idle pods went first: the two busy pods survived the scale-down, and their long
+    # tasks finished on the first attempt, never released.
+    assert len(workers_before) >= 3 and busy_pods == survivors, (
+        busy_pods, survivors, workers_before)
+    assert all(r["attempt"] == 1 and r["releases"] == 0 for r in long_rows), long_rows
+    support.figure("rollout load: enqueue -> workers scaled up", scale_reaction, "s",
+                   f"{TASKS} tasks enqueued at once into 0 workers")
+    support.figure("rollout load: forced delete -> tasks taken again", requeue_s, "s",
+                   "2 busy workers, kubectl delete --grace-period=0 --force")
+    support.figure("rollout load: all tasks done", done_s, "s",
+                   f"{TASKS} tasks ({SHORT_S:.0f} s; every {LONG_EVERY}th {LONG_S:.0f} s) through helm "
+                   "upgrade, rollout restart x2, 2 forced deletes")
+    support.figure("rollout load: releases on drain", float(released), "tasks",
+                   f"{pods_seen} worker pods ran tasks")

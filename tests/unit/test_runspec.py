@@ -1,0 +1,82 @@
+"""The one RunSpec model: what the operator validates, stores and the worker reads back,
+and how the worker turns a run's judge choice into an endpoint (issue 12 attack 1,
+issue 14 item 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pydantic
+import pytest
+import yaml
+
+from citerun import runspec
+
+EXAMPLE = "examples/citationrun.yaml"
+
+
+def _example() -> dict[str, object]:
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parents[2]
+    return dict(yaml.safe_load((root / EXAMPLE).read_text())["spec"])
+
+
+def test_the_stored_spec_reads_back_typed() -> None:
+    spec = runspec.RunSpec.model_validate(_example())
+    stored = json.loads(json.dumps(spec.to_json()))  # through jsonb
+    assert runspec.RunSpec.from_json(stored) == spec
+    assert runspec.RunSpec.from_json({"thesis": "t.pdf", "sources": []}) is None  # local run
+
+
+@pytest.mark.parametrize("forged", [{"tenant": "team-b"}, {"priority": 100},
+                                    {"judge": {"kind": "openai",
+                                               "openai": {"baseUrl": "http://10.0.0.1/?x="}}}])
+def test_policy_fields_are_not_part_of_the_spec(forged: dict[str, object]) -> None:
+    with pytest.raises(pydantic.ValidationError):
+        runspec.RunSpec.model_validate({**_example(), **forged})
+
+
+def test_profiles_refuse_a_query_string_base_url() -> None:
+    env = {runspec.JUDGE_PROFILES_ENV: json.dumps(
+        {"default": {"baseUrl": "http://judge.internal/v1?x=", "model": "m"}})}
+    with pytest.raises(pydantic.ValidationError):
+        runspec.judge_profiles(env)
+
+
+def test_the_worker_takes_the_endpoint_from_the_profile_and_the_runs_own_key(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from citerun.worker import tasks
+
+    monkeypatch.setenv(runspec.JUDGE_PROFILES_ENV, json.dumps({"default": {
+        "baseUrl": "https://judge.example.org", "model": "judge-model",
+        "apiKeyEnv": "CITERUN_JUDGE_PROFILE_KEY_DEFAULT"}}))
+    monkeypatch.setenv("CITERUN_JUDGE_PROFILE_KEY_DEFAULT", "sk-profile")
+    spec = runspec.RunSpec.model_validate({**_example(), "judge": {
+        "kind": "openai", "openai": {"apiKeySecretRef": {"name": "k", "key": "k"},
+                                     "tokenBudget": 500}}}).to_json()
+    config, _ = tasks._run_config(spec, "sk-run")
+    assert config.kind == "openai"
+    assert config.openai.url == "https://judge.example.org/v1/chat/completions"
+    assert config.openai.model == "judge-model" and config.openai.token_budget == 500
+    assert config.openai.api_key is not None
+    assert config.openai.api_key.get_secret_value() == "sk-run"
+    # Without its own key, the run uses the profile's.
+    config, _ = tasks._run_config(spec, None)
+    assert config.openai.api_key is None
+    assert config.openai.api_key_env == "CITERUN_JUDGE_PROFILE_KEY_DEFAULT"
+    # A profile the workers do not know fails the task for good, never a default URL.
+    unknown = runspec.RunSpec.model_validate({**_example(), "judge": {
+        "kind": "openai", "openai": {"profile": "other"}}}).to_json()
+    with pytest.raises(Exception, match="not configured"):
+        tasks._run_config(unknown, None)
+
+
+def test_documents_come_from_one_secret_and_one_configmap_at_most() -> None:
+    spec = _example()
+    spec["thesis"] = {"name": "t.pdf", "secretKeyRef": {"name": "a", "key": "t"}}
+    spec["sources"] = [{"name": "s.pdf", "secretKeyRef": {"name": "b", "key": "s"}}]
+    with pytest.raises(pydantic.ValidationError, match="one secret only"):
+        runspec.RunSpec.model_validate(spec)
+    spec["sources"] = [{"name": "s.pdf", "secretKeyRef": {"name": "a", "key": "s"}},
+                       {"name": "u.pdf", "configMapKeyRef": {"name": "c", "key": "u"}}]
+    runspec.RunSpec.model_validate(spec)
