@@ -62,6 +62,17 @@ class TrainedJudgeConfig(pydantic.BaseModel):
             "unsure and the report ranks the citation among the first to check."
         ),
     )
+    sure_support: float = pydantic.Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Below this probability a SUPPORT decision that the rule judge does not "
+            "confirm becomes `partially_supported` (capped at 0.5 confidence): the two "
+            "readings disagree. 0.7: from there on the reliability table shows 80% and "
+            "more of the verdicts right."
+        ),
+    )
     coordination_support_min: float = pydantic.Field(
         default=0.25,
         ge=0.0,
@@ -118,9 +129,10 @@ class TrainedJudge:
                 part = self._rules.covered_part(claim, passages)
                 if part is not None:
                     verdict, how = Verdict.PARTIALLY_SUPPORTED, f'covers only part of the claim ("{part}")'
-                elif self._rules.judge_sync(claim, passages).verdict != Verdict.SUPPORTED:
-                    # The word-overlap reading does not find the claim stated: the two
-                    # readings disagree, so abstain.
+                elif (p_support < config.sure_support
+                      and self._rules.judge_sync(claim, passages).verdict != Verdict.SUPPORTED):
+                    # Not sure, and the word-overlap reading does not find the claim
+                    # stated: the two readings disagree, so abstain.
                     verdict, confidence = Verdict.PARTIALLY_SUPPORTED, min(p_support, 0.5)
                     how = "may state the claim, but does not restate it"
             else:
