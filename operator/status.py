@@ -69,6 +69,7 @@ def from_progress(row: asyncpg.Record, *, name: str, namespace: str, run_id: str
         "progress": f"{row['judged']}/{row['citations']}", "counts": counts,
         "conditions": merge_conditions(prior, updates),
         "report": {"runId": run_id, "command": f"citerun report {name} -n {namespace}"},
+        "judgeTokens": int(row.get("tokens_spent") or 0),
         "message": (row["error"] or f"{phase}: {row['judged']}/{row['citations']} citations "
                     f"judged, {row['documents_done']}/{row['documents']} documents read"),
     }

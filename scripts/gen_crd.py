@@ -78,6 +78,9 @@ STATUS: dict[str, Any] = {
         },
         "message": {"type": "string",
                     "description": "A human-readable summary of the current phase."},
+        "judgeTokens": {"type": "integer", "format": "int64", "description":
+                        "Tokens the run's LLM judge has spent (usage.total_tokens); an "
+                        "answer from the cache costs none."},
     },
 }
 
