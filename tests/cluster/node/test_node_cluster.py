@@ -58,8 +58,8 @@ def test_image_runs_non_root_without_compilers_with_the_model(node: node_mod.Nod
         "set -e; id -u; citerun --help | head -n 1; "
         "for c in gcc cc c++ g++ clang; do command -v $c && exit 3 || true; done; "
         "echo no-compiler; "
-        "python -c 'from wordllama import WordLlama; "
-        "print(\"wordllama\", WordLlama.load().embed([\"urban heat\"]).shape)'"
+        "python -c 'from citerun.worker.pipeline.embed import _wordllama_model as m; "
+        "print(\"wordllama\", m().embed([\"urban heat\"]).shape)'"
     )
     pod = {
         "apiVersion": "v1", "kind": "Pod",
@@ -106,15 +106,12 @@ def release(node: node_mod.Node) -> Iterator[dict[str, float]]:
     """The README's bundled-Postgres ``helm install`` on the node; timings of it."""
     support.make_postgres_volume(node)
     argv = support.readme_command("helm install", "postgresql.enabled=true")
-    values = dict(support.LOCAL_VALUES)
-    values.update({"autoscaling.cooldownSeconds": "20",
-                   "autoscaling.stabilizationSeconds": "5",
-                   "workers.drainTimeoutSeconds": "5"})
-    # --set-string for numbers would fail the schema: numbers go as JSON.
-    typed: dict[str, object] = {k: (int(v) if v.isdigit() else v) for k, v in values.items()}
+    values: dict[str, object] = dict(support.LOCAL_VALUES)
+    values.update({"autoscaling.cooldownSeconds": 20, "autoscaling.stabilizationSeconds": 5,
+                   "workers.drainTimeoutSeconds": 5})
     timings: dict[str, float] = {}
     began = time.monotonic()
-    support.run_tool(node, argv + support.set_args(typed))
+    support.run_tool(node, argv + support.set_args(values))
     timings["helm install"] = time.monotonic() - began
     node.kubectl("rollout", "status", "-n", NAMESPACE, f"statefulset/{RELEASE}-postgresql",
                  "--timeout=300s", timeout=320)
