@@ -60,6 +60,12 @@ def _node() -> Iterator[node_mod.Node]:
         bin_dir, images_dir = node_mod.build()
         cluster = node_mod.Node(bin_dir=bin_dir, images_dir=images_dir)
         cluster.start()
+        import support
+
+        imported = sum(v for k, v in cluster.timings.items() if k.startswith("import "))
+        support.figure("node start: nothing -> node Ready", cluster.timings["node Ready s"],
+                       "s", f"etcd, apiserver, containerd, controllers, kubelet; "
+                       f"{imported:.0f} s of it importing changed image archives")
     except (node_mod.NodeError, node_mod.controlplane.ControlPlaneError, OSError,
             subprocess.SubprocessError) as err:
         _unavailable(f"no real node: {err}")
