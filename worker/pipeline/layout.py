@@ -313,7 +313,7 @@ def _column_edges(ordered: list[tuple[_Raw, int]]) -> dict[int, tuple[float, flo
     return edges
 
 
-def _mark_paragraphs(ordered: list[tuple[_Raw, int]], body_size: float) -> list[Line]:
+def _mark_paragraphs(ordered: list[tuple[_Raw, int]]) -> list[Line]:
     edges = _column_edges(ordered)
     gaps = [
         b.y0 - a.y1
@@ -352,7 +352,6 @@ def _mark_paragraphs(ordered: list[tuple[_Raw, int]], body_size: float) -> list[
                 start = False
         lines.append(Line(raw.text, (raw.x0, raw.y0, raw.x1, raw.y1), raw.size, raw.bold, start))
         previous = (raw, column)
-    del body_size
     return lines
 
 
@@ -427,7 +426,7 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
         ]
         ordered = _footnotes_last(_reading_order(kept), body_size)
         layouts.append(
-            PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered, body_size)))
+            PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered)))
         )
     return layouts
 

@@ -6,9 +6,13 @@ that is retried on another pod gets exactly the same pages and chunks again.
 
 Three shapes follow from what the later stages need:
 
-- Page numbers are the evidence the report shows, so they survive every step. Text is
-  cleaned per page (running headers and footers, bare page numbers, hyphenation at line
-  ends) and a chunk carries the first and last page its sentences come from.
+- Page numbers are the evidence the report shows, so they survive every step. The
+  page's lines come from :mod:`citerun.worker.pipeline.layout` in reading order (columns,
+  no running heads, page numbers or margin stamps) with their boxes; the text keeps
+  line starts, joins words hyphenated at line ends, and a chunk carries the first and
+  last page its sentences come from.
+- What a source is (title, authors, year, DOI, arXiv id) is read from its first page's
+  layout; the PDF's info fields count only where the page agrees (:func:`identify`).
 - A bad document is an expected input, not a crash. :class:`DocumentError` carries a
   ``reason`` from a small fixed set, checked from cheapest to dearest (size, magic bytes,
   open, password, pages, text layer), so that the run can report the document as

@@ -219,6 +219,20 @@ class Report(_Model):
         )
 
 
+# What a reader should check first: a contradiction, then a claim the source does not
+# make, then part-support, then what could not be judged; within a verdict the less sure
+# judgement of a positive verdict (the sure ones of a negative verdict) first.
+_RISK_ORDER = {"contradicted": 0, "unsupported": 1, "partially_supported": 2,
+               "unresolved_citation": 3, "source_unavailable": 4, "supported": 5}
+
+
+def risk(citation: CitationEntry) -> tuple[int, float, int]:
+    """Sort key of ``citation``: the riskiest first, then reading order."""
+    rank = _RISK_ORDER.get(citation.verdict.value, 3)
+    sure = citation.confidence if rank >= 2 else -citation.confidence
+    return rank, sure, citation.ordinal
+
+
 def unused(sources: collections.abc.Sequence[SourceEntry]) -> list[str]:
     """File names of the sources that no citation maps to."""
     return [s.filename for s in sources if s.cited_by == 0]
@@ -469,7 +483,7 @@ def render_html(report: Report, page_images: PageImages | None = None) -> str:
     thesis_name = _e(thesis.title) + f" (<code>{_e(thesis.filename)}</code>)" if thesis.title else (
         f"<code>{_e(thesis.filename)}</code>"
     )
-    citations = "".join(_citation_html(c, images) for c in report.citations) or (
+    citations = "".join(_citation_html(c, images) for c in sorted(report.citations, key=risk)) or (
         "<p>No citations were found.</p>")
     unused_html = (
         '<section aria-labelledby="unused-heading"><h2 id="unused-heading">Sources no citation '
@@ -497,7 +511,7 @@ created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(r
 <ul class="summary">{summary}</ul>
 </section>
 <section aria-labelledby="citations-heading">
-<h2 id="citations-heading">Citations</h2>
+<h2 id="citations-heading">Citations, the most doubtful first</h2>
 <div class="filters" role="group" aria-label="Filter citations by verdict">
 <button type="button" id="show-all" aria-pressed="true">All ({report.summary.total})</button>
 {filters}

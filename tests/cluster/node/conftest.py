@@ -9,6 +9,7 @@ the reason, except in CI (``CI=true``), where that is a failure.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pathlib
 import subprocess
@@ -27,8 +28,29 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+NODE_LOCK = pathlib.Path("/run/citerun-node.lock")
+
+
 @pytest.fixture(scope="session")
 def node() -> Iterator[node_mod.Node]:
+    # One node per machine, and building it costs many minutes of both cores: only the
+    # project's test command (scripts/test sets CITERUN_NODE_TESTS=1) and CI run it, not
+    # every ad-hoc pytest run of the tree.
+    if os.environ.get("CITERUN_NODE_TESTS") != "1" and os.environ.get("CI") != "true":
+        pytest.skip("real-node tests run from scripts/test (CITERUN_NODE_TESTS=1) or in CI")
+    lock = NODE_LOCK.open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        _unavailable("the real node is in use by another test session on this machine")
+    try:
+        yield from _node()
+    finally:
+        lock.close()
+
+
+def _node() -> Iterator[node_mod.Node]:
     if os.geteuid() != 0:
         _unavailable("the real node needs root (interfaces, iptables, cgroups, mounts)")
     missing = node_mod.missing_host_tools()
