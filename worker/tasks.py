@@ -434,7 +434,7 @@ def build_report(run: asyncpg.Record, docs: list[asyncpg.Record], rows: list[asy
         thesis=report.ThesisInfo(filename=thesis["filename"], title=thesis["title"],
                                  pages=thesis["page_count"] or 0),
         sources=sources, summary=report.summarize(entries), citations=entries,
-        unused_sources=report.unused(sources))
+        unused_sources=report.unused(sources), judge_tokens=int(run["tokens_spent"] or 0))
 
 
 # -- dead-lettered tasks -----------------------------------------------------------------

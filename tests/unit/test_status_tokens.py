@@ -30,3 +30,14 @@ def test_the_crd_declares_judge_tokens() -> None:
     (version,) = [v for v in crd["spec"]["versions"] if v.get("storage")]
     properties = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
     assert properties["judgeTokens"]["type"] == "integer"
+
+
+def test_the_report_shows_the_judge_tokens() -> None:
+    from citerun.worker.pipeline import report
+
+    from tests.unit import report_fixtures
+
+    built = report_fixtures.sample_report().model_copy(update={"judge_tokens": 12345})
+    assert report.Report.model_validate_json(built.model_dump_json()).judge_tokens == 12345
+    assert "LLM judge: 12,345 tokens" in report.render_html(built)
+    assert "LLM judge" not in report.render_html(report_fixtures.sample_report())

@@ -184,6 +184,11 @@ class Report(_Model):
         default_factory=list,
         description="File names of the supplied sources that no citation maps to.",
     )
+    judge_tokens: int = pydantic.Field(
+        default=0, ge=0,
+        description="Tokens the run's LLM judge spent (usage.total_tokens); an answer from "
+        "the cache costs none; 0 for the embedded judge.",
+    )
 
     @pydantic.model_validator(mode="after")
     def _summary_matches(self) -> Report:
@@ -483,6 +488,7 @@ def render_html(report: Report, page_images: PageImages | None = None) -> str:
     thesis_name = _e(thesis.title) + f" (<code>{_e(thesis.filename)}</code>)" if thesis.title else (
         f"<code>{_e(thesis.filename)}</code>"
     )
+    tokens_html = f" · LLM judge: {report.judge_tokens:,} tokens" if report.judge_tokens else ""
     citations = "".join(_citation_html(c, images) for c in sorted(report.citations, key=risk)) or (
         "<p>No citations were found.</p>")
     unused_html = (
@@ -505,7 +511,7 @@ def render_html(report: Report, page_images: PageImages | None = None) -> str:
 <main>
 <h1>Citation report: {_e(report.name)}</h1>
 <p class="meta">Thesis: {thesis_name}, {thesis.pages} pages · {len(report.sources)} sources ·
-created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(report.run_id)}</code></p>
+created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(report.run_id)}</code>{tokens_html}</p>
 <section aria-labelledby="summary-heading">
 <h2 id="summary-heading">Summary: <span id="total">{report.summary.total}</span> citations</h2>
 <ul class="summary">{summary}</ul>

@@ -1,4 +1,5 @@
-"""The ``node`` fixture: one real single-node cluster for the whole session (node.py).
+"""The ``node`` fixture: one real single-node cluster per test module (node.py); the
+node tests live in one module, so the node is up only while they run.
 
 Building it is a one-off of many minutes (binaries and images are cached under
 ~/.cache/citerun/k8s, a second run starts in well under a minute); starting it takes
@@ -31,7 +32,7 @@ def _unavailable(reason: str) -> None:
 NODE_LOCK = pathlib.Path("/run/citerun-node.lock")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def node() -> Iterator[node_mod.Node]:
     # One node per machine, and building it costs many minutes of both cores: only the
     # project's test command (scripts/test sets CITERUN_NODE_TESTS=1) and CI run it, not
@@ -60,6 +61,12 @@ def _node() -> Iterator[node_mod.Node]:
         bin_dir, images_dir = node_mod.build()
         cluster = node_mod.Node(bin_dir=bin_dir, images_dir=images_dir)
         cluster.start()
+        import support
+
+        imported = sum(v for k, v in cluster.timings.items() if k.startswith("import "))
+        support.figure("node start: nothing -> node Ready", cluster.timings["node Ready s"],
+                       "s", f"etcd, apiserver, containerd, controllers, kubelet; "
+                       f"{imported:.0f} s of it importing changed image archives")
     except (node_mod.NodeError, node_mod.controlplane.ControlPlaneError, OSError,
             subprocess.SubprocessError) as err:
         _unavailable(f"no real node: {err}")
