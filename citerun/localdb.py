@@ -2,7 +2,9 @@
 
 The embedded server is started on first use and left running between calls of the same
 user only while some citerun process uses it: the last process to leave stops it (a pid
-registry under the data dir counts the users).
+registry under the data dir counts the users). The application gets the URL of the
+``citerun_app`` role, which owns the ``citerun`` database and nothing else (see
+:mod:`citerun.embedded`); the superuser only sets the role and the database up.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from pathlib import Path
 
 import fasteners
 
-from citerun import db, embedded
+from citerun import db, embedded, sql
 from citerun.settings import Settings
 
-DATABASE = "citerun"  # db.sql creates it (tests/unit/test_single_sources.py compares)
+DATABASE = "citerun"
+
+_Q = sql.load("citerun", "queries/local.sql")
 
 
 @contextlib.contextmanager
@@ -36,7 +40,7 @@ def database(settings: Settings) -> Iterator[str]:
         _ensure_database(server)
         _users(data_dir, add=os.getpid())
     try:
-        yield server.url(DATABASE)
+        yield server.app_url(DATABASE)
     finally:
         with lock:
             if not _users(data_dir, remove=os.getpid()):
@@ -67,6 +71,11 @@ def _alive(pid: int) -> bool:
 
 
 def _ensure_database(server: embedded.EmbeddedPostgres) -> None:
+    """The application role (password from its file) and its own database, with pgvector.
+
+    A ``citerun`` database the superuser owns (made before the role existed) is kept
+    aside as ``citerun_superuser_<n>`` and a new one is made: the role cannot use it.
+    """
     import asyncio
 
     import asyncpg
@@ -74,8 +83,26 @@ def _ensure_database(server: embedded.EmbeddedPostgres) -> None:
     async def create() -> None:
         conn = await asyncpg.connect(server.url("postgres"))
         try:
-            if not await conn.fetchval(db.QUERIES["database_exists"], DATABASE):
-                await conn.execute(db.QUERIES["database_create_citerun"])
+            role, password = embedded.APP_ROLE, server.app_password()
+            statement = "role_password_statement" if await conn.fetchval(
+                _Q["role_exists"], role) else "role_create_statement"
+            await conn.execute(await conn.fetchval(_Q[statement], role, password))
+            owner = await conn.fetchval(_Q["database_owner"], DATABASE)
+            if owner is not None and owner != role:
+                n = 1
+                while await conn.fetchval(_Q["database_owner"], f"{DATABASE}_superuser_{n}"):
+                    n += 1
+                await conn.execute(await conn.fetchval(
+                    _Q["database_rename_statement"], DATABASE, f"{DATABASE}_superuser_{n}"))
+                owner = None
+            if owner is None:
+                await conn.execute(await conn.fetchval(
+                    _Q["database_create_statement"], DATABASE, role))
+        finally:
+            await conn.close()
+        conn = await asyncpg.connect(server.url(DATABASE))
+        try:
+            await conn.execute(_Q["extension_create_vector"])
         finally:
             await conn.close()
 

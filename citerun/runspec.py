@@ -169,6 +169,19 @@ class RunSpec(_Model):
             raise ValueError(f"source names must be unique; repeated: {', '.join(duplicates)}")
         return self
 
+    @pydantic.model_validator(mode="after")
+    def _one_secret_one_configmap(self) -> RunSpec:
+        # The apiserver's access policy asks its authorizer once per object (each check
+        # is costly in CEL), so a run's documents come from at most one Secret and one
+        # ConfigMap (any number of keys of each).
+        for kind in ("secret", "configmap"):
+            names = {ref.name for doc in self.documents() for k, ref in doc.key_refs()
+                     if k == kind}
+            if len(names) > 1:
+                raise ValueError(f"documents may come from one {kind} only; named: "
+                                 + ", ".join(sorted(names)))
+        return self
+
     @property
     def judge_spec(self) -> JudgeSpec:
         return self.judge or JudgeSpec()

@@ -26,7 +26,7 @@ from typing import Any
 import kopf
 import pydantic
 
-from citerun import db, flow, runs, runspec
+from citerun import db, flow, retry, runs, runspec
 from citerun.operator import autoscaler, cleaner, kube, status, sync
 from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 CONFIG = op_settings.OperatorSettings()
 FINALIZER = "citerun.dev/finalizer"
 DB_ERRORS = db.UNAVAILABLE
+# The finalizer's waits while the database is down (kopf counts the attempts).
+FINALIZER_RETRY = retry.RetryPolicy(base_s=1.0, cap_s=30.0)
 
 
 def run_id_for(uid: str, generation: int) -> uuid.UUID:
@@ -280,5 +282,6 @@ async def delete(body: kopf.Body, uid: str, name: str, namespace: str | None,
                 f"{err}); letting the deletion proceed, the operator's orphan sweep will "
                 "cancel them once the database is back"))
             return
-        raise kopf.TemporaryError(f"database unreachable: {err}", delay=min(2 ** retry, 30))
+        raise kopf.TemporaryError(f"database unreachable: {err}",
+                                  delay=FINALIZER_RETRY.delay_s(retry + 1))
     logger.info("cancelled %d task(s) of deleted CitationRun %s/%s", cancelled, namespace, name)

@@ -11,13 +11,11 @@ from typing import Any
 
 import asyncpg
 
+from citerun import verdicts
+
 PHASES = {"pending": "Pending", "running": "Running", "succeeded": "Succeeded",
           "failed": "Failed", "cancelled": "Cancelled"}
 
-_COUNT_FIELDS = {"supported": "supported", "partially_supported": "partiallySupported",
-                 "unsupported": "unsupported", "contradicted": "contradicted",
-                 "source_unavailable": "sourceUnavailable",
-                 "unresolved_citation": "unresolvedCitation"}
 
 
 def now() -> str:
@@ -46,9 +44,7 @@ def merge_conditions(previous: list[dict[str, Any]],
 def from_progress(row: asyncpg.Record, *, name: str, namespace: str, run_id: str,
                   generation: int, previous: dict[str, Any]) -> dict[str, Any]:
     """The status of a run that exists in the database."""
-    verdicts = dict(row["verdicts"] or {})
-    counts = {"citations": row["citations"], "judged": row["judged"]}
-    counts.update({camel: int(verdicts.get(snake, 0)) for snake, camel in _COUNT_FIELDS.items()})
+    counts = verdicts.status_counts(row["citations"], row["judged"], dict(row["verdicts"] or {}))
     phase = PHASES[row["state"]]
     prior = list(previous.get("conditions") or [])
     updates = [condition("Admitted", True, "Admitted", "the run was admitted and queued",
@@ -73,6 +69,7 @@ def from_progress(row: asyncpg.Record, *, name: str, namespace: str, run_id: str
         "progress": f"{row['judged']}/{row['citations']}", "counts": counts,
         "conditions": merge_conditions(prior, updates),
         "report": {"runId": run_id, "command": f"citerun report {name} -n {namespace}"},
+        "judgeTokens": int(row.get("tokens_spent") or 0),
         "message": (row["error"] or f"{phase}: {row['judged']}/{row['citations']} citations "
                     f"judged, {row['documents_done']}/{row['documents']} documents read"),
     }

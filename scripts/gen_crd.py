@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from citerun import runspec
+from citerun import runspec, verdicts
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 OUTPUTS = (REPO / "crds" / "citationrun.yaml", REPO / "charts" / "citerun" / "crds" / "citationrun.yaml")
@@ -33,8 +33,8 @@ HEADER = """\
 # and the chart's copy differ from the generator's output).
 """
 
-_COUNTS = ("citations", "judged", "supported", "partiallySupported", "unsupported",
-           "contradicted", "sourceUnavailable", "unresolvedCitation")
+# status.counts: the totals, then one count per verdict (citerun.verdicts owns the names).
+_COUNTS = (*verdicts.TOTALS, *verdicts.count_fields().values())
 
 STATUS: dict[str, Any] = {
     "type": "object",
@@ -78,6 +78,9 @@ STATUS: dict[str, Any] = {
         },
         "message": {"type": "string",
                     "description": "A human-readable summary of the current phase."},
+        "judgeTokens": {"type": "integer", "format": "int64", "description":
+                        "Tokens the run's LLM judge has spent (usage.total_tokens); an "
+                        "answer from the cache costs none."},
     },
 }
 

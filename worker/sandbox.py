@@ -137,13 +137,31 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def run(limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
+_slots: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}
+
+
+def _slot(size: int) -> asyncio.Semaphore:
+    """The event loop's semaphore of ``size`` children (one per loop: tests run several)."""
+    loop = asyncio.get_running_loop()
+    entry = _slots.get(id(loop))
+    if entry is None or entry[0] is not loop:
+        entry = _slots[id(loop)] = (loop, asyncio.Semaphore(size))
+    return entry[1]
+
+
+async def run(limits: TaskLimits, fn: Callable[..., T], *args: Any, slots: int = 2) -> T:
     """``fn(*args)`` in a child process under ``limits``; raise on excess.
 
-    ``fn`` and its arguments must be picklable (a module-level function). Raises
-    :class:`DocumentTooComplex` when a limit is exceeded and :class:`SandboxError` when
-    ``fn`` raised.
+    ``fn`` and its arguments must be picklable (a module-level function). At most
+    ``slots`` children run at once per event loop (the size of the first call's wins).
+    Raises :class:`DocumentTooComplex` when a limit is exceeded and
+    :class:`SandboxError` when ``fn`` raised.
     """
+    async with _slot(slots):
+        return await _run(limits, fn, *args)
+
+
+async def _run(limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
     ctx = _mp_context()
     receiver, sender = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(sender, limits, fn, args), daemon=True)
@@ -247,5 +265,5 @@ async def extract(pages: list[tuple[int, str]], limits: LimitSettings) -> citati
     over = check_pages(pages, limits)
     if over is not None:
         raise DocumentTooComplex(over)
-    return await run(limits.extract, citations.extract, pages)
+    return await run(limits.extract, citations.extract, pages, slots=limits.max_children)
 

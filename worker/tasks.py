@@ -12,6 +12,8 @@ citations that need the document get ``source_unavailable``.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import functools
 import json
 import logging
@@ -27,7 +29,8 @@ import pydantic
 from citerun import flow, runs, runspec, sql
 from citerun.worker import registry as registry_mod
 from citerun.worker import sandbox
-from citerun.worker.pipeline import citations, embed, fetch, judge, pdf, report, retrieval
+from citerun.worker.pipeline import (citations, embed, fetch, judge, layout, pdf, report,
+                                     retrieval)
 from citerun.settings import Settings
 from citerun.worker.pipeline.settings import PipelineSettings, RetrievalConfig
 
@@ -126,7 +129,8 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
     try:  # in a child process under the parse limits (see worker/sandbox.py)
         outcome = await sandbox.run(limits.parse, sandbox.parse_job, bytes(row["raw"]),
                                     settings.max_bytes, settings.chunk_chars,
-                                    settings.overlap_chars, limits)
+                                    settings.overlap_chars, limits,
+                                    slots=limits.max_children)
     except sandbox.DocumentTooComplex as err:
         outcome = sandbox.Rejected(err.reason, str(err))
     if isinstance(outcome, sandbox.Rejected):
@@ -137,18 +141,21 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
     parsed, chunks = outcome.document, list(outcome.chunks)
-    the_embedder = embedder()
+    the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
     vectors: Any = (await ctx.run_cpu(the_embedder.embed, [c.text for c in chunks])
                     if chunks else [])
     async with ctx.fenced() as conn:
-        await conn.executemany(_Q["document_page_insert"],
-                               [(payload.digest, p.number, p.text) for p in parsed.pages])
+        await conn.executemany(_Q["document_page_insert"], [
+            (payload.digest, p.number, p.text, p.width, p.height, layout.line_rows(p.lines),
+             p.image)
+            for p in parsed.pages])
         await conn.executemany(_Q["chunk_insert"], [
             (payload.digest, c.ordinal, c.page_start, c.page_end, c.text,
              np.asarray(v, dtype=np.float32), the_embedder.name, the_embedder.dim)
             for c, v in zip(chunks, vectors)])
         await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
-                           list(parsed.authors), parsed.year, parsed.page_count)
+                           list(parsed.authors), parsed.year, parsed.page_count, parsed.doi,
+                           parsed.arxiv_id)
         await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
 
 
@@ -260,7 +267,8 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
     sources = [d for d in docs if d["role"] == "source"]
     infos = [citations.SourceInfo(document_id=d["digest"], filename=d["filename"],
                                   title=d["title"], authors=tuple(d["authors"] or ()),
-                                  year=d["year"], explicit_keys=tuple(d["keys"] or ()))
+                                  year=d["year"], explicit_keys=tuple(d["keys"] or ()),
+                                  doi=d["doi"], arxiv_id=d["arxiv_id"])
              for d in sources]
     try:  # in a child process under the extract limits (see worker/sandbox.py)
         extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
@@ -281,7 +289,7 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
             citation_id = await conn.fetchval(
                 _Q["citation_insert"], payload.run_id, c.ordinal, c.key, c.marker, c.claim,
                 c.page, c.locator, m.document_id, m.reference.text if m.reference else None,
-                m.method, m.score)
+                m.method, m.score, m.reason)
             if m.document_id is None:
                 await _record(conn, citation_id, payload.run_id, judge.Verdict.UNRESOLVED_CITATION,
                               f"no source document matches the citation {c.marker!r}"
@@ -319,9 +327,10 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
         raise registry_mod.PermanentError(f"citation {payload.citation_id} does not exist")
     judge_config, retrieval_config = _run_config(
         row["spec"] or {}, await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
-    finder = retrieval.Retriever(embedder(), retrieval_config, _bm25_cache)
+    the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
+    finder = retrieval.Retriever(the_embedder, retrieval_config, _bm25_cache)
     passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
-    the_judge = judge.make_judge(judge_config, embedder(), client=_http_client(),
+    the_judge = judge.make_judge(judge_config, the_embedder, client=_http_client(),
                                  budget=judge.TokenBudget(judge_config.openai.token_budget,
                                                           row["tokens_spent"]),
                                  cache=judge.PostgresAnswerCache(ctx.pool))
@@ -355,17 +364,52 @@ async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> No
         raise registry_mod.PermanentError(f"run {payload.run_id} does not exist")
     docs = await ctx.pool.fetch(_Q["run_documents"], payload.run_id)
     rows = await ctx.pool.fetch(_Q["run_report_rows"], payload.run_id)
-    built = build_report(run, docs, rows)
-    html = await ctx.run_cpu(report.render_html, built)
+    pages = await _evidence_pages(ctx.pool, rows)
+    built = build_report(run, docs, rows, pages)
+    images = {key: bytes(page["image"]) for key, page in pages.items() if page["image"]}
+    html = await ctx.run_cpu(report.render_html, built, images)
     async with ctx.fenced() as conn:
         await conn.execute(_Q["report_insert"], payload.run_id,
                            json.loads(built.model_dump_json()), html)
         await runs.finish(conn, payload.run_id, "succeeded")
 
 
-def build_report(run: asyncpg.Record, docs: list[asyncpg.Record],
-                 rows: list[asyncpg.Record]) -> report.Report:
-    """The report of a run from its rows (documents, citations with verdicts)."""
+async def _evidence_pages(pool: asyncpg.Pool, rows: list[asyncpg.Record]
+                          ) -> dict[tuple[str, int], asyncpg.Record]:
+    """Line boxes and renderings of the source pages that the evidence quotes come from."""
+    wanted: dict[str, set[int]] = {}
+    for r in rows:
+        for e in r["evidence"] or []:
+            if r["digest"]:
+                wanted.setdefault(r["digest"], set()).update(
+                    range(e["page_start"], e["page_end"] + 1))
+    pages: dict[tuple[str, int], asyncpg.Record] = {}
+    for digest, numbers in wanted.items():
+        for page in await pool.fetch(_Q["document_pages_evidence"], digest, sorted(numbers)):
+            pages[(digest, page["number"])] = page
+    return pages
+
+
+def _evidence(digest: str | None, e: dict[str, Any],
+              pages: dict[tuple[str, int], asyncpg.Record]) -> report.EvidenceEntry:
+    """An evidence quote, located on the first of its pages whose lines hold it."""
+    for number in range(e["page_start"], e["page_end"] + 1):
+        page = pages.get((digest or "", number))
+        boxes = layout.find_boxes(page["lines"], e["quote"]) if page and page["lines"] else []
+        if page is not None and boxes:
+            return report.EvidenceEntry(
+                quote=e["quote"], page_start=e["page_start"], page_end=e["page_end"],
+                score=e["score"], page=number, page_width=page["width"],
+                page_height=page["height"],
+                boxes=[report.Box(x0=b[0], y0=b[1], x1=b[2], y1=b[3]) for b in boxes])
+    return report.EvidenceEntry(quote=e["quote"], page_start=e["page_start"],
+                                page_end=e["page_end"], score=e["score"])
+
+
+def build_report(run: asyncpg.Record, docs: list[asyncpg.Record], rows: list[asyncpg.Record],
+                 pages: dict[tuple[str, int], asyncpg.Record] | None = None) -> report.Report:
+    """The report of a run from its rows (documents, citations with verdicts) and the
+    evidence pages' line boxes."""
     thesis = next(d for d in docs if d["role"] == "thesis")
     entries = [report.CitationEntry(
         ordinal=r["ordinal"], key=r["key"], marker=r["marker"], claim=r["claim"],
@@ -374,20 +418,23 @@ def build_report(run: asyncpg.Record, docs: list[asyncpg.Record],
                                       title=r["source_title"]) if r["digest"] else None),
         verdict=judge.Verdict(r["verdict"]), confidence=float(r["confidence"]),
         rationale=r["rationale"],
-        evidence=[report.EvidenceEntry(quote=e["quote"], page_start=e["page_start"],
-                                       page_end=e["page_end"], score=e["score"])
-                  for e in r["evidence"] or []])
+        evidence=[_evidence(r["digest"], e, pages or {}) for e in r["evidence"] or []],
+        reference=r["reference"],
+        match=report.MatchInfo(method=r["match_method"], score=r["match_score"],
+                               reason=r["match_reason"]))
         for r in rows if r["verdict"] is not None]
+    cited = collections.Counter(e.source.document_id for e in entries if e.source)
+    sources = [report.SourceEntry(
+        document_id=d["digest"], filename=d["filename"], title=d["title"],
+        status=(report.SourceStatus.PARSED if d["state"] == "parsed"
+                else report.SourceStatus.FAILED),
+        error=d["error"], cited_by=cited[d["digest"]]) for d in docs if d["role"] == "source"]
     return report.Report(
         run_id=str(run["id"]), name=run["name"], created_at=datetime.now(timezone.utc),
         thesis=report.ThesisInfo(filename=thesis["filename"], title=thesis["title"],
                                  pages=thesis["page_count"] or 0),
-        sources=[report.SourceEntry(
-            document_id=d["digest"], filename=d["filename"], title=d["title"],
-            status=(report.SourceStatus.PARSED if d["state"] == "parsed"
-                    else report.SourceStatus.FAILED),
-            error=d["error"]) for d in docs if d["role"] == "source"],
-        summary=report.summarize(entries), citations=entries)
+        sources=sources, summary=report.summarize(entries), citations=entries,
+        unused_sources=report.unused(sources), judge_tokens=int(run["tokens_spent"] or 0))
 
 
 # -- dead-lettered tasks -----------------------------------------------------------------

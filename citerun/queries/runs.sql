@@ -67,7 +67,7 @@ SELECT id FROM runs WHERE resource_uid = $1 AND state = 'running';
 
 -- name: run_progress --
 -- A run's state and counts: citations found, judged, and per verdict.
-SELECT r.state, r.error, r.generation,
+SELECT r.state, r.error, r.generation, r.tokens_spent,
        (SELECT count(*) FROM citations c WHERE c.run_id = r.id) AS citations,
        (SELECT count(*) FROM verdicts v WHERE v.run_id = r.id) AS judged,
        (SELECT coalesce(jsonb_object_agg(verdict, n), '{}') FROM

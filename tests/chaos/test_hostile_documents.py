@@ -4,7 +4,7 @@ A real ``citerun worker`` process (the pipeline's own task registry) against the
 Postgres gets three runs at once: a thesis of 120 KB of ``"Aa, "`` (about 1 KB of PDF),
 a thesis with one 50 MB text operator (about 51 KB of PDF) and the ordinary demo thesis.
 Both hostile runs must fail within 60 s with ``document_too_complex`` and the limit named,
-on their first attempt (the lease is 2 s, so a heartbeat that stopped while the parser
+on their first attempt (the lease is 5 s, so a heartbeat that stopped while the parser
 computed would show as a second attempt), while the demo run succeeds on the same worker.
 """
 
@@ -47,7 +47,11 @@ async def test_hostile_pdfs_fail_fast_while_the_worker_serves_others(
     regex_run = await _start(pool, "regex", regex_pdf, sources[:1])
     operator_run = await _start(pool, "operator", operator_pdf, [])
     demo_run = await _start(pool, "demo", (EXAMPLES / "thesis.pdf").read_bytes(), sources)
-    worker = spawn_worker("w-hostile", env={"CITERUN_WORKER__CONCURRENCY": "3"},
+    # A 5 s lease, renewed every second: the operator PDF's parse alone takes longer, so
+    # it would bounce if the heartbeats stopped while the child computes.
+    worker = spawn_worker("w-hostile", env={"CITERUN_WORKER__CONCURRENCY": "3",
+                                            "CITERUN_QUEUE__LEASE_S": "5",
+                                            "CITERUN_QUEUE__HEARTBEAT_S": "1"},
                           tasks="citerun.worker.tasks:registry")
 
     finished_at: dict[uuid.UUID, float] = {}
@@ -61,6 +65,8 @@ async def test_hostile_pdfs_fail_fast_while_the_worker_serves_others(
         await asyncio.sleep(0.2)
     assert len(finished_at) == 3, f"runs still open after 240 s: {finished_at}\n{worker.log()[-3000:]}"
 
+    print({name: round(finished_at[r], 1) for name, r in
+           (("regex", regex_run), ("operator", operator_run), ("demo", demo_run))})
     for run_id, limit in ((regex_run, "characters per page"),
                           (operator_run, "address space limit")):
         row = await runs.get(pool, run_id)

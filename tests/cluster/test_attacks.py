@@ -98,14 +98,22 @@ class Setup:
                 "judgeProfiles.default.model": "judge-model",
                 "judgeProfiles.default.apiKeySecret.name": "judge-key",
                 "judgeProfiles.default.apiKeySecret.key": "api-key",
+                # A second profile on the same endpoint with another model: the judge
+                # caches answers per (claim, passages, model), so a second run of the same
+                # documents must use another model to be judged again.
+                "judgeProfiles.other.baseUrl": f"http://127.0.0.1:{self.judge.server_address[1]}",
+                "judgeProfiles.other.model": "judge-model-2",
+                "judgeProfiles.other.apiKeySecret.name": "judge-key",
+                "judgeProfiles.other.apiKeySecret.key": "api-key",
                 f"tenancy.priorities.{namespace}": 50,
                 "autoscaling.enabled": False})
         operator_env = _env_of(api, namespace, f"{release}-citerun-operator")
         worker_env = _env_of(api, namespace, f"{release}-citerun-worker")
         self.worker_env = {k: v for k, v in worker_env.items()
                            if k.startswith(("CITERUN_JUDGE", "CITERUN_DOCUMENTS", "CITERUN_LOG"))}
-        # What the kubelet would fill in from the profile's Secret.
+        # What the kubelet would fill in from the profiles' Secret.
         self.worker_env["CITERUN_JUDGE_PROFILE_KEY_DEFAULT"] = PROFILE_KEY
+        self.worker_env["CITERUN_JUDGE_PROFILE_KEY_OTHER"] = PROFILE_KEY
         env = {k: v for k, v in operator_env.items()
                if k.startswith(("CITERUN_OPERATOR__", "CITERUN_JUDGE", "CITERUN_LOG"))
                and k != "CITERUN_OPERATOR__NAMESPACE"}
@@ -192,8 +200,8 @@ async def test_a_run_cannot_redirect_the_judge_or_take_the_charts_key(
 
     # Without a key of its own, the run uses the profile's key -- still never elsewhere.
     setup.judge_hits.clear()
-    plain = ops.demo_body("judged-plain", digests,
-                          judge={"kind": "openai", "openai": {"baseUrl": hostile}})
+    plain = ops.demo_body("judged-plain", digests, judge={
+        "kind": "openai", "openai": {"profile": "other", "baseUrl": hostile}})
     ops.create(setup.api, ns, plain)
     await ops.wait_succeeded(setup.api, ns, "judged-plain", 180, setup.logs)
     assert setup.hostile_hits == []
@@ -359,3 +367,17 @@ async def test_a_forged_tenant_and_priority_have_no_effect(
         "SELECT r.tenant, array_agg(DISTINCT t.priority) AS p FROM tasks t "
         "JOIN runs r ON r.id = t.run_id GROUP BY r.tenant")}
     assert prios[setup.other] == {0} and prios[setup.namespace] == {-50}
+
+
+async def test_the_access_policy_stays_within_its_cost_for_500_sources(setup: Setup) -> None:
+    """The authorizer is asked once per object, so the largest run the CRD allows
+    (500 sources from one ConfigMap) is admitted; documents from two Secrets are not."""
+    big = {"thesis": {"name": "t.pdf", "configMapKeyRef": {"name": "pdfs", "key": "t"}},
+           "sources": [{"name": f"s{i}.pdf", "configMapKeyRef": {"name": "pdfs", "key": f"s{i}"}}
+                       for i in range(500)]}
+    ops.create(setup.api, setup.namespace, chart_support.citation_run("big", big))
+    two = {"thesis": {"name": "t.pdf", "secretKeyRef": {"name": "a", "key": "t"}},
+           "sources": [{"name": "s.pdf", "secretKeyRef": {"name": "b", "key": "s"}}]}
+    with pytest.raises(k8s.ApiException) as err:
+        ops.create(setup.api, setup.namespace, chart_support.citation_run("two", two))
+    assert "one Secret only" in err.value.body

@@ -58,3 +58,28 @@ async def test_retrieval_refuses_another_model_until_reembedded(pool: asyncpg.Po
     assert passages and passages[0].text == TEXTS[0]
     assert await reembed.reembed(pool, embedder) == 0  # nothing left to do
     assert await reembed.reembed(pool, embedder, everything=True) == len(TEXTS)
+
+
+def test_the_reembed_command_brings_stored_vectors_to_the_configured_model(
+        database_url: str, tmp_path: Path) -> None:
+    import asyncio
+    import os
+    import subprocess
+
+    from citerun import db
+    from tests.conftest import citerun_command
+
+    async def seed() -> None:
+        pool = await db.create_pool(database_url, min_size=1, max_size=2)
+        try:
+            await _store(pool, embed.WordLlamaEmbedder(), OTHER_MODEL)
+        finally:
+            await pool.close()
+
+    asyncio.run(seed())
+    env = {**os.environ, "CITERUN_DATABASE_URL": database_url,
+           "CITERUN_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run([*citerun_command(), "reembed"], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"re-embedded {len(TEXTS)} chunk(s) with {embed.WordLlamaEmbedder.name}" in done.stdout

@@ -116,3 +116,18 @@ async def test_a_runs_own_judge_key_is_deleted_when_it_finishes(pool: asyncpg.Po
     assert await pool.fetchval("SELECT judge_api_key FROM run_secrets") == "sk-run-key"
     await runs.finish(pool, request.id, "succeeded")
     assert await pool.fetchval("SELECT count(*) FROM run_secrets") == 0
+
+
+async def test_url_downloads_count_against_the_cap_the_run_was_admitted_with(
+        pool: asyncpg.Pool) -> None:
+    from citerun import sql
+
+    over_cap = sql.load("citerun.worker", "queries/pipeline.sql")["tenant_over_byte_cap"]
+    thesis = await runs.stage_document(pool, b"%PDF-" + b"t" * 95, "t.pdf", tenant="team-a")
+    request = _request("team-a", thesis, required_digests=(thesis.digest,))
+    assert (await flow.create(pool, request, caps=runs.Caps(max_staged_bytes=300))).created
+    # 100 bytes held; a 250-byte download would make 350.
+    assert await pool.fetchval(over_cap, request.id, 250, "a" * 64) is True
+    assert await pool.fetchval(over_cap, request.id, 150, "a" * 64) is False
+    # Bytes the tenant already owns are not new.
+    assert await pool.fetchval(over_cap, request.id, 250, thesis.digest) is False

@@ -105,6 +105,28 @@ def test_every_verdict_is_accepted(first_runs: dict[str, Run], workspace: pathli
     assert not wrong, "\n".join(wrong)
 
 
+@pytest.mark.parametrize("thesis", THESES)
+def test_evidence_is_located_and_shown_on_its_page(first_runs: dict[str, Run],
+                                                   workspace: pathlib.Path, thesis: str) -> None:
+    run = first_runs[thesis]
+    assert run.returncode == 0, run.stderr
+    report = run.report()
+    mapped = [c for c in report["citations"] if c["source"] is not None]
+    assert mapped and all(c["match"]["method"] and c["match"]["reason"] for c in mapped)
+    assert all(c["reference"] for c in report["citations"])  # every marker has its entry
+    located = [e for c in mapped for e in c["evidence"] if e["boxes"]]
+    assert located, "no evidence quote was found on its page"
+    for evidence in located:
+        assert evidence["page_start"] <= evidence["page"] <= evidence["page_end"]
+        for box in evidence["boxes"]:
+            assert 0 <= box["x0"] < box["x1"] <= evidence["page_width"]
+            assert 0 <= box["y0"] < box["y1"] <= evidence["page_height"]
+    page = (workspace / f"{pathlib.Path(thesis).stem}.html").read_text(encoding="utf-8")
+    assert page.count('<figure class="evidence-page"') == len(located)
+    pages = {(c["source"]["document_id"], e["page"]) for c in mapped for e in c["evidence"] if e["boxes"]}
+    assert page.count("data:image/jpeg;base64,") == len(pages)
+
+
 def test_second_run_reuses_parsed_documents(first_runs: dict[str, Run],
                                             workspace: pathlib.Path) -> None:
     assert all(r.returncode == 0 for r in first_runs.values())
@@ -163,7 +185,7 @@ def test_an_unreadable_thesis_fails_the_run_with_a_clear_message(tmp_path: pathl
         (["missing.pdf", "--sources", str(EXAMPLES / "sources")], "is not a file"),
         ([str(EXAMPLES / "thesis.pdf"), "--sources", "EMPTY"], "no PDF sources found"),
         ([str(EXAMPLES / "thesis.pdf"), "--sources", str(EXAMPLES / "sources"), "--workers", "0"],
-         "--workers must be at least 1"),
+         "--workers: must be between 1 and 64, got 0"),
     ],
 )
 def test_bad_arguments_fail_with_a_clear_message(tmp_path: pathlib.Path, args: list[str],

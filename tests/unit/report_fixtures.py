@@ -3,10 +3,46 @@
 from __future__ import annotations
 
 import datetime
+import functools
 
-from citerun.worker.pipeline import judge, report
+from citerun.worker.pipeline import judge, pdf, report
+from citerun.worker.pipeline import layout as pdf_layout
+from tests.unit import pdf_fixtures
 
 XSS_CLAIM = 'Exercise <script>alert("x")</script> & "quotes" reduce anxiety.'
+
+
+EVIDENCE_QUOTE = "Adults who exercised regularly reported fewer symptoms of anxiety."
+
+
+@functools.cache
+def _source_page() -> pdf.Page:
+    """Page 7 of smith2020.pdf, parsed and rendered by the real pipeline."""
+    filler = [f"Filler page {n}." for n in range(1, 7)]
+    page_seven = [
+        "Results", "", "We followed 212 adults for two years in a cohort study.",
+        "Adults who exercised regularly reported fewer", "symptoms of anxiety.",
+        "", "The effect held after adjusting for age and income.",
+    ]
+    data = pdf_fixtures.text_pdf([[line] for line in filler] + [page_seven])
+    return pdf.parse_pdf(data, max_bytes=10 * 1024 * 1024).pages[6]
+
+
+def page_images() -> dict[tuple[str, int], bytes]:
+    """The rendered page that the first citation's evidence is located on."""
+    image = _source_page().image
+    assert image is not None
+    return {("a" * 64, 7): image}
+
+
+def _located(quote: str, page_start: int, score: float) -> report.EvidenceEntry:
+    page = _source_page()
+    boxes = pdf_layout.find_boxes(pdf_layout.line_rows(page.lines), quote)
+    return report.EvidenceEntry(
+        quote=quote, page_start=page_start, page_end=page_start, score=score, page=page.number,
+        page_width=page.width, page_height=page.height,
+        boxes=[report.Box(x0=b[0], y0=b[1], x1=b[2], y1=b[3]) for b in boxes],
+    )
 
 
 def sample_report() -> report.Report:
@@ -18,9 +54,9 @@ def sample_report() -> report.Report:
             ordinal=1, key="1", marker="[1]", claim="Regular exercise reduces anxiety in adults.",
             page=4, locator=None, source=trial, verdict=V.SUPPORTED, confidence=0.91,
             rationale="The best sentence states the claim.",
-            evidence=[report.EvidenceEntry(
-                quote="Adults who exercised regularly reported fewer symptoms of anxiety.",
-                page_start=7, page_end=7, score=0.93)],
+            evidence=[_located(EVIDENCE_QUOTE, 7, 0.93)],
+            reference="Smith, J. (2020). Exercise and anxiety. Journal of Trials, 3, 1-10.",
+            match=report.MatchInfo(method="reference", score=96.0, reason="title 100, first author, year"),
         ),
         report.CitationEntry(
             ordinal=2, key="1", marker="[1, p. 8]", claim=XSS_CLAIM, page=5, locator="8",
@@ -44,6 +80,8 @@ def sample_report() -> report.Report:
             ordinal=5, key="mueller2018", marker="(Müller 2018: 12)", claim="Die Löhne sanken.", page=9,
             locator="12", source=None, verdict=V.UNRESOLVED_CITATION, confidence=1.0,
             rationale="No source matches this citation.",
+            reference="Müller, H. (2018). Inflation und Löhne. Berlin: Springer.",
+            match=report.MatchInfo(method=None, score=None, reason="no source matches the reference entry"),
         ),
         report.CitationEntry(
             ordinal=6, key="7", marker="[7]", claim="Another supported claim.", page=10, source=trial,
@@ -54,8 +92,10 @@ def sample_report() -> report.Report:
     ]
     sources = [
         report.SourceEntry(document_id="a" * 64, filename="smith2020.pdf", title="Exercise and anxiety",
-                           status=report.SourceStatus.PARSED),
+                           status=report.SourceStatus.PARSED, cited_by=3),
         report.SourceEntry(document_id="b" * 64, filename="lee2019.pdf", title=None,
+                           status=report.SourceStatus.PARSED, cited_by=2),
+        report.SourceEntry(document_id="d" * 64, filename="never_cited.pdf", title="Unrelated",
                            status=report.SourceStatus.PARSED),
         report.SourceEntry(document_id="c" * 64, filename="scan.pdf", title=None,
                            status=report.SourceStatus.FAILED, error="the PDF has no text layer"),

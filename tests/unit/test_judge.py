@@ -227,7 +227,8 @@ def test_embedded_config_rejects_inverted_thresholds() -> None:
 
 def test_make_judge_builds_the_configured_judge() -> None:
     embedder = embed.WordLlamaEmbedder()
-    assert isinstance(judge.make_judge(judge.JudgeConfig(), embedder), judge.RulesJudge)
+    assert isinstance(judge.make_judge(judge.JudgeConfig(), embedder), judge.TrainedJudge)
+    assert isinstance(judge.make_judge(judge.JudgeConfig(kind="rules"), embedder), judge.RulesJudge)
     openai = judge.make_judge(
         judge.JudgeConfig.model_validate({"kind": "openai", "openai": {"token_budget": 5}}), embedder
     )

@@ -254,3 +254,13 @@ def test_extraction_is_linear_on_adversarial_text(text: str) -> None:
     start = time.perf_counter()
     citations.extract([(1, text), (2, "References\n\n" + text)])
     assert time.perf_counter() - start < 1.0
+
+
+def test_colon_style_entry_keeps_its_title() -> None:
+    # BMC/Springer: "Authors: Title. Journal 2010, 158:515-9." (the title was "158:515-9").
+    entry = citations.parse_entry(
+        "Tully NE, Morgan KM, Burke HM: Patient experiences of structured heart failure "
+        "programmes. Rehabil Res Pract 2010, 158:515-9.", 1, "4")
+    assert (entry.authors, entry.year, entry.title) == (
+        ("Tully", "Morgan", "Burke"), 2010,
+        "Patient experiences of structured heart failure programmes")

@@ -38,11 +38,20 @@ def test_json_round_trip() -> None:
     assert data["schema_version"] == 1
     assert data["citations"][4]["source"] is None
     assert data["citations"][0]["verdict"] == "supported"
-    assert data["citations"][0]["evidence"][0] == {
+    evidence = data["citations"][0]["evidence"][0]
+    boxes = evidence.pop("boxes")
+    assert len(boxes) == 2 and all(0 < b["x0"] < b["x1"] and 0 < b["y0"] < b["y1"] for b in boxes)
+    assert data["citations"][0]["match"]["reason"] == "title 100, first author, year"
+    assert data["citations"][4]["reference"].startswith("Müller, H. (2018).")
+    assert data["unused_sources"] == ["never_cited.pdf", "scan.pdf"]
+    assert evidence == {
         "quote": "Adults who exercised regularly reported fewer symptoms of anxiety.",
         "page_start": 7,
         "page_end": 7,
         "score": 0.93,
+        "page": 7,
+        "page_width": 595.0,
+        "page_height": 842.0,
     }
 
 

@@ -6,6 +6,7 @@ Needs the Python package ``playwright`` (never ``playwright install``) and Debia
 
 from __future__ import annotations
 
+import base64
 import collections.abc
 import pathlib
 import typing
@@ -32,7 +33,8 @@ async def page(tmp_path: pathlib.Path) -> collections.abc.AsyncIterator[typing.A
     if not _CHROMIUM.exists():
         pytest.skip("needs Debian's chromium at /usr/bin/chromium")
     html_file = tmp_path / "report.html"
-    html_file.write_text(report.render_html(report_fixtures.sample_report()), encoding="utf-8")
+    html = report.render_html(report_fixtures.sample_report(), report_fixtures.page_images())
+    html_file.write_text(html, encoding="utf-8")
     async with playwright_api.async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=str(_CHROMIUM), args=_ARGS)
         try:
@@ -47,6 +49,10 @@ async def page(tmp_path: pathlib.Path) -> collections.abc.AsyncIterator[typing.A
             assert dialogs == [], "a script from the report's content ran"
         finally:
             await browser.close()
+
+
+# The report lists the riskiest citations first (report.risk), not in reading order.
+RISK_ORDER = [c.ordinal for c in sorted(report_fixtures.sample_report().citations, key=report.risk)]
 
 
 async def _visible_ordinals(tab: typing.Any) -> list[int]:
@@ -85,7 +91,7 @@ async def test_reader_sees_summary_claims_badges_and_evidence(page: typing.Any) 
 
 
 async def test_filters_show_only_the_chosen_verdicts(page: typing.Any) -> None:
-    assert await _visible_ordinals(page) == [1, 2, 3, 4, 5, 6]
+    assert await _visible_ordinals(page) == RISK_ORDER
     assert await page.locator("#shown").inner_text() == "Showing 6 of 6 citations"
 
     await page.get_by_role("button", name="Contradicted (1)").click()
@@ -93,8 +99,56 @@ async def test_filters_show_only_the_chosen_verdicts(page: typing.Any) -> None:
     assert await page.locator("#shown").inner_text() == "Showing 1 of 6 citations"
 
     await page.get_by_role("button", name="Supported (2)").click()
-    assert await _visible_ordinals(page) == [1, 3, 6]
+    assert await _visible_ordinals(page) == [o for o in RISK_ORDER if o in (1, 3, 6)]
     assert await page.get_by_role("button", name="Supported (2)").get_attribute("aria-pressed") == "true"
 
     await page.get_by_role("button", name="All (6)").click()
-    assert await _visible_ordinals(page) == [1, 2, 3, 4, 5, 6]
+    assert await _visible_ordinals(page) == RISK_ORDER
+
+
+async def test_evidence_is_highlighted_on_its_rendered_page(page: typing.Any) -> None:
+    figure = page.locator("#citation-1 figure.evidence-page")
+    assert await figure.count() == 1
+    assert await figure.get_attribute("aria-label") == (
+        "Page 7 of smith2020.pdf with the quoted passage highlighted")
+    sheet = figure.locator(".sheet")
+    background = await sheet.evaluate("e => getComputedStyle(e).backgroundImage")
+    assert background.startswith('url("data:image/jpeg;base64,')
+    # The page image is really decoded by the browser and has the page's proportions.
+    size = await page.evaluate(
+        """url => new Promise(ok => { const i = new Image(); i.onload = () => ok([i.width, i.height]);
+                                      i.onerror = () => ok(null); i.src = url; })""",
+        background[5:-2])
+    assert size is not None and abs(size[0] / size[1] - 595 / 842) < 0.01
+    sheet_box = await sheet.bounding_box()
+    marks = sheet.locator(".hl")
+    assert await marks.count() == 2  # the quote wraps over two lines
+    for index in range(2):
+        box = await marks.nth(index).bounding_box()
+        assert box["width"] > 20 and box["height"] > 3
+        assert sheet_box["x"] <= box["x"] and box["x"] + box["width"] <= sheet_box["x"] + sheet_box["width"] + 1
+        # The quote is the 4th and 5th line of page 7: in the upper fifth of the page.
+        assert sheet_box["y"] < box["y"] < sheet_box["y"] + 0.25 * sheet_box["height"]
+    # Pixels under the highlight are tinted yellow (red and green well above blue).
+    await marks.nth(0).scroll_into_view_if_needed()
+    first = await marks.nth(0).bounding_box()
+    shot = await page.screenshot(clip={"x": first["x"] + 2, "y": first["y"] + 1, "width": 4, "height": 2})
+    pixels = await page.evaluate(
+        """b64 => new Promise(ok => { const i = new Image(); i.onload = () => {
+              const c = document.createElement("canvas"); c.width = i.width; c.height = i.height;
+              const g = c.getContext("2d"); g.drawImage(i, 0, 0);
+              ok(Array.from(g.getImageData(0, 0, 1, 1).data)); }; i.src = "data:image/png;base64," + b64; })""",
+        base64.b64encode(shot).decode())
+    red, green, blue = pixels[:3]
+    assert red > blue + 40 and green > blue + 20, pixels
+    # The page is embedded once, for the one page that carries located evidence.
+    assert (await page.content()).count("data:image/jpeg;base64,") == 1
+
+
+async def test_unresolved_citation_shows_its_reference_entry_and_unused_sources(page: typing.Any) -> None:
+    unresolved = page.locator("#citation-5")
+    assert "Müller, H. (2018). Inflation und Löhne." in await unresolved.locator(".reference").inner_text()
+    mapped = await page.locator("#citation-1 .match").inner_text()
+    assert "reference (score 96)" in mapped and "title 100, first author, year" in mapped
+    unused = page.locator("ul.unused li")
+    assert await unused.all_inner_texts() == ["never_cited.pdf", "scan.pdf"]

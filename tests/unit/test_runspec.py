@@ -69,3 +69,14 @@ def test_the_worker_takes_the_endpoint_from_the_profile_and_the_runs_own_key(
         "kind": "openai", "openai": {"profile": "other"}}}).to_json()
     with pytest.raises(Exception, match="not configured"):
         tasks._run_config(unknown, None)
+
+
+def test_documents_come_from_one_secret_and_one_configmap_at_most() -> None:
+    spec = _example()
+    spec["thesis"] = {"name": "t.pdf", "secretKeyRef": {"name": "a", "key": "t"}}
+    spec["sources"] = [{"name": "s.pdf", "secretKeyRef": {"name": "b", "key": "s"}}]
+    with pytest.raises(pydantic.ValidationError, match="one secret only"):
+        runspec.RunSpec.model_validate(spec)
+    spec["sources"] = [{"name": "s.pdf", "secretKeyRef": {"name": "a", "key": "s"}},
+                       {"name": "u.pdf", "configMapKeyRef": {"name": "c", "key": "u"}}]
+    runspec.RunSpec.model_validate(spec)

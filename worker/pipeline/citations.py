@@ -4,23 +4,34 @@ This is the pure half of the ``extract_citations`` stage: pages in, plain data o
 database, so a retried task gets exactly the same citations again. It is cut in the
 order a reader works:
 
-1. **The reference list** is found by its heading (the *last* heading on a line of its
-   own, so a table of contents or an early "Literature" chapter does not win), split
-   into entries (numbered ``[1]``/``1.`` entries, or author-year entries that start a
-   paragraph or line with a surname) and each entry is parsed, best effort, into its
-   surnames, year and title.
-2. **Markers** are found in the body before the list: numeric (``[3, 7]``, ``[4-6]``),
-   author-year in parentheses (``(Smith & Jones, 2019; Lee et al., 2021)``, German
-   ``(vgl. Müller 2018: 12)``), narrative (``Smith et al. (2020)``) and ``ebd.``/``ibid.``
-   (the source cited just before). Each marker belongs to the sentence it stands in; the
-   sentence, with the markers cut out, is the claim. Sentences come from
+1. **The reference list** is found by its heading, in English, German, Portuguese,
+   Spanish, French or Italian, on a line of its own; of several candidates the one
+   followed by the most reference-like text wins (a table of contents, an early
+   "Literature" chapter or a table cell do not). It ends at an appendix, a declaration
+   or a letter-numbered section. Entries are split by the labels at line starts
+   (``[12]``, ``12.``, ``[AB12]``: the longest run n, n+1, ... wins) or, author-year,
+   by the paragraphs the layout found (hanging indents, gaps), joined where a paragraph
+   cannot open an entry. Each entry is parsed, best effort, into surnames ("Surname,
+   I.", "Given Surname", "Surname I"), year with suffix, title, DOI and arXiv id.
+2. **Markers** are found in the body and in what follows the list (an appendix cites
+   too), never in the list: numeric (``[3, 7]``, ``[4-6]``, superscript numbers when
+   the paper numbers its list and has no bracketed ones), alpha (``[AB12]``),
+   author-year in parentheses or square brackets (``(Smith & Jones, 2019; Lee et al.,
+   2021)``, ``[Knight and Marcu, 2004]``, German ``(vgl. Müller 2018: 12)``), narrative
+   (``Smith et al. (2020)``, not ``Dokshitzer(1977)`` in an equation) and
+   ``ebd.``/``ibid.``. Every pattern is linear in the text: author groups are read by a
+   bounded backward walk from the year, never by a regex that retries at every
+   position. Each marker belongs to the sentence it stands in; the sentence, with the
+   markers cut out, is the claim. Sentences come from
    :func:`citerun.worker.pipeline.pdf.sentence_spans`, the splitter the chunker uses, so
    a claim and the evidence it is judged against are cut by the same rules.
-3. **Mapping**: a key the user gave explicitly always wins; otherwise each reference
-   entry is fuzzily matched (rapidfuzz) against every source's title, authors and year,
-   and one source goes to at most one entry, best scores first. A citation that maps to
-   nothing is kept with ``document_id=None``: it is reported as ``unresolved_citation``,
-   never silently dropped.
+3. **Mapping**: a key the user gave explicitly always wins; then a DOI or arXiv id
+   equal on both sides; otherwise each reference entry is scored (rapidfuzz) against
+   every source's title, first author or surnames, and year (one apart still counts:
+   preprint and publication), and one source goes to at most one entry, best scores
+   first. The decision records its reason. A citation that maps to nothing is kept
+   with ``document_id=None``: it is reported as ``unresolved_citation`` with its
+   reference entry, never silently dropped.
 
 Everything here is a frozen dataclass except :class:`MatchConfig`, which is part of a
 run's spec and therefore pydantic.

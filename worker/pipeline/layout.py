@@ -313,7 +313,7 @@ def _column_edges(ordered: list[tuple[_Raw, int]]) -> dict[int, tuple[float, flo
     return edges
 
 
-def _mark_paragraphs(ordered: list[tuple[_Raw, int]], body_size: float) -> list[Line]:
+def _mark_paragraphs(ordered: list[tuple[_Raw, int]]) -> list[Line]:
     edges = _column_edges(ordered)
     gaps = [
         b.y0 - a.y1
@@ -352,7 +352,6 @@ def _mark_paragraphs(ordered: list[tuple[_Raw, int]], body_size: float) -> list[
                 start = False
         lines.append(Line(raw.text, (raw.x0, raw.y0, raw.x1, raw.y1), raw.size, raw.bold, start))
         previous = (raw, column)
-    del body_size
     return lines
 
 
@@ -427,7 +426,50 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
         ]
         ordered = _footnotes_last(_reading_order(kept), body_size)
         layouts.append(
-            PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered, body_size)))
+            PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered)))
         )
     return layouts
 
+
+# --- evidence boxes ------------------------------------------------------------------
+
+LineRow = list[typing.Any]  # [x0, y0, x1, y1, text], as stored with a page
+
+
+def line_rows(lines: typing.Sequence[Line]) -> list[LineRow]:
+    """A page's lines as compact rows for storage (boxes rounded to 0.1 pt)."""
+    return [[round(x, 1) for x in line.bbox] + [line.text] for line in lines]
+
+
+def _fold(text: str) -> str:
+    return "".join(c for c in text.casefold() if c.isalnum())
+
+
+def find_boxes(rows: typing.Sequence[LineRow], quote: str) -> list[Box]:
+    """The boxes of the lines that hold ``quote`` (a sentence of the page), in order.
+
+    Letters and digits alone are compared (hyphenation, ligatures and spacing differ
+    between a quote and its lines); the quote's opening and closing words locate the
+    first and last line. Nothing is returned when the quote is not on the page.
+    """
+    folded = [_fold(str(row[4])) for row in rows]
+    text = "".join(folded)
+    target = _fold(quote)
+    if not target or not text:
+        return []
+    start = text.find(target)
+    end = start + len(target)
+    if start < 0:
+        head, tail = target[:40], target[-40:]
+        start = text.find(head)
+        if start < 0:
+            return []
+        tail_at = text.find(tail, start)
+        end = tail_at + len(tail) if tail_at >= 0 else start + len(head)
+    boxes: list[Box] = []
+    offset = 0
+    for row, piece in zip(rows, folded):
+        if offset < end and offset + len(piece) > start:
+            boxes.append((float(row[0]), float(row[1]), float(row[2]), float(row[3])))
+        offset += len(piece)
+    return boxes

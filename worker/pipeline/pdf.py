@@ -6,9 +6,13 @@ that is retried on another pod gets exactly the same pages and chunks again.
 
 Three shapes follow from what the later stages need:
 
-- Page numbers are the evidence the report shows, so they survive every step. Text is
-  cleaned per page (running headers and footers, bare page numbers, hyphenation at line
-  ends) and a chunk carries the first and last page its sentences come from.
+- Page numbers are the evidence the report shows, so they survive every step. The
+  page's lines come from :mod:`citerun.worker.pipeline.layout` in reading order (columns,
+  no running heads, page numbers or margin stamps) with their boxes; the text keeps
+  line starts, joins words hyphenated at line ends, and a chunk carries the first and
+  last page its sentences come from.
+- What a source is (title, authors, year, DOI, arXiv id) is read from its first page's
+  layout; the PDF's info fields count only where the page agrees (:func:`identify`).
 - A bad document is an expected input, not a crash. :class:`DocumentError` carries a
   ``reason`` from a small fixed set, checked from cheapest to dearest (size, magic bytes,
   open, password, pages, text layer), so that the run can report the document as
@@ -63,7 +67,9 @@ class Page:
 
     ``text`` keeps line starts (one line per line of the page, in reading order) and
     separates paragraphs by a blank line; ``lines`` are the same lines with their boxes
-    (points, origin at the page's top-left), ``width`` and ``height`` the page's size.
+    (points, origin at the page's top-left), ``width`` and ``height`` the page's size;
+    ``image`` a small grey JPEG of the page (see :data:`RENDER_MAX_PAGES`), which the
+    report shows with the evidence highlighted.
     """
 
     number: int
@@ -71,6 +77,7 @@ class Page:
     lines: tuple[layout.Line, ...] = ()
     width: float = 0.0
     height: float = 0.0
+    image: bytes | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +120,25 @@ _LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=[^\W_])")
 _YEAR = re.compile(r"(?:D:)?((?:1[5-9]|20)\d\d)")
 
 
+# Pages are rendered for the report only for documents up to this many pages: a cited
+# paper or chapter (about 40 ms and 20 KB a page), not a 300-page book or the thesis.
+RENDER_MAX_PAGES = 60
+# 0.6 x 72 dpi = 43 dpi grey: enough to recognise the page and see the highlighted lines.
+_RENDER_ZOOM = 0.6
+_RENDER_QUALITY = 50
+
+
+def _render(doc: pymupdf.Document) -> dict[int, bytes]:
+    """Every page as a small grey JPEG, by 1-based page number."""
+    images: dict[int, bytes] = {}
+    matrix = pymupdf.Matrix(_RENDER_ZOOM, _RENDER_ZOOM)  # type: ignore[no-untyped-call]
+    for index in range(doc.page_count):
+        pixmap = doc[index].get_pixmap(matrix=matrix, colorspace=pymupdf.csGRAY, alpha=False)
+        jpeg = pixmap.tobytes("jpeg", jpg_quality=_RENDER_QUALITY)  # type: ignore[no-untyped-call]
+        images[index + 1] = bytes(jpeg)
+    return images
+
+
 def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
     """Parse a PDF into cleaned pages and its title, authors and year.
 
@@ -139,6 +165,7 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
         try:
             layouts = layout.read_document(doc)
             first_page_raw = doc[0].get_text(flags=layout.TEXT_FLAGS)  # type: ignore[no-untyped-call]
+            images = _render(doc) if doc.page_count <= RENDER_MAX_PAGES else {}
         except (pymupdf.FileDataError, RuntimeError) as err:
             raise DocumentError("corrupt", f"the PDF has an unreadable page: {err}") from err
         metadata = doc.metadata or {}
@@ -150,7 +177,8 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
             "run OCR on it first",
         )
     pages = tuple(
-        Page(number=p.number, text=_clean(p.text()), lines=p.lines, width=p.width, height=p.height)
+        Page(number=p.number, text=_clean(p.text()), lines=p.lines, width=p.width, height=p.height,
+             image=images.get(p.number))
         for p in layouts
     )
     identity = identify(layouts[0], str(first_page_raw), metadata)

@@ -16,6 +16,7 @@ nothing and every citation stays visible).
 
 from __future__ import annotations
 
+import base64
 import collections
 import collections.abc
 import datetime
@@ -64,6 +65,9 @@ class SourceEntry(_Model):
     error: str | None = pydantic.Field(
         default=None, description="Why the PDF could not be read; null when parsed."
     )
+    cited_by: int = pydantic.Field(
+        default=0, ge=0, description="How many citations map to it; 0: no citation uses it."
+    )
 
 
 class VerdictCounts(_Model):
@@ -88,6 +92,15 @@ class Summary(_Model):
     by_verdict: VerdictCounts
 
 
+class Box(_Model):
+    """A rectangle on a page, in PDF points from the page's top-left corner."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
 class EvidenceEntry(_Model):
     """A sentence of the cited source that bears on the claim."""
 
@@ -95,6 +108,27 @@ class EvidenceEntry(_Model):
     page_start: int = pydantic.Field(ge=1, description="First page (1-based) of the passage holding it.")
     page_end: int = pydantic.Field(ge=1, description="Last page (1-based, inclusive) of that passage.")
     score: float = pydantic.Field(description="How closely the quote matches the claim, 0-1.")
+    page: int | None = pydantic.Field(
+        default=None, ge=1, description="The page the quote was found on; null when not located."
+    )
+    page_width: float | None = pydantic.Field(default=None, description="That page's width in points.")
+    page_height: float | None = pydantic.Field(default=None, description="That page's height in points.")
+    boxes: list[Box] = pydantic.Field(
+        default_factory=list, description="Boxes of the lines holding the quote on `page`."
+    )
+
+
+class MatchInfo(_Model):
+    """How a citation was mapped to its source, or why it was not."""
+
+    method: str | None = pydantic.Field(
+        description="`explicit` (a key from the run's spec), `reference` (the reference entry "
+        "matched the source), `marker` (the marker's author and year), or null: unresolved."
+    )
+    score: float | None = pydantic.Field(description="Match score 0-100; null for an explicit key.")
+    reason: str | None = pydantic.Field(
+        description='Which fields matched: "doi equal", "title 96, first author, year ±1".'
+    )
 
 
 class CitationSource(_Model):
@@ -125,6 +159,12 @@ class CitationEntry(_Model):
     evidence: list[EvidenceEntry] = pydantic.Field(
         default_factory=list, description="Best matching sentences of the source, best first."
     )
+    reference: str | None = pydantic.Field(
+        default=None,
+        description="The thesis's reference entry the marker names; for an unresolved "
+        "citation it says which source is missing.",
+    )
+    match: MatchInfo | None = pydantic.Field(default=None, description="How it was mapped, and why.")
 
 
 class Report(_Model):
@@ -140,11 +180,24 @@ class Report(_Model):
     sources: list[SourceEntry]
     summary: Summary
     citations: list[CitationEntry]
+    unused_sources: list[str] = pydantic.Field(
+        default_factory=list,
+        description="File names of the supplied sources that no citation maps to.",
+    )
+    judge_tokens: int = pydantic.Field(
+        default=0, ge=0,
+        description="Tokens the run's LLM judge spent (usage.total_tokens); an answer from "
+        "the cache costs none; 0 for the embedded judge.",
+    )
 
     @pydantic.model_validator(mode="after")
     def _summary_matches(self) -> Report:
         if self.summary != summarize(self.citations):
             raise ValueError("summary does not match the citations")
+        if (self.unused_sources or any(s.cited_by for s in self.sources)) and (
+            self.unused_sources != unused(self.sources)
+        ):
+            raise ValueError("unused_sources does not match the sources' cited_by counts")
         return self
 
     @classmethod
@@ -167,7 +220,27 @@ class Report(_Model):
             sources=list(sources),
             summary=summarize(citations),
             citations=list(citations),
+            unused_sources=unused(sources),
         )
+
+
+# What a reader should check first: a contradiction, then a claim the source does not
+# make, then part-support, then what could not be judged; within a verdict the less sure
+# judgement of a positive verdict (the sure ones of a negative verdict) first.
+_RISK_ORDER = {"contradicted": 0, "unsupported": 1, "partially_supported": 2,
+               "unresolved_citation": 3, "source_unavailable": 4, "supported": 5}
+
+
+def risk(citation: CitationEntry) -> tuple[int, float, int]:
+    """Sort key of ``citation``: the riskiest first, then reading order."""
+    rank = _RISK_ORDER.get(citation.verdict.value, 3)
+    sure = citation.confidence if rank >= 2 else -citation.confidence
+    return rank, sure, citation.ordinal
+
+
+def unused(sources: collections.abc.Sequence[SourceEntry]) -> list[str]:
+    """File names of the sources that no citation maps to."""
+    return [s.filename for s in sources if s.cited_by == 0]
 
 
 def summarize(citations: collections.abc.Sequence[CitationEntry]) -> Summary:
@@ -231,6 +304,13 @@ table { border-collapse: collapse; width: 100%; font-size: .95rem; }
 th, td { text-align: left; border-bottom: 1px solid var(--line); padding: .35rem .5rem; vertical-align: top; }
 code { font-size: .85em; }
 [hidden] { display: none !important; }
+.evidence-page { margin: .5rem 0 0; max-width: 28rem; }
+.sheet { position: relative; width: 100%; background-size: 100% 100%; background-color: #fff;
+  border: 1px solid var(--line); }
+.hl { position: absolute; background: rgba(255, 200, 0, .45); outline: 2px solid #bf8700;
+  mix-blend-mode: multiply; }
+.evidence-page figcaption { color: var(--muted); font-size: .85rem; }
+.reference, .match { margin: .25rem 0; font-size: .95rem; }
 """
 
 _SCRIPT = """
@@ -279,7 +359,36 @@ def _badge(verdict: judge.Verdict) -> str:
     return f'<span class="badge" style="--c:{colour}">{_e(label)}</span>'
 
 
-def _citation_html(citation: CitationEntry) -> str:
+PageImages = collections.abc.Mapping[tuple[str, int], bytes]
+
+
+def _page_class(document_id: str, page: int) -> str:
+    return f"pg-{document_id[:16]}-{page}"
+
+
+def _figure(citation: CitationEntry, item: EvidenceEntry, images: PageImages) -> str:
+    """The evidence's page as an image with its lines highlighted (percent offsets, so
+    the figure scales with the page); empty without an image or located boxes."""
+    if (citation.source is None or item.page is None or not item.boxes
+            or not item.page_width or not item.page_height
+            or (citation.source.document_id, item.page) not in images):
+        return ""
+    width, height = item.page_width, item.page_height
+    marks = "".join(
+        f'<span class="hl" style="left:{100 * b.x0 / width:.2f}%;top:{100 * b.y0 / height:.2f}%;'
+        f'width:{100 * (b.x1 - b.x0) / width:.2f}%;height:{100 * (b.y1 - b.y0) / height:.2f}%"></span>'
+        for b in item.boxes
+    )
+    label = f"Page {item.page} of {citation.source.filename} with the quoted passage highlighted"
+    return (
+        f'<figure class="evidence-page" role="img" aria-label="{_e(label)}">'
+        f'<div class="sheet {_page_class(citation.source.document_id, item.page)}" '
+        f'style="aspect-ratio:{width:.1f}/{height:.1f}">{marks}</div>'
+        f"<figcaption>p. {item.page}</figcaption></figure>"
+    )
+
+
+def _citation_html(citation: CitationEntry, images: PageImages) -> str:
     label, colour = _STYLE[citation.verdict]
     if citation.source is None:
         source = '<p class="source"><span class="label">Source:</span> not found among the sources</p>'
@@ -294,9 +403,23 @@ def _citation_html(citation: CitationEntry) -> str:
             f' <span class="label">· cited at p. {_e(citation.locator)}</span>' if citation.locator else ""
         )
         source = f'<p class="source"><span class="label">Source:</span> {_e(name)}{file_note}{locator}</p>'
+    reference = (
+        f'<p class="reference"><span class="label">Reference entry:</span> {_e(citation.reference)}</p>'
+        if citation.reference
+        else ""
+    )
+    match = citation.match
+    match_html = (
+        f'<p class="match"><span class="label">Mapped by:</span> {_e(match.method)}'
+        + (f" (score {match.score:.0f})" if match.score is not None else "")
+        + (f" — {_e(match.reason)}" if match.reason else "")
+        + "</p>"
+        if match is not None and match.method
+        else ""
+    )
     evidence = "".join(
         f'<li><q>{_e(item.quote)}</q> — <span class="page">{_e(_pages(item.page_start, item.page_end))}</span>'
-        f' <span class="label">(match {item.score:.2f})</span></li>'
+        f' <span class="label">(match {item.score:.2f})</span>{_figure(citation, item, images)}</li>'
         for item in citation.evidence
     )
     evidence_html = (
@@ -314,14 +437,36 @@ def _citation_html(citation: CitationEntry) -> str:
         f"<span>Marker <code>{_e(citation.marker)}</code></span>"
         f"<span>Confidence {citation.confidence:.0%}</span></header>"
         f'<p class="claim">{_e(citation.claim)}</p>'
-        f"{source}{evidence_html}"
+        f"{source}{reference}{match_html}{evidence_html}"
         f'<p class="rationale"><span class="label">Why:</span> {_e(citation.rationale)}</p>'
         f"</article>"
     )
 
 
-def render_html(report: Report) -> str:
-    """One self-contained HTML page: summary, verdict filters, every citation, sources."""
+def _page_styles(report: Report, images: PageImages) -> str:
+    """One CSS rule per page image that a figure shows: each image is in the file once."""
+    used = {
+        (c.source.document_id, item.page)
+        for c in report.citations
+        for item in c.evidence
+        if c.source is not None and item.page is not None and item.boxes
+    }
+    return "".join(
+        f".{_page_class(document_id, page)}{{background-image:url(data:image/jpeg;base64,"
+        f"{base64.b64encode(images[(document_id, page)]).decode('ascii')})}}"
+        for document_id, page in sorted(used)
+        if (document_id, page) in images
+    )
+
+
+def render_html(report: Report, page_images: PageImages | None = None) -> str:
+    """One self-contained HTML page: summary, verdict filters, every citation, sources.
+
+    ``page_images`` maps (document id, page) to a JPEG of that page: each evidence
+    quote located on such a page is shown on it, highlighted; only those pages are
+    embedded, once each.
+    """
+    images = page_images or {}
     counts = report.summary.by_verdict
     summary = "".join(
         f'<li data-summary="{_e(verdict.value)}"><span class="n">{counts.get(verdict)}</span>'
@@ -343,26 +488,36 @@ def render_html(report: Report) -> str:
     thesis_name = _e(thesis.title) + f" (<code>{_e(thesis.filename)}</code>)" if thesis.title else (
         f"<code>{_e(thesis.filename)}</code>"
     )
-    citations = "".join(_citation_html(c) for c in report.citations) or "<p>No citations were found.</p>"
+    tokens_html = f" · LLM judge: {report.judge_tokens:,} tokens" if report.judge_tokens else ""
+    citations = "".join(_citation_html(c, images) for c in sorted(report.citations, key=risk)) or (
+        "<p>No citations were found.</p>")
+    unused_html = (
+        '<section aria-labelledby="unused-heading"><h2 id="unused-heading">Sources no citation '
+        'maps to</h2><ul class="unused">'
+        + "".join(f"<li><code>{_e(name)}</code></li>" for name in report.unused_sources)
+        + "</ul></section>"
+        if report.unused_sources
+        else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Citation report: {_e(report.name)}</title>
-<style>{_CSS}</style>
+<style>{_CSS}{_page_styles(report, images)}</style>
 </head>
 <body>
 <main>
 <h1>Citation report: {_e(report.name)}</h1>
 <p class="meta">Thesis: {thesis_name}, {thesis.pages} pages · {len(report.sources)} sources ·
-created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(report.run_id)}</code></p>
+created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(report.run_id)}</code>{tokens_html}</p>
 <section aria-labelledby="summary-heading">
 <h2 id="summary-heading">Summary: <span id="total">{report.summary.total}</span> citations</h2>
 <ul class="summary">{summary}</ul>
 </section>
 <section aria-labelledby="citations-heading">
-<h2 id="citations-heading">Citations</h2>
+<h2 id="citations-heading">Citations, the most doubtful first</h2>
 <div class="filters" role="group" aria-label="Filter citations by verdict">
 <button type="button" id="show-all" aria-pressed="true">All ({report.summary.total})</button>
 {filters}
@@ -370,6 +525,7 @@ created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(r
 </div>
 {citations}
 </section>
+{unused_html}
 <section aria-labelledby="sources-heading">
 <h2 id="sources-heading">Sources</h2>
 <table><thead><tr><th>Title</th><th>File</th><th>Status</th><th>Error</th></tr></thead>

@@ -65,16 +65,22 @@ class LimitSettings(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(frozen=True)
 
     parse: TaskLimits = pydantic.Field(
-        default_factory=lambda: TaskLimits(cpu_s=30, address_space_mb=1536, wall_s=45.0),
-        description="parse_document (parse and chunk): a 300-page thesis takes about 3 s "
-        "of CPU and 300 MiB; 30 s and 1.5 GiB leave tenfold room for slow machines, and "
-        "1.5 GiB stays below the worker pod's 2 GiB limit. Wall time 1.5x the CPU time: "
-        "the child may wait for a core on a busy node.")
+        default_factory=lambda: TaskLimits(cpu_s=30, address_space_mb=1024, wall_s=45.0),
+        description="parse_document (parse and chunk): a 40-page paper takes 0.3 s of CPU, "
+        "a 300-page thesis about 3 s; 30 s leave tenfold room for slow machines. The child "
+        "starts at about 560 MiB of address space (130 MiB resident) inherited from the "
+        "forkserver and parsing adds little, so 1 GiB leaves 450 MiB for allocations; two "
+        "such children plus the worker stay within the chart's 2 GiB pod. Wall time 1.5x "
+        "the CPU time: the child may wait for a core on a busy node.")
     extract: TaskLimits = pydantic.Field(
         default_factory=lambda: TaskLimits(cpu_s=15, address_space_mb=1024, wall_s=30.0),
         description="extract_citations: finding markers and claims in a 300-page thesis "
         "takes under 2 s and 200 MiB; 15 s and 1 GiB leave sevenfold room. Wall time 2x "
         "the CPU time (waiting for a core).")
+    max_children: int = pydantic.Field(
+        2, ge=1, le=64, description="Sandboxed children one worker runs at once (others "
+        "wait, heartbeating): parsing is CPU-bound, and this bounds the worker's memory at "
+        "max_children times the address space limit.")
     max_pages: int = pydantic.Field(
         2000, ge=1, description="Pages of one document: the longest theses and books have "
         "well under 1,000.")

@@ -6,12 +6,13 @@ SELECT digest, filename, state, raw FROM documents WHERE digest = $1;
 -- Record a parsed document's metadata and drop its staged bytes.
 UPDATE documents
 SET state = 'parsed', raw = NULL, title = $2, authors = $3, year = $4, page_count = $5,
-    error = NULL, error_reason = NULL, finished_at = now()
+    doi = $6, arxiv_id = $7, error = NULL, error_reason = NULL, finished_at = now()
 WHERE digest = $1 AND state <> 'parsed';
 
 -- name: document_page_insert --
--- Store the cleaned text of one page.
-INSERT INTO document_pages (digest, number, text) VALUES ($1, $2, $3)
+-- Store the cleaned text of one page, its size, line boxes and rendering.
+INSERT INTO document_pages (digest, number, text, width, height, lines, image)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT DO NOTHING;
 
 -- name: chunk_insert --
@@ -24,7 +25,7 @@ ON CONFLICT (digest, ordinal) DO NOTHING;
 -- name: run_documents --
 -- The documents of a run with their role, keys and parse outcome.
 SELECT s.digest, s.role, s.filename, s.keys, d.state, d.title, d.authors, d.year,
-       d.page_count, d.error_reason, d.error
+       d.doi, d.arxiv_id, d.page_count, d.error_reason, d.error
 FROM run_sources AS s JOIN documents AS d USING (digest)
 WHERE s.run_id = $1 ORDER BY s.role DESC, s.filename;
 
@@ -35,8 +36,8 @@ SELECT number, text FROM document_pages WHERE digest = $1 ORDER BY number;
 -- name: citation_insert --
 -- Store one (claim, cited key) of a run.
 INSERT INTO citations (run_id, ordinal, key, marker, claim, page, locator, digest, reference,
-                       match_method, match_score)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                       match_method, match_score, match_reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (run_id, ordinal) DO UPDATE SET ordinal = excluded.ordinal
 RETURNING id;
 
@@ -66,7 +67,7 @@ UPDATE runs SET tokens_spent = tokens_spent + $2 WHERE id = $1;
 -- name: run_report_rows --
 -- Every citation of a run with its verdict and source document, in reading order.
 SELECT c.id, c.ordinal, c.key, c.marker, c.claim, c.page, c.locator, c.digest,
-       c.reference, c.match_method, c.match_score,
+       c.reference, c.match_method, c.match_score, c.match_reason,
        d.filename AS source_filename, d.title AS source_title,
        v.verdict, v.confidence, v.rationale, v.evidence, v.judge
 FROM citations AS c
@@ -160,3 +161,8 @@ ON CONFLICT (digest) DO UPDATE SET error = excluded.error, error_reason = exclud
 -- name: run_judge_key --
 -- The run's own judge API key, if the operator stored one (spec apiKeySecretRef).
 SELECT judge_api_key FROM run_secrets WHERE run_id = $1;
+
+-- name: document_pages_evidence --
+-- The size, line boxes and rendering of the given pages of a document.
+SELECT number, width, height, lines, image FROM document_pages
+WHERE digest = $1 AND number = ANY($2::int[]) ORDER BY number;

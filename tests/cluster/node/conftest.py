@@ -1,4 +1,5 @@
-"""The ``node`` fixture: one real single-node cluster for the whole session (node.py).
+"""The ``node`` fixture: one real single-node cluster per test module (node.py); the
+node tests live in one module, so the node is up only while they run.
 
 Building it is a one-off of many minutes (binaries and images are cached under
 ~/.cache/citerun/k8s, a second run starts in well under a minute); starting it takes
@@ -9,6 +10,7 @@ the reason, except in CI (``CI=true``), where that is a failure.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pathlib
 import subprocess
@@ -27,8 +29,29 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+NODE_LOCK = pathlib.Path("/run/citerun-node.lock")
+
+
+@pytest.fixture(scope="module")
 def node() -> Iterator[node_mod.Node]:
+    # One node per machine, and building it costs many minutes of both cores: only the
+    # project's test command (scripts/test sets CITERUN_NODE_TESTS=1) and CI run it, not
+    # every ad-hoc pytest run of the tree.
+    if os.environ.get("CITERUN_NODE_TESTS") != "1" and os.environ.get("CI") != "true":
+        pytest.skip("real-node tests run from scripts/test (CITERUN_NODE_TESTS=1) or in CI")
+    lock = NODE_LOCK.open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        _unavailable("the real node is in use by another test session on this machine")
+    try:
+        yield from _node()
+    finally:
+        lock.close()
+
+
+def _node() -> Iterator[node_mod.Node]:
     if os.geteuid() != 0:
         _unavailable("the real node needs root (interfaces, iptables, cgroups, mounts)")
     missing = node_mod.missing_host_tools()
@@ -38,6 +61,12 @@ def node() -> Iterator[node_mod.Node]:
         bin_dir, images_dir = node_mod.build()
         cluster = node_mod.Node(bin_dir=bin_dir, images_dir=images_dir)
         cluster.start()
+        import support
+
+        imported = sum(v for k, v in cluster.timings.items() if k.startswith("import "))
+        support.figure("node start: nothing -> node Ready", cluster.timings["node Ready s"],
+                       "s", f"etcd, apiserver, containerd, controllers, kubelet; "
+                       f"{imported:.0f} s of it importing changed image archives")
     except (node_mod.NodeError, node_mod.controlplane.ControlPlaneError, OSError,
             subprocess.SubprocessError) as err:
         _unavailable(f"no real node: {err}")

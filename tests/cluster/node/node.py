@@ -233,6 +233,28 @@ def _mounts_under(prefixes: tuple[str, ...]) -> list[str]:
     return sorted(points, key=len, reverse=True)
 
 
+def live_foreign_node() -> list[int]:
+    """Node processes of another live session (their parent alive, not init): a killed
+    run's processes die with it (PR_SET_DEATHSIG) or are orphans of init (shims), so
+    what is left with a live parent is someone else's node, not ours to clean up."""
+    names = {"kubelet", "kube-proxy", "containerd"}
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            exe = os.path.basename(os.readlink(entry / "exe"))
+            cmdline = (entry / "cmdline").read_bytes()
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        ours = exe in names or (exe == "kube-apiserver" and
+                                f"--bind-address={NODE_IP}".encode() in cmdline)
+        if ours and ppid not in (1, os.getpid()):
+            found.append(int(entry.name))
+    return found
+
+
 def cleanup(bin_dir: pathlib.Path) -> None:
     """Remove every trace of a node run (this one or a killed earlier one). Idempotent."""
     # 1. The node's processes (recorded pids first: etcd and kube-apiserver are shared
@@ -315,6 +337,10 @@ class Node:
 
     def start(self) -> None:
         began = time.monotonic()
+        others = live_foreign_node()
+        if others:
+            raise NodeError(f"another session's node is running on this machine (pids "
+                            f"{others}); one node per machine")
         cleanup(self.bin_dir)
         STATE.mkdir(parents=True)
         self.workdir = pathlib.Path(tempfile.mkdtemp(prefix="citerun-node-"))

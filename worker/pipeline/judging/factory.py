@@ -9,6 +9,7 @@ import pydantic
 
 from citerun.worker.pipeline.judging.budget import TokenBudget
 from citerun.worker.pipeline.judging.cache import AnswerCache
+from citerun.worker.pipeline.judging.embedded import TrainedJudge, TrainedJudgeConfig
 from citerun.worker.pipeline.judging.openai import OpenAIConfig, OpenAIJudge
 from citerun.worker.pipeline.judging.rules import RulesJudge, RulesJudgeConfig
 from citerun.worker.pipeline.judging.types import Embedder, Judge
@@ -19,12 +20,14 @@ class JudgeConfig(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
-    kind: typing.Literal["embedded", "openai"] = pydantic.Field(
+    kind: typing.Literal["embedded", "rules", "openai"] = pydantic.Field(
         default="embedded",
-        description="`embedded` needs no network (the default, so a laptop run works offline); "
-        "`openai` calls a chat-completions endpoint.",
+        description="`embedded`: the trained judge, no network (the default, so a laptop run "
+        "works offline); `rules`: the rule judge it replaced, kept as a readable baseline "
+        "(worker settings only); `openai`: a chat-completions endpoint.",
     )
-    embedded: RulesJudgeConfig = pydantic.Field(default_factory=RulesJudgeConfig)
+    embedded: TrainedJudgeConfig = pydantic.Field(default_factory=TrainedJudgeConfig)
+    rules: RulesJudgeConfig = pydantic.Field(default_factory=RulesJudgeConfig)
     openai: OpenAIConfig = pydantic.Field(default_factory=OpenAIConfig)
 
 
@@ -42,7 +45,9 @@ def make_judge(
     for the run); without one, a fresh budget of ``config.openai.token_budget``.
     """
     if config.kind == "embedded":
-        return RulesJudge(embedder, config.embedded)
+        return TrainedJudge(embedder, config.embedded)
+    if config.kind == "rules":
+        return RulesJudge(embedder, config.rules)
     return OpenAIJudge(
         config.openai, budget or TokenBudget(config.openai.token_budget), client=client,
         cache=cache,

@@ -8,9 +8,10 @@ One vector per pair, made of three groups:
   sentences and compared: negation near the words both share (its scope, not a "not"
   anywhere), direction words with the words they govern, hedging, antonym pairs
   (young/old, activates/inhibits), numbers present on one side only;
-- *what the evidence does not say*: the mean word vector of the claim's words that no
-  best sentence contains (negations and direction words included), so the model learns
-  which kinds of unmatched words signal a contradiction and which a missing detail.
+- *cue words on one side only*: a fixed list (negations, direction and effect words,
+  hedges, quantifiers), each flagged when the claim has it and its best sentences do not,
+  and the other way round, so the model weighs each cue on its own. (A mean word vector
+  of the claim's unmatched words was tried and dropped: it overfitted the 809 claims.)
 
 The names in :data:`NAMES` are the model's input schema; the trained artifact stores
 them and refuses to load against other names, so a feature change forces a retrain.
@@ -84,10 +85,8 @@ CUES = (
 )
 _WHOLE = frozenset({"not", "no", "never", "without", "none", "neither", "nor", "cannot", "may",
                     "might", "could", "only", "all", "both", "less", "more"})
-DIM = 256  # WordLlama's width; the unmatched-words vector has it
 NAMES: tuple[str, ...] = (_SCALARS + tuple(f"claim_only_{c}" for c in CUES)
-                          + tuple(f"evidence_only_{c}" for c in CUES)
-                          + tuple(f"unmatched_vec{i}" for i in range(DIM)))
+                          + tuple(f"evidence_only_{c}" for c in CUES))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,12 +164,11 @@ class Featurizer:
         claim_tokens = language.tokenize(whole.text)
         own = list(dict.fromkeys(t for t in claim_tokens
                                  if t not in language.STOPWORDS or t in language.NEGATIONS))
-        # One embedder call per pair: the claim, the evidence, its sentences, the claim's words.
+        # One embedder call per pair: the claim, the evidence, its sentences.
         texts = [whole.text, " ".join(c.sentence for c in candidates)] + [
-            c.sentence for c in candidates] + own
+            c.sentence for c in candidates]
         vectors = _normalised(self._embedder.embed(texts))
-        word_vectors = dict(zip(own, vectors[len(texts) - len(own):]))
-        similarities = vectors[2: len(texts) - len(own)] @ vectors[0]
+        similarities = vectors[2:] @ vectors[0]
         vocabulary = frozenset().union(*(c.context for c in candidates))
         # Each claim word against each word of the evidence once, not once per sentence.
         matches = {w: frozenset(t for t in vocabulary if language.same_word(w, t))
@@ -236,13 +234,10 @@ class Featurizer:
             float(len(claim_numbers - evidence_numbers)),
             len(unmatched) / max(len(claim_tokens), 1), float(polar_unmatched),
         ]
-        unmatched_vector = (numpy.mean([word_vectors[t] for t in unmatched], axis=0) if unmatched
-                            else numpy.zeros(DIM, dtype=numpy.float32))
         claim_cues = _cues(claim_tokens)
         near_cues = _cues(top_tokens)
         best_cues = _cues(first.candidate.tokens)
         cue_flags = [float(c in claim_cues and c not in near_cues) for c in CUES] + [
             float(c in best_cues and c not in claim_cues) for c in CUES]
-        vector = numpy.concatenate([numpy.asarray(scalars + cue_flags, dtype=numpy.float32),
-                                    unmatched_vector])
+        vector = numpy.asarray(scalars + cue_flags, dtype=numpy.float32)
         return PairFeatures(vector.astype(numpy.float32), tuple(sentences))

@@ -51,19 +51,30 @@ def is_german(text: str) -> bool:
 
 @functools.lru_cache(maxsize=16384)
 def _word(word: str) -> str:
-    entries = glossary()
     folded = word.casefold()
-    if folded in entries:
-        return entries[folded]
-    # A compound: the longest known last part, and the rest glossed the same way.
-    for cut in range(1, len(folded) - 3):
-        head, tail = folded[:cut].rstrip("s"), folded[cut:]
-        if tail in entries and len(tail) >= 4:
-            first = _word(head) if len(head) >= 3 else head
-            if first != head or head in entries:
-                return f"{first} {entries[tail]}"
-            return word
+    known = _entry(folded)
+    if known is not None:
+        return known
+    # A compound: the longest known last part, and the rest glossed the same way (or kept:
+    # "Statintherapie" -> "statin therapy").
+    for cut in range(3, len(folded) - 3):
+        head, tail = folded[:cut], folded[cut:]
+        tail_gloss = _entry(tail)
+        if tail_gloss is not None:
+            if _entry(head) is None and head.endswith("s") and _entry(head[:-1]) is not None:
+                head = head[:-1]  # the linking s: "Gesundheitsrisiko"
+            return f"{_word(head)} {tail_gloss}"
     return word
+
+
+def _entry(folded: str) -> str | None:
+    """The gloss of a word or of its genitive/plural stem ("Infarkts" ~ "Infarkt")."""
+    entries = glossary()
+    for form in (folded, folded[:-1] if folded.endswith("s") else "",
+                 folded[:-2] if folded.endswith(("es", "en")) else ""):
+        if len(form) >= 3 and form in entries:
+            return entries[form]
+    return None
 
 
 def gloss(text: str) -> str:

@@ -257,6 +257,32 @@ class RulesJudge:
             f"score {best.score:.2f}.",
         )
 
+    def covered_part(self, claim: str, passages: collections.abc.Sequence[Passage], *,
+                     conjuncts_only: bool = False) -> str | None:
+        """The one part of a claim of several parts that a sentence states, or ``None``.
+
+        For the trained judge, which reads a claim as one statement: "narrow streets or
+        scarce green space" against a source on narrow streets only is part-support.
+        ``None`` when the claim has one part, or the whole claim is what scores. With
+        ``conjuncts_only``: only for a coordination ("A or B", "A and B"), and then any
+        part that scores, the whole included (some of its items are stated).
+        """
+        candidates = language.unique(c for p in passages for c in language.candidates_of(p))
+        parts = language.claim_parts(claim)
+        if not candidates or len(parts) < 2 or not parts[0].words:
+            return None
+        by_part = self._score(parts, candidates)
+        if self._contradiction(by_part) is not None:
+            return None
+        partial = self._partial(by_part)
+        if partial is None:
+            return None
+        if conjuncts_only:
+            # A coordination cited to several sources: each states some of its items.
+            coordinated = any(p.role == "conjunct" for p in parts)
+            return partial.part.text if coordinated else None
+        return None if partial.part is parts[0] else partial.part.text
+
     def _contradiction(self, by_part: list[list[_Scored]]) -> tuple[_Scored, str] | None:
         config = self._config
         for scored in by_part:

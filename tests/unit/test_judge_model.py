@@ -1,0 +1,139 @@
+"""The trained embedded judge: its artifact, its model code, and what it must tell apart."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+
+import numpy
+import pytest
+
+from citerun.worker.pipeline import embed, judge
+from citerun.worker.pipeline.judging import features, german, model
+
+Verdict = judge.Verdict
+
+# The sha256 of the shipped artifact, as bench/train_judge.py wrote it. A retrain changes
+# it on purpose: update it together with docs/benchmarks.md and MODEL_CARD.md.
+ARTIFACT_SHA256 = "66b0de95e46f2036c80c24e0a65dede22d82a44014793b789b010eb6cb960d08"
+
+
+@pytest.fixture(scope="module")
+def trained() -> judge.TrainedJudge:
+    return judge.TrainedJudge(embed.WordLlamaEmbedder())
+
+
+def _passage(text: str, chunk_id: int = 1) -> judge.Passage:
+    return judge.Passage(chunk_id=chunk_id, text=text, page_start=3, page_end=3, score=0.03)
+
+
+_ABSTRACT = _passage(
+    "Statins and Cardiovascular Events in Older Adults. We followed 12,000 adults aged 65 "
+    "and over for eight years. Statin therapy reduced the risk of myocardial infarction by "
+    "27% compared with placebo. Adverse events were rare and mostly mild."
+)
+
+
+def test_the_shipped_artifact_is_the_one_trained() -> None:
+    data = model.ARTIFACT.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == ARTIFACT_SHA256
+    assert len(data) < 25 * 1024 * 1024
+
+
+def test_the_artifact_fits_the_features_and_has_its_card_and_licence() -> None:
+    loaded = model.Model.load()
+    assert loaded.names == features.NAMES
+    assert loaded.trees is not None and int(loaded.trees.feature.max()) < len(features.NAMES)
+    card = (model.ARTIFACT.parent / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert "CC BY 4.0" in card and "ODC-By" in card and "train_judge.py" in card
+
+
+def test_a_model_trained_on_other_features_is_refused(tmp_path: pathlib.Path) -> None:
+    data = json.loads(model.ARTIFACT.read_text(encoding="utf-8"))
+    data["names"] = data["names"][:-1] + ["something_else"]
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(judge.JudgeConfigError, match="other features"):
+        model.Model.load(path)
+    with pytest.raises(judge.JudgeConfigError, match="cannot read"):
+        model.Model.load(tmp_path / "missing.json")
+
+
+def test_trees_are_evaluated_like_a_hand_walk() -> None:
+    loaded = model.Model.load()
+    assert loaded.trees is not None
+    x = numpy.random.RandomState(5).normal(size=(4, len(features.NAMES)))
+    trees = loaded.trees
+    expected = numpy.zeros((4, 3))
+    for r in range(4):
+        for t in range(trees.feature.shape[0]):
+            node = 0
+            while trees.feature[t, node] >= 0:
+                go_left = x[r, trees.feature[t, node]] <= trees.threshold[t, node]
+                node = trees.left[t, node] if go_left else trees.right[t, node]
+            expected[r, t % 3] += trees.value[t, node]
+    assert numpy.allclose(loaded.logits(x), expected)
+
+
+def test_training_is_deterministic_and_probabilities_are_calibrated(tmp_path: pathlib.Path) -> None:
+    rng = numpy.random.RandomState(7)
+    x = rng.normal(size=(300, len(features.NAMES))).astype(numpy.float32)
+    y = numpy.argmax(x[:, :3] + 0.5 * rng.normal(size=(300, 3)), axis=1)
+    weights = numpy.ones(300)
+    paths = []
+    for name in ("a.json", "b.json"):
+        fitted = model.fit(x, y, weights, epochs=50, seed=3)
+        fitted.save(tmp_path / name)
+        paths.append(tmp_path / name)
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    loaded = model.Model.load(paths[0])
+    p = loaded.probabilities(x[:10])
+    assert numpy.allclose(p.sum(axis=1), 1.0, atol=1e-5)
+    hotter = model.Model(loaded.names, loaded.mean, loaded.scale, loaded.layers, temperature=3.0)
+    assert hotter.probabilities(x[:10]).max() < p.max()  # a higher temperature is less sure
+
+
+async def test_a_claim_and_its_negation_get_different_verdicts(trained: judge.TrainedJudge) -> None:
+    claim = "Statin therapy reduces the risk of myocardial infarction in older adults."
+    negated = "Statin therapy does not reduce the risk of myocardial infarction in older adults."
+    first = await trained.judge(claim, [_ABSTRACT])
+    second = await trained.judge(negated, [_ABSTRACT])
+    assert first.verdict in (Verdict.SUPPORTED, Verdict.PARTIALLY_SUPPORTED)
+    assert second.verdict != first.verdict
+    assert first.evidence and "reduced the risk" in first.evidence[0].quote
+    assert 0.0 <= first.confidence <= 1.0 and "P(support)" in first.rationale
+
+
+async def test_an_unrelated_source_is_not_enough(trained: judge.TrainedJudge) -> None:
+    unrelated = _passage("Soil bacteria fix nitrogen in the roots of legumes. Yields rose in dry years.")
+    result = await trained.judge("Statin therapy reduces the risk of myocardial infarction.", [unrelated])
+    assert result.verdict == Verdict.UNSUPPORTED
+
+
+async def test_no_passage_is_unsupported(trained: judge.TrainedJudge) -> None:
+    result = await trained.judge("Statin therapy reduces the risk of myocardial infarction.", [])
+    assert result.verdict == Verdict.UNSUPPORTED and result.evidence == ()
+
+
+async def test_a_german_claim_is_judged_like_its_english_original(trained: judge.TrainedJudge) -> None:
+    english = await trained.judge("Statin therapy reduces the risk of myocardial infarction.", [_ABSTRACT])
+    deutsch = await trained.judge("Eine Statintherapie verringert das Risiko eines Myokardinfarkts.",
+                                  [_ABSTRACT])
+    assert deutsch.verdict == english.verdict
+
+
+def test_german_is_detected_and_glossed() -> None:
+    assert german.is_german("Die Behandlung verringert das Risiko nicht.")
+    assert not german.is_german("The treatment does not reduce the risk.")
+    glossed = german.to_english("Die Behandlung verringert das Risiko nicht.")
+    assert "treatment" in glossed and "reduces" in glossed and "risk" in glossed and "not" in glossed
+    assert german.gloss("Brustkrebs") == "breast cancer"  # a compound of two entries
+    assert german.gloss("CX3CR1") == "CX3CR1"  # names stay
+
+
+def test_the_factory_makes_the_trained_judge_by_default() -> None:
+    made = judge.make_judge(judge.JudgeConfig(), embed.WordLlamaEmbedder())
+    assert isinstance(made, judge.TrainedJudge)
+    rules = judge.make_judge(judge.JudgeConfig(kind="rules"), embed.WordLlamaEmbedder())
+    assert isinstance(rules, judge.RulesJudge)
