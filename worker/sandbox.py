@@ -99,10 +99,11 @@ def _child(conn: multiprocessing.connection.Connection, limits: TaskLimits,
     conn.close()
 
 
-def _describe_death(exitcode: int | None, limits: TaskLimits, cpu_used: float) -> str:
+def _describe_death(exitcode: int | None, limits: TaskLimits, elapsed_s: float) -> str:
     if exitcode is not None and exitcode < 0:
         sig = signal.Signals(-exitcode)
-        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_used >= limits.cpu_s - 0.5):
+        # SIGXCPU at the soft CPU limit; SIGKILL at the hard one (2 s later) if it was caught.
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and elapsed_s >= limits.cpu_s):
             return f"the CPU time limit of {limits.cpu_s} s was exceeded"
         return (f"the parser process was killed by {sig.name} (limits: "
                 f"{limits.address_space_mb} MiB address space, {limits.cpu_s} s CPU)")
@@ -130,11 +131,6 @@ async def _readable(fds: list[int], timeout: float) -> set[int]:
         for fd in fds:
             loop.remove_reader(fd)
     return found
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 _slots: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}
@@ -167,10 +163,11 @@ async def _run(limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
     proc = ctx.Process(target=_child, args=(sender, limits, fn, args), daemon=True)
     # Starting sends the pickled arguments (up to the document's size) down a pipe:
     # off the event loop, so a 100 MB PDF does not pause the heartbeats.
-    await asyncio.to_thread(proc.start)
-    sender.close()
-    started = time.monotonic()
+    starting = asyncio.ensure_future(asyncio.to_thread(proc.start))
     try:
+        await asyncio.shield(starting)
+        sender.close()
+        started = time.monotonic()
         ready = await _readable([receiver.fileno(), proc.sentinel], limits.wall_s)
         message: tuple[str, Any] | None = None
         if receiver.fileno() in ready:
@@ -180,15 +177,18 @@ async def _run(limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
             raise DocumentTooComplex(
                 f"the wall-clock limit of {limits.wall_s:g} s was exceeded")
         if message is None:
-            cpu_before = _children_cpu()
             await asyncio.to_thread(proc.join, 5)
             raise DocumentTooComplex(_describe_death(
-                proc.exitcode, limits, max(_children_cpu() - cpu_before,
-                                           time.monotonic() - started)))
+                proc.exitcode, limits, time.monotonic() - started))
     finally:
-        if proc.exitcode is None:
+        # Also on cancellation (lease lost, drain): a started child never outlives its task.
+        if not starting.done():
+            with contextlib.suppress(BaseException):
+                await starting
+        if proc.pid is not None and proc.exitcode is None:
             proc.kill()
             await asyncio.to_thread(proc.join, 5)
+        sender.close()
         receiver.close()
         with contextlib.suppress(ValueError):
             proc.close()
