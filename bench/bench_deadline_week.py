@@ -212,6 +212,11 @@ def report(outcomes: dict[str, Outcome], args: argparse.Namespace, info: dict[st
              "trigger, which leaves the claim ordering by priority and id (the claim of "
              f"migration 0001). `fair+cap`: `dept` capped at {args.workers * args.concurrency * 3 // 4} "
              "running tasks (CITERUN_QUEUE__TENANT_CAPS).",
+             "- `fair+cap` costs makespan beyond the cap's own share (at most 64/48 of "
+             "FIFO's once `lone` is done): with a cap, claims take turns on one advisory "
+             "lock, and each claim is a plpgsql call of a few statements, so on this loaded "
+             "machine the claims, not the slots, become the bottleneck. Set caps where a "
+             "tenant must be bounded; fair share alone already serves the lone thesis.",
              "- statements/task: every statement the scenario's database ran from the "
              "submission to the end (pg_stat_statements, utility statements included), "
              "minus the bench's own, divided by the tasks.",

@@ -95,7 +95,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     with localdb.database(settings) as url:
         if not orphaned() and not stopping:
-            asyncio.run(serve(url))
+            runtime.run_loop(serve(url))
         if orphaned() and settings.worker.run_id:
             asyncio.run(verify.cancel_run(
                 url, settings.worker.run_id,

@@ -119,13 +119,15 @@ async def test_a_tenant_never_exceeds_its_cap_with_eight_workers_racing(
         "SELECT max(d.at) FROM test_done d JOIN tasks t ON t.id = d.task_id "
         "WHERE t.tenant = 'dept'")
     assert other_last < dept_last
-    # And the cap was used, not merely respected: dept's 120 tasks x 0.05 s at 5 at once
-    # take 1.2 s; workers idling until a timer after every cap hit would take far longer.
-    dept_span = await pool.fetchval(
-        "SELECT extract(epoch FROM max(d.at) - min(s.at)) FROM test_starts s "
-        "JOIN test_done d USING (task_id, attempt) JOIN tasks t ON t.id = s.task_id "
-        "WHERE t.tenant = 'dept'")
-    assert dept_span < 8, f"dept's tasks took {dept_span:.1f} s at cap {cap}"
+    # And the cap was used, not merely respected: over dept's span, on average at least
+    # 40 % of its places were busy (workers idling until a timer after every cap hit
+    # leave them mostly empty).
+    busy = float(await pool.fetchval("""
+        SELECT sum(extract(epoch FROM d.at - s.at))
+               / extract(epoch FROM max(d.at) - min(s.at)) FROM test_starts s
+        JOIN test_done d USING (task_id, attempt) JOIN tasks t ON t.id = s.task_id
+        WHERE t.tenant = 'dept'"""))
+    assert busy >= 0.4 * cap, f"on average only {busy:.1f} of dept's {cap} places were busy"
     assert int(await pool.fetchval("SELECT count(DISTINCT task_id) FROM test_done")) == 180
     assert int(await pool.fetchval("SELECT count(*) FROM tasks WHERE attempt <> 1")) == 0
     assert time.monotonic() - started < 120
