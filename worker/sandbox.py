@@ -28,6 +28,7 @@ import ctypes
 import dataclasses
 import multiprocessing
 import multiprocessing.connection
+import os
 import pickle
 import re
 import resource
@@ -171,6 +172,9 @@ async def _run(limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
         ready = await _readable([receiver.fileno(), proc.sentinel], limits.wall_s)
         message: tuple[str, Any] | None = None
         if receiver.fileno() in ready:
+            # An event loop may leave the pipe non-blocking once it has watched it (uvloop
+            # does): a result larger than the pipe's buffer would then end in EAGAIN.
+            os.set_blocking(receiver.fileno(), True)
             with contextlib.suppress(EOFError, OSError):
                 message = await asyncio.to_thread(receiver.recv)
         if message is None and not ready:

@@ -30,3 +30,8 @@ def sleep_then_pid(seconds: float, pid_file: str) -> int:
 
 def fail(message: str) -> None:
     raise ValueError(message)
+
+
+def blob(size: int) -> bytes:
+    """A result of ``size`` bytes: larger than a pipe's buffer, it arrives in pieces."""
+    return bytes(range(256)) * (size // 256)

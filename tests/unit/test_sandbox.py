@@ -108,3 +108,19 @@ def _assert_gone(pid: int) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"child {pid} still alive")
+
+
+def test_a_large_result_comes_back_under_uvloop() -> None:
+    # uvloop leaves a watched pipe non-blocking; a result larger than the pipe's buffer
+    # then failed with EAGAIN and the task read "exited with status 0 without a result"
+    # (every `citerun verify` of the demo lost a document this way).
+    import uvloop
+
+    limits = TaskLimits(cpu_s=20, address_space_mb=1024, wall_s=30)
+
+    async def twice() -> list[bytes]:
+        return [await sandbox.run(limits, sandbox_jobs.blob, 4 * 1024 * 1024)
+                for _ in range(2)]
+
+    results = uvloop.run(twice())
+    assert [len(r) for r in results] == [4 * 1024 * 1024] * 2
