@@ -293,8 +293,10 @@ def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path) -> tuple[DocRe
         aligned = align_entries(entries, refs)
         result.right = 0
         for true, entry in zip(refs, aligned):
-            ok = (entry is not None and bool(entry.authors)
-                  and same_surname(true.surname, entry.authors[0])
+            # "-": the entry prints no author; right when none was parsed either.
+            ok = (entry is not None
+                  and (same_surname(true.surname, entry.authors[0]) if entry.authors
+                       else true.surname == "-")
                   and same_year(true.year, entry.year, entry.year_suffix))
             result.right += ok
             if not ok:

@@ -436,6 +436,20 @@ def _authors_before(text: str, end: int, *, comma_list: bool) -> tuple[int, str]
     return start, text[start:end]
 
 
+_NAME_BEFORE = re.compile(rf"{_SURNAME_WORD}\s$")
+
+
+def _is_power(text: str, start: int, body: str) -> bool:
+    """A square or cube of a one-letter symbol ("the I² value", "(y²)", "χ²"), not a
+    citation; "Lin Y²⁷" (an initial after a surname) and "Egger’s²⁴" still cite."""
+    if body not in ("²", "³") or start < 1 or not text[start - 1].isalpha():
+        return False
+    before = text[max(0, start - 40):start - 1]
+    if before[-1:].isalpha() or before[-1:] in ("'", "’"):
+        return False  # part of a longer word
+    return not (text[start - 1].isupper() and _NAME_BEFORE.search(before))
+
+
 def _find_markers(text: str) -> list[_Marker]:
     """Every citation marker of ``text``, in order; linear in the text's length."""
     markers: list[_Marker] = []
@@ -453,6 +467,8 @@ def _find_markers(text: str) -> list[_Marker]:
         add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0], refs,
                     _clean_locator(match["loc"])))
     for match in _SUPERSCRIPT.finditer(text):
+        if _is_power(text, match.start(), match["body"]):
+            continue
         body = re.sub(r"\s+", ",", match["body"].translate(_FROM_SUPERSCRIPT).replace("–", "-"))
         body = re.sub(r",+", ",", body)
         refs = tuple(_Ref(key, superscript=True) for key in _expand_numbers(body))
@@ -854,6 +870,9 @@ def _entry_surnames(authors: str) -> tuple[str, ...]:
     names = []
     for position, chunk in enumerate(chunks):
         words = chunk.split()
+        if len(words) >= 2 and _ORGANISATION_WORD.search(chunk) and words[0][:1].isupper():
+            names.append(chunk)  # "World Health Organization" is one author, kept whole
+            continue
         initials = [bool(_INITIALS.match(w)) for w in words]
         if all(initials):
             continue
@@ -895,6 +914,29 @@ def _first_segment(text: str) -> str | None:
     return segment or None
 
 
+def _plain_year(text: str) -> re.Match[str] | None:
+    """The first year that dates the entry: not one inside a URL's path
+    (".../publications/2008/...", "/1994-99/") nor one end of a span of years in a title
+    ("anaemia 1993-2005"); the first year at all when there is no other."""
+    first = None
+    for match in _ANY_YEAR.finditer(text):
+        first = first or match
+        before, after = text[max(0, match.start() - 2):match.start()], text[match.end():match.end() + 2]
+        if before.endswith("/") or after.startswith("/") or re.match(r"[-–]\d", after) or re.search(
+                r"\d[-–]$", before):
+            continue
+        return match
+    return first
+
+
+_ORGANISATION_WORD = re.compile(
+    r"\b(?:Organi[sz]ation|University|Universit[äy]t|Institute?|Association|Office|Society|"
+    r"Council|Committee|Group|Agency|Department|Ministry|Foundation|Consortium|Cent(?:re|er)|"
+    r"Bureau|Board|Commission|Collaboration|Corporation|Federation|Union|Authority|"
+    r"Administration|Academy|Network|Programme|Program|Service|Bundesamt|Bundesministerium)\b"
+)
+
+
 def parse_entry(text: str, index: int, label: str | None = None) -> ReferenceEntry:
     """Parse one reference entry (without its label) into surnames, year, title, ids.
 
@@ -904,7 +946,7 @@ def parse_entry(text: str, index: int, label: str | None = None) -> ReferenceEnt
     """
     dotted = _DOTTED_YEAR.search(text)
     paren_year = _PAREN_YEAR.search(text)
-    year_match = paren_year or dotted or _ANY_YEAR.search(text)
+    year_match = paren_year or dotted or _plain_year(text)
     if dotted and paren_year and dotted.start() < paren_year.start():
         year_match = dotted
     year = int(year_match["y"]) if year_match else None

@@ -52,6 +52,10 @@ _GUTTER_RANGE = (0.3, 0.7)
 # gutter and each side holds at least this share of the lines.
 _MAX_CROSSING_SHARE = 0.3
 _MIN_SIDE_SHARE = 0.15
+# ... or, when no more than 5 % of the lines cross the gutter, this many lines.
+_MIN_SHORT_SIDE = 5
+# A line this many points larger than the body text is a title or an author line.
+_TITLE_SIZE_STEP = 2.0
 # Indent differences below this many points are noise (justified text, italic slant).
 _INDENT_TOLERANCE = 2.5
 
@@ -122,16 +126,57 @@ class _Raw:
 
 
 _SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-_NOTE_NUMBERS = re.compile(r"\s*\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\s*")
+_FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+# Raised note numbers: "14", "11–13", "2 4", "1,2". Some fonts map the en dash of a
+# range to the letter "e" ("1e3" for 1–3, as in "Gut 2007;56:772e81"); between raised
+# digits that "e" can be nothing else.
+_NOTE_NUMBERS = re.compile(r"\s*\d{1,3}(?:\s*(?:[,–-]|(?<=\d)e(?=\d))?\s*\d{1,3})*\s*")
 
 
-def _span_text(span: dict[str, typing.Any]) -> str:
-    """A span's text; raised note numbers ("bias¹⁴", "Jadad,¹¹") become superscript
-    digits, so that citation extraction can tell them from numbers in the text."""
-    text: str = span["text"]
-    if span["flags"] & 1 and _NOTE_NUMBERS.fullmatch(text):  # TEXT_FONT_SUPERSCRIPT
-        return text.translate(_SUPERSCRIPT_DIGITS)
-    return text
+def _spans_text(spans: typing.Sequence[dict[str, typing.Any]]) -> str:
+    """A line's text from its spans; raised note numbers ("bias¹⁴ ¹⁵", "Jadad,¹¹⁻¹³")
+    become superscript digits, so that citation extraction can tell them from numbers in
+    the text. A run of raised spans is read as one ("1", "e", "3" -> "¹–³")."""
+    parts: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        text = "".join(run)
+        if _NOTE_NUMBERS.fullmatch(text) and text.strip():
+            text = re.sub(r"(?<=\d)e(?=\d)", "–", text).translate(_SUPERSCRIPT_DIGITS)
+        parts.append(text)
+        run.clear()
+
+    for span in spans:
+        if span["flags"] & 1:  # TEXT_FONT_SUPERSCRIPT
+            run.append(span["text"])
+            continue
+        if run:
+            flush()
+        parts.append(span["text"])
+    if run:
+        flush()
+    return "".join(parts)
+
+
+def _by_rows(lines: list[_Raw]) -> list[_Raw]:
+    """Lines top to bottom, and left to right within a row.
+
+    A row is the lines whose middles lie within a third of a line's height of the row's
+    first line: a list label ("9.") set as its own line beside an entry whose first line
+    is taller (an accent, "L’Abbé", raises its top) still comes before that entry, where
+    sorting by the rounded middle put it after.
+    """
+    rows: list[list[_Raw]] = []
+    for raw in sorted(lines, key=lambda r: (r.y0 + r.y1) / 2):
+        middle = (raw.y0 + raw.y1) / 2
+        if rows:
+            first = rows[-1][0]
+            if abs(middle - (first.y0 + first.y1) / 2) < 0.35 * min(first.height, raw.height):
+                rows[-1].append(raw)
+                continue
+        rows.append([raw])
+    return [raw for row in rows for raw in sorted(row, key=lambda r: r.x0)]
 
 
 def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
@@ -146,7 +191,7 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
             spans = [s for s in line["spans"] if s["text"].strip()]
             if not spans:
                 continue
-            text = normalize_spaces("".join(_span_text(s) for s in line["spans"]))
+            text = normalize_spaces(_spans_text(line["spans"]))
             if not text:
                 continue
             chars = sum(len(s["text"].strip()) for s in spans)
@@ -154,7 +199,7 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
             bold = all(s["flags"] & 16 or "bold" in s["font"].lower() for s in spans)
             x0, y0, x1, y1 = line["bbox"]
             found.append(_Raw(text, x0, y0, x1, y1, round(size, 1), bold))
-    found.sort(key=lambda r: (round((r.y0 + r.y1) / 2), r.x0))
+    found = _by_rows(found)
     joined: list[_Raw] = []
     for raw in found:
         last = joined[-1] if joined else None
@@ -200,7 +245,11 @@ def _gutter(lines: list[_Raw]) -> float | None:
     total = len(lines)
     if crossing > _MAX_CROSSING_SHARE * total:
         return None
-    if left < _MIN_SIDE_SHARE * total or right < _MIN_SIDE_SHARE * total:
+    # A clean gutter (next to no line crosses it) also makes two columns when one side
+    # is short: the last page of a paper, whose right column holds a few entries.
+    clean = crossing <= 0.05 * total
+    least = max(_MIN_SHORT_SIDE, 0.05 * total) if clean else _MIN_SIDE_SHARE * total
+    if left < least or right < least:
         return None
     # Columns of text, not a table's label column: the right side holds long lines.
     right_widths = sorted(r.x1 - r.x0 for r in lines if r.x0 >= x - 1)
@@ -424,6 +473,11 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
             )
             and r is not lone_head
         ]
+        for raw in kept:
+            # Raised numbers in a line set larger than the text (the authors under a
+            # title: "Xiaolu Huang,¹,² Xinhua Qu¹,²") mark affiliations, not citations.
+            if raw.size >= body_size + _TITLE_SIZE_STEP:
+                raw.text = raw.text.translate(_FROM_SUPERSCRIPT)
         ordered = _footnotes_last(_reading_order(kept), body_size)
         layouts.append(
             PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered)))
