@@ -144,7 +144,8 @@ def same_year(true: str, year: int | None, suffix: str) -> bool:
     return year == int(match["y"]) and (not match["s"] or not suffix or match["s"] == suffix)
 
 
-_KEY = re.compile(r"^(?P<name>.*?)(?P<y>\d{4})(?P<s>[a-z]?)$")
+# "lo2023a"; "grobid2008–2023" (a span of years, keyed by its first).
+_KEY = re.compile(r"^(?P<name>.*?)(?P<y>\d{4})(?P<s>[a-z]?)(?:\d{4})?$")
 
 
 def same_key(true: str, found: str) -> bool:
@@ -246,11 +247,18 @@ class FoundMarker:
 
 
 def found_markers(extraction: citations.Extraction) -> list[FoundMarker]:
-    """Marker groups as found: one per page, marker text and claim, in reading order."""
-    groups: dict[tuple[int, str, str], list[str]] = {}
+    """Marker groups as found, in reading order: the citations of one marker are
+    consecutive with the same page, marker text and claim; a key seen again starts the
+    next group (a table that prints "Kim et al. (2003)" twice in one cell run)."""
+    found: list[FoundMarker] = []
     for c in extraction.citations:
-        groups.setdefault((c.page, c.marker, c.claim), []).append(c.key)
-    return [FoundMarker(page, marker, claim, tuple(keys)) for (page, marker, claim), keys in groups.items()]
+        last = found[-1] if found else None
+        if (last is not None and (last.page, last.marker, last.claim) == (c.page, c.marker, c.claim)
+                and c.key not in last.keys):
+            found[-1] = dataclasses.replace(last, keys=(*last.keys, c.key))
+        else:
+            found.append(FoundMarker(c.page, c.marker, c.claim, (c.key,)))
+    return found
 
 
 def match_markers(found: list[FoundMarker],

@@ -336,14 +336,30 @@ def test_one_source_goes_to_at_most_one_entry() -> None:
 
 
 def test_unmapped_citations_are_kept() -> None:
-    extraction = _extract("A claim [1]. Another one [9]. A third (Nobody, 2001).", _NUMBERED)
+    extraction = _extract("A claim [1]. Another one [9].", _NUMBERED)
     mapped = citations.map_citations(extraction, [])
     assert [(m.citation.key, m.document_id, m.method) for m in mapped] == [
         ("1", None, None),
         ("9", None, None),
-        ("nobody2001", None, None),
     ]
     assert mapped[0].reference is not None and mapped[1].reference is None
+    mapped = citations.map_citations(_extract("A third (Nobody, 2001)."), [])
+    assert [(m.citation.key, m.document_id, m.method) for m in mapped] == [("nobody2001", None, None)]
+
+
+def test_a_numbered_paper_makes_no_author_year_citations() -> None:
+    """A paper citing [n] against a numbered list: author-year groups in its text are
+    quoted material (beyond_summarization_shen2023's Figure 1 reproduces another paper's
+    paragraph with "[Brown et al., 2020, Smith et al., 2022]"), and a narrative "Smith
+    (2020) [1]" is cited by its number."""
+    extraction = _extract(
+        "Models write well [1]. The figure quotes: prompting [Brown et al., 2020, Smith et al., "
+        "2020] and (Jones and Lee, 2019) helps. As Smith (2020) [1] showed, it works [2].",
+        _NUMBERED)
+    assert [c.key for c in extraction.citations] == ["1", "1", "2"]
+    # Without a numbered list the same groups are citations.
+    extraction = _extract("Prompting (Jones and Lee, 2019) helps [see 2].")
+    assert [c.key for c in extraction.citations] == ["jones2019"]
 
 
 def test_marker_without_entry_matches_source_by_surname_and_year() -> None:

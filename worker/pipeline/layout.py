@@ -32,6 +32,7 @@ import dataclasses
 import re
 import statistics
 import typing
+import unicodedata
 
 import pymupdf
 
@@ -74,6 +75,32 @@ _SENTENCE_END = re.compile(r"[.!?:][\"'”’)\]]*$")
 def normalize_spaces(text: str) -> str:
     """Invisible characters removed, runs of spaces collapsed, ends stripped."""
     return _SPACES.sub(" ", _INVISIBLE.sub("", text)).strip()
+
+
+# TeX-set PDFs often carry an accent as a glyph of its own beside its letter:
+# "F¨arber", "Dahlstr¨om", "L’Abbe´", "Dog˘an". Joined, the names read as printed.
+_SPACING_ACCENTS = {"¨": "\u0308", "´": "\u0301", "`": "\u0300", "ˆ": "\u0302", "˜": "\u0303",
+                    "˘": "\u0306", "ˇ": "\u030c", "¸": "\u0327", "˚": "\u030a"}
+# Breve, caron and cedilla follow their letter ("Dog˘an"); diaeresis, circumflex, tilde
+# and grave come before theirs ("F¨arber"); an acute comes before a vowel inside a word
+# ("Pr´esident") and after one at a word's end ("Abbe´").
+_ACCENT_AFTER = re.compile(r"([^\W\d_])([˘ˇ¸])")
+_ACCENT_BEFORE = re.compile(r"([¨´`ˆ˜])([aeiouyAEIOUY]|(?<=˜)[nN])")
+_ACUTE_AT_END = re.compile(r"([aeiouyAEIOUY])(´)(?![^\W\d_])")
+
+
+def join_accents(text: str) -> str:
+    """Spacing accents joined to their letter: "F¨arber" -> "Färber", "Abbe´" -> "Abbé"."""
+    if not any(c in text for c in _SPACING_ACCENTS):
+        return text
+
+    def after(match: re.Match[str]) -> str:
+        return unicodedata.normalize("NFC", match[1] + _SPACING_ACCENTS[match[2]])
+
+    text = _ACCENT_AFTER.sub(after, text)
+    text = _ACUTE_AT_END.sub(after, text)
+    return _ACCENT_BEFORE.sub(
+        lambda m: unicodedata.normalize("NFC", m[2] + _SPACING_ACCENTS[m[1]]), text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,7 +218,7 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
             spans = [s for s in line["spans"] if s["text"].strip()]
             if not spans:
                 continue
-            text = normalize_spaces(_spans_text(line["spans"]))
+            text = join_accents(normalize_spaces(_spans_text(line["spans"])))
             if not text:
                 continue
             chars = sum(len(s["text"].strip()) for s in spans)
@@ -310,15 +337,21 @@ def _lone_head(lines: list[_Raw], height: float) -> _Raw | None:
 def _edge_lines(lines: list[_Raw], height: float) -> list[_Raw]:
     """Lines in the top or bottom margin band, and the first and last two lines of the
     page when they lie within twice that band (a head set low, a footer set high)."""
-    by_y = sorted(lines, key=lambda r: r.y0)
-    near = by_y[:2] + by_y[-2:]
+    if not lines:
+        return []
+    # The first two rows and the last two (a row: lines that start, or end, at the same
+    # height: "Processing" and the page number "5" beside it on a wrapped running head).
+    by_top = sorted(r.y0 for r in lines)
+    by_bottom = sorted(r.y1 for r in lines)
+    top_cut = by_top[min(1, len(by_top) - 1)] + 1.0
+    bottom_cut = by_bottom[max(len(by_bottom) - 2, 0)] - 1.0
     return [
         r
         for r in lines
         if r.y1 < _EDGE_SHARE * height
         or r.y0 > (1 - _EDGE_SHARE) * height
         or (
-            any(r is n for n in near)
+            (r.y0 <= top_cut or r.y1 >= bottom_cut)
             and (r.y1 < 2 * _EDGE_SHARE * height or r.y0 > (1 - 2 * _EDGE_SHARE) * height)
         )
     ]
