@@ -441,7 +441,11 @@ def _authors_before(text: str, end: int, *, comma_list: bool) -> tuple[int, str]
         return k
 
     first = take_surname(n)
-    if word(first + 1) in ("and", "&", "und", "u."):
+    if n == 2 and word(first + 1).endswith(","):
+        # "et al." follows one name: "(datasets like XSUM, Narayan et al., 2018)" is
+        # Narayan's, not a list "XSUM, Narayan".
+        pass
+    elif word(first + 1) in ("and", "&", "und", "u."):
         k = first + 2
         if _is_surname(word(k).rstrip(","), group=True):
             first = take_surname(k)

@@ -77,30 +77,46 @@ def normalize_spaces(text: str) -> str:
     return _SPACES.sub(" ", _INVISIBLE.sub("", text)).strip()
 
 
-# TeX-set PDFs often carry an accent as a glyph of its own beside its letter:
-# "F¨arber", "Dahlstr¨om", "L’Abbe´", "Dog˘an". Joined, the names read as printed.
+# TeX-set and some publishers' PDFs carry an accent as a glyph of its own, set over its
+# letter: "F¨arber", "Ondˇrej", "Dog˘an", "L’Abbe´" in the text layer. The accent's
+# horizontal middle is its letter's, so geometry tells which neighbour it belongs to
+# (the text alone cannot: "Dog˘an" is "Doğan", "Ondˇrej" is "Ondřej").
 _SPACING_ACCENTS = {"¨": "\u0308", "´": "\u0301", "`": "\u0300", "ˆ": "\u0302", "˜": "\u0303",
-                    "˘": "\u0306", "ˇ": "\u030c", "¸": "\u0327", "˚": "\u030a"}
-# Breve, caron and cedilla follow their letter ("Dog˘an"); diaeresis, circumflex, tilde
-# and grave come before theirs ("F¨arber"); an acute comes before a vowel inside a word
-# ("Pr´esident") and after one at a word's end ("Abbe´").
-_ACCENT_AFTER = re.compile(r"([^\W\d_])([˘ˇ¸])")
-_ACCENT_BEFORE = re.compile(r"([¨´`ˆ˜])([aeiouyAEIOUY]|(?<=˜)[nN])")
-_ACUTE_AT_END = re.compile(r"([aeiouyAEIOUY])(´)(?![^\W\d_])")
+                    "˘": "\u0306", "ˇ": "\u030c", "¸": "\u0327", "˚": "\u030a", "˝": "\u030b",
+                    "˙": "\u0307", "¯": "\u0304"}
 
 
-def join_accents(text: str) -> str:
-    """Spacing accents joined to their letter: "F¨arber" -> "Färber", "Abbe´" -> "Abbé"."""
-    if not any(c in text for c in _SPACING_ACCENTS):
-        return text
+def _middle(char: dict[str, typing.Any]) -> float:
+    return float(char["bbox"][0] + char["bbox"][2]) / 2
 
-    def after(match: re.Match[str]) -> str:
-        return unicodedata.normalize("NFC", match[1] + _SPACING_ACCENTS[match[2]])
 
-    text = _ACCENT_AFTER.sub(after, text)
-    text = _ACUTE_AT_END.sub(after, text)
-    return _ACCENT_BEFORE.sub(
-        lambda m: unicodedata.normalize("NFC", m[2] + _SPACING_ACCENTS[m[1]]), text)
+def _accented_spans(line: dict[str, typing.Any]) -> list[dict[str, typing.Any]]:
+    """A ``rawdict`` line's spans with their text, each spacing accent joined to the
+    letter under it: the neighbour whose middle is nearest, within that letter's width."""
+    texts = [[c["c"] for c in span["chars"]] for span in line["spans"]]
+    flat = [(si, ci) for si, span in enumerate(line["spans"]) for ci in range(len(span["chars"]))]
+
+    def char(k: int) -> dict[str, typing.Any]:
+        si, ci = flat[k]
+        return typing.cast(dict[str, typing.Any], line["spans"][si]["chars"][ci])
+
+    for k, (si, ci) in enumerate(flat):
+        accent = texts[si][ci]
+        if accent not in _SPACING_ACCENTS:
+            continue
+        middle = _middle(char(k))
+        best: tuple[float, int] | None = None
+        for j in (k - 1, k + 1):
+            if 0 <= j < len(flat) and texts[flat[j][0]][flat[j][1]].isalpha():
+                box = char(j)["bbox"]
+                distance = abs(_middle(char(j)) - middle)
+                if distance <= max(box[2] - box[0], 1.0) / 2 and (best is None or distance < best[0]):
+                    best = (distance, j)
+        if best is not None:
+            sj, cj = flat[best[1]]
+            texts[sj][cj] = unicodedata.normalize("NFC", texts[sj][cj] + _SPACING_ACCENTS[accent])
+            texts[si][ci] = ""
+    return [dict(span, text="".join(text)) for span, text in zip(line["spans"], texts)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,6 +226,13 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
     """Horizontal lines of a page; fragments on one baseline that touch are joined."""
     found: list[_Raw] = []
     page_dict = page.get_text("dict", flags=TEXT_FLAGS)  # type: ignore[no-untyped-call]
+    if any(c in span["text"] for block in page_dict["blocks"] for line in block.get("lines", ())
+           for span in line["spans"] for c in _SPACING_ACCENTS):
+        # Only pages with spacing accents pay for the characters' boxes.
+        page_dict = page.get_text("rawdict", flags=TEXT_FLAGS)  # type: ignore[no-untyped-call]
+        for block in page_dict["blocks"]:
+            for line in block.get("lines", ()):
+                line["spans"] = _accented_spans(line)
     for block in page_dict["blocks"]:
         for line in block.get("lines", ()):
             dx, dy = line["dir"]
@@ -218,7 +241,7 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
             spans = [s for s in line["spans"] if s["text"].strip()]
             if not spans:
                 continue
-            text = join_accents(normalize_spaces(_spans_text(line["spans"])))
+            text = normalize_spaces(_spans_text(line["spans"]))
             if not text:
                 continue
             chars = sum(len(s["text"].strip()) for s in spans)
@@ -339,19 +362,18 @@ def _edge_lines(lines: list[_Raw], height: float) -> list[_Raw]:
     page when they lie within twice that band (a head set low, a footer set high)."""
     if not lines:
         return []
-    # The first two rows and the last two (a row: lines that start, or end, at the same
-    # height: "Processing" and the page number "5" beside it on a wrapped running head).
-    by_top = sorted(r.y0 for r in lines)
-    by_bottom = sorted(r.y1 for r in lines)
-    top_cut = by_top[min(1, len(by_top) - 1)] + 1.0
-    bottom_cut = by_bottom[max(len(by_bottom) - 2, 0)] - 1.0
+    by_y = sorted(lines, key=lambda r: r.y0)
+    # The first two lines, with what stands beside the second ("Processing" and the page
+    # number "5" on the second line of a wrapped running head), and the last two.
+    second = by_y[min(1, len(by_y) - 1)].y0
+    near = {id(r) for r in by_y[-2:]} | {id(r) for r in by_y if r.y0 <= second + 1.0}
     return [
         r
         for r in lines
         if r.y1 < _EDGE_SHARE * height
         or r.y0 > (1 - _EDGE_SHARE) * height
         or (
-            (r.y0 <= top_cut or r.y1 >= bottom_cut)
+            id(r) in near
             and (r.y1 < 2 * _EDGE_SHARE * height or r.y0 > (1 - 2 * _EDGE_SHARE) * height)
         )
     ]
