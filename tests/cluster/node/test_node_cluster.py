@@ -429,6 +429,9 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
                 long_ids), IDLE_LONG_S + 60, "the long tasks to finish")
             long_rows = await pool.fetch("SELECT worker_id, attempt, releases FROM tasks "
                                          "WHERE id = ANY($1)", long_ids)
+            long_starts = [tuple(r) for r in await pool.fetch(
+                "SELECT task_id, attempt, worker_id, at FROM test_starts "
+                "WHERE task_id = ANY($1) ORDER BY at", long_ids)]
             await until(lambda: _worker_replicas(node) == 0 and not support.pods(node, "worker"),
                         240, "scale to zero")
     finally:
@@ -468,7 +471,7 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
     # Idle pods went first: the two busy pods survived the scale-down, and their long
     # tasks finished on the first attempt, never released.
     assert len(workers_before) >= 3 and busy_pods == survivors, (
-        busy_pods, survivors, workers_before, costs)
+        busy_pods, survivors, workers_before, costs, long_starts)
     # ...because the operator marked them so (busy: positive cost, idle: negative) and the
     # ReplicaSet controller followed the marks.
     gone = workers_before - survivors
