@@ -283,7 +283,7 @@ async def outstanding(conn: Executor) -> tuple[int, int]:
 
 
 async def busy_workers(conn: Executor, *, fresh_s: float) -> dict[str, int]:
-    """Live workers (heartbeat within ``fresh_s``) and the tasks each holds."""
+    """Live workers (heartbeat within ``fresh_s``) and the tasks each holds right now."""
     rows = await conn.fetch(_Q["worker_busy_all"], fresh_s)
     return {r["id"]: int(r["busy"]) for r in rows}
 

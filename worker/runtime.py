@@ -104,10 +104,12 @@ class Worker:
             self._wake_probe = True  # work that may not be due yet: find out when
         self._wake.set()
 
-    def stop(self) -> None:
-        """Begin the drain (what SIGTERM does)."""
+    def stop(self, cause: str = "request") -> None:
+        """Begin the drain (what SIGTERM does); ``cause`` names it in the log (the signal's
+        name when a signal began it), so an operator reading a pod's log sees why."""
         if not self._stopping.is_set():
-            logger.info("worker %s draining", self.id, extra={"action": "drain"})
+            logger.info("worker %s draining on %s", self.id, cause,
+                        extra={"action": "drain", "cause": cause})
         self._stopping.set()
 
     async def run(self, *, install_signal_handlers: bool = True) -> None:
@@ -115,7 +117,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, self.stop)
+                loop.add_signal_handler(sig, self.stop, sig.name)
         await self._retry("migrate", lambda: db.migrate(self.url))
         self._pool = await self._retry("connect", lambda: db.create_pool(
             self.url, min_size=1, max_size=self.settings.worker.concurrency + 3))

@@ -204,6 +204,12 @@ SELECT count(*) FILTER (WHERE state = 'queued' AND run_after <= now()) AS due,
 FROM tasks WHERE state IN ('queued', 'running');
 
 -- name: worker_busy_all --
--- Live workers and how many tasks each held at its last heartbeat.
-SELECT id, busy, state, heartbeat_at FROM workers
-WHERE state <> 'stopped' AND heartbeat_at > now() - make_interval(secs => $1);
+-- Live workers and how many tasks each holds now: counted in tasks, which every claim
+-- and completion changes in its own transaction, not workers.busy, which is as old as the
+-- last heartbeat (a worker that claimed since would look idle, and the autoscaler would
+-- have its pod deleted first). Running rows only (tasks_running_lease_idx).
+SELECT w.id, count(t.id)::integer AS busy
+FROM workers w
+LEFT JOIN tasks t ON t.state = 'running' AND t.worker_id = w.id
+WHERE w.state <> 'stopped' AND w.heartbeat_at > now() - make_interval(secs => $1)
+GROUP BY w.id;

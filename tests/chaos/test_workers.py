@@ -119,6 +119,10 @@ async def test_sigterm_finishes_short_tasks_and_releases_long_ones_at_once(
     assert w.wait(30) == 0
     drained_in = time.monotonic() - sent
     assert drained_in < 10, f"drain took {drained_in:.1f}s"
+    # The log says why and what: the signal began the drain, the long tasks went back.
+    log = w.log()
+    assert "worker drainer draining on SIGTERM" in log, log[-3000:]
+    assert log.index("draining on SIGTERM") < log.index("released 2 tasks on drain"), log[-3000:]
     states = dict(await pool.fetch("SELECT id, state FROM tasks"))
     assert all(states[i] == "succeeded" for i in short)
     rows = await pool.fetch("SELECT state, attempt, releases, lease_expires_at FROM tasks "

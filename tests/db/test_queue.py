@@ -105,6 +105,24 @@ async def test_heartbeat_extends_held_leases_and_reports_lost_ones(pool: asyncpg
     assert await pool.fetchval("SELECT busy FROM workers WHERE id = 'w1'") == 2
 
 
+async def test_busy_workers_counts_what_each_holds_now_not_at_its_last_heartbeat(
+        pool: asyncpg.Pool) -> None:
+    # The autoscaler's pod-deletion-costs come from this: a worker that claimed since its
+    # last heartbeat must not look idle (found on the real node: the ReplicaSet deleted the
+    # pod running two long tasks and kept one that had gone idle).
+    for w in ("idle-now", "busy-now", "gone"):
+        await queue.register_worker(pool, worker_id=w, version="t", capabilities={})
+    await queue.enqueue(pool, [queue.NewTask("k") for _ in range(3)])
+    early = await _claim(pool, worker="idle-now", limit=1)
+    assert await queue.heartbeat(pool, early, worker_id="idle-now", lease_s=30)
+    await queue.complete(pool, early[0], worker_id="idle-now")   # idle; busy = 1 in its row
+    await queue.heartbeat(pool, [], worker_id="busy-now", lease_s=30)   # busy = 0 in its row
+    assert len(await _claim(pool, worker="busy-now", limit=2)) == 2
+    await pool.execute("UPDATE workers SET heartbeat_at = now() - interval '10 minutes' "
+                       "WHERE id = 'gone'")
+    assert await queue.busy_workers(pool, fresh_s=120) == {"idle-now": 0, "busy-now": 2}
+
+
 async def test_failures_back_off_then_dead_letter_with_the_error_kept(pool: asyncpg.Pool) -> None:
     await queue.enqueue(pool, [queue.NewTask("k", max_attempts=2)])
     [t1] = await _claim(pool)

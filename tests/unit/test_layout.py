@@ -264,3 +264,165 @@ def test_colon_style_entry_keeps_its_title() -> None:
     assert (entry.authors, entry.year, entry.title) == (
         ("Tully", "Morgan", "Burke"), 2010,
         "Patient experiences of structured heart failure programmes")
+
+
+# --- traits found by the hand-made truth (bench/realpdf_truth) -------------------------
+
+
+def test_a_label_set_beside_a_taller_first_line_opens_its_entry() -> None:
+    # cermine_test5, p. 7: the label "9." is a line of its own whose top lies 0.3 pt
+    # below that of the entry's first line ("L’Abbe´ ...": the accent raises it). Sorted
+    # by rounded middles the label came after the line, and entry 9 began inside entry 8.
+    lines: list[pdf_fixtures.Placed] = []
+    y = 100.0
+    for n, first, rest in [
+        (8, "Chey WD, Wong BC. Practice Parameters Committee of the", "College. Am J Gastroenterol 2007;102:1808-25."),
+        (9, "L'Abbé KA, Detsky AS, O'Rourke K. Meta-analysis in clinical", "research. Ann Intern Med 1987;107:224-33."),
+        (10, "Moher D, Cook DJ, Eastwood S, et al. Improving the quality", "of reports. Lancet 1999;354:1896-900."),
+    ]:
+        lines += [(45.5, y + 0.6, f"{n}."), (60.0, y, first), (60.0, y + 9, rest)]
+        y += 22
+    data = pdf_fixtures.placed_pdf([[(60, 80, "References"), *lines]], fontsize=7)
+    text = parse(data).pages[0].text
+    assert "9. L'Abbé KA" in text, text
+    entries = citations.parse_reference_list(text.split("References", 1)[1])
+    assert [(e.label, e.authors[0]) for e in entries] == [("8", "Chey"), ("9", "L'Abbé"), ("10", "Moher")]
+
+
+def test_a_short_last_column_is_still_a_column() -> None:
+    # beyond_summarization_shen2023, p. 4: the left column holds entries 15-32, the
+    # right one only 33-35 (11 of 89 lines), under the share that made a page two
+    # columns; the right column's lines were read into the left column's entries.
+    left = [f"[{n}] Author{n} Person and Other Person. 2020. A title of the work number {n} that" if i == 0
+            else "runs over a second line of the column. In Proceedings (2020)."
+            for n in range(1, 21) for i in range(2)]
+    right = ["[21] Kevin Yang, Nanyun Peng, Yuandong Tian, and Dan Klein. 2022.",
+             "Re3: Generating longer stories with recursive reprompting.",
+             "[22] Daniel M Ziegler, Nisan Stiennon, Jeffrey Wu, and Tom Brown.",
+             "2019. Fine-tuning language models from human preferences.",
+             "arXiv preprint arXiv:1909.08593 (2019)."]
+    page = pdf_fixtures.column(54, 90, left, leading=8) + pdf_fixtures.column(318, 90, right, leading=8)
+    text = parse(pdf_fixtures.placed_pdf([[(54, 80, "References"), *page]], fontsize=6.5)).pages[0].text
+    assert text.index("Author20 Person") < text.index("[21] Kevin Yang")
+    entries = citations.parse_reference_list(text.split("References", 1)[1])
+    assert [(e.label, e.authors[0], e.year) for e in entries[-3:]] == [
+        ("20", "Person", 2020), ("21", "Yang", 2022), ("22", "Ziegler", 2019)]
+
+
+def _superscript_page() -> bytes:
+    """Raised numbers as a BMJ-style article sets them (cermine_test5): authors at 13 pt
+    with affiliation marks, citations with a range whose dash the font maps to "e", a
+    squared symbol, and an initial before a citation in a table."""
+    import pymupdf  # noqa: PLC0415
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+
+    def put(x: float, y: float, text: str, size: float) -> float:
+        page.insert_text((x, y), text, fontsize=size)
+        return x + float(pymupdf.get_text_length(text, fontsize=size))
+
+    def raised(x: float, y: float, digits: str, size: float) -> float:
+        for piece in digits.split("|"):  # one span each, as the article's PDF has them
+            x = put(x, y - size * 0.35, piece, size * 0.7)
+        return x
+
+    x = put(72, 80, "Xiaolu Huang,", 13)
+    x = raised(x, 80, "1,2", 13)
+    put(x + 4, 80, "Xinhua Qu", 13)
+    x = put(72, 120, "Anaemia is common in Asia.", 9)
+    x = raised(x, 120, "1|e|3", 9)
+    put(x + 3, 120, "We present the I", 9)
+    x = put(72, 132, "We present the I", 9)
+    x = raised(x, 132, "2", 9)
+    put(x + 2, 132, "value of the trials.", 9)
+    x = put(72, 144, "Lin Y", 9)
+    x = raised(x, 144, "2", 9)
+    put(x + 4, 144, "2005 China 68", 9)
+    put(72, 180, "References", 9)
+    for n in range(1, 4):
+        put(72, 180 + 12 * n, f"{n}. Author{n} AB. A title number {n}. Gut 2007;56:772e81.", 9)
+    return doc.tobytes()
+
+
+def test_raised_numbers_cite_but_affiliation_marks_and_squares_do_not() -> None:
+    extraction = extract(_superscript_page())
+    assert [(c.key, c.marker) for c in extraction.citations] == [
+        ("1", "¹–³"), ("2", "¹–³"), ("3", "¹–³"), ("2", "²")]
+    assert extraction.citations[-1].claim.startswith("Lin Y")
+
+
+def _accented_pdf(lines: list[str]) -> bytes:
+    """Lines whose "{a¨}"-style pieces set a spacing accent glyph over its letter, as TeX
+    does: the accent is a character of its own, its box centred on the letter's ("!":
+    the accent comes after its letter in the content stream)."""
+    import re  # noqa: PLC0415
+
+    import pymupdf  # noqa: PLC0415
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    font = pymupdf.Font("helv")  # the whole Latin glyph set, unlike the base-14 encoding
+    size = 10.0
+    writer = pymupdf.TextWriter(page.rect)
+    for row, line in enumerate(lines):
+        x, y = 72.0, 90.0 + 14 * row
+        for piece in re.split(r"(\{[^}]+\})", line):
+            if piece.startswith("{"):
+                letter, accent, after = piece[1], piece[2], piece[3:4] == "!"
+                width = float(font.text_length(letter, fontsize=size))
+                shift = (width - float(font.text_length(accent, fontsize=size))) / 2
+                pieces = [(x, letter), (x + shift, accent)]
+                for at, glyph in pieces if after else pieces[::-1]:
+                    writer.append((at, y), glyph, font=font, fontsize=size)
+                x += width
+            elif piece:
+                writer.append((x, y), piece, font=font, fontsize=size)
+                x += float(font.text_length(piece, fontsize=size))
+    writer.write_text(page)
+    return doc.tobytes()
+
+
+def test_spacing_accents_are_joined_to_the_letter_under_them() -> None:
+    # TeX-set PDFs (S2ORC's "Saier and F¨arber (2019)", "Dog˘an", LongEval's "Ondˇrej")
+    # and BMJ's "L'Abbe´" print the accent as a glyph of its own over its letter; the
+    # text alone cannot tell "Dog˘an" (ğ, the letter before) from "F¨arber" (the after).
+    data = _accented_pdf([
+        "Derived from arXiv, as Saier and F{a¨}rber (2019) and Do{g˘!}an et al. (2014) describe.",
+        "",
+        "References",
+        "",
+        "Rezarta Islamaj Do{g˘!}an and Robert Leaman. 2014. NCBI disease corpus. JBI.",
+        "Tarek Saier and Michael F{a¨}rber. 2019. Bibliometric-enhanced arXiv. In BIR.",
+        "Ond{rˇ}ej Bojar and Milo{sˇ} Stanojevi{c´}. 2016. Results of WMT16. In WMT.",
+        "Kristan A. L'Abb{e´!} and Allan S. Detsky. 1987. Meta-analysis in clinical research. AIM.",
+    ])
+    text = parse(data).pages[0].text
+    assert "F¨" not in text and "˘" not in text and "ˇ" not in text and "´" not in text, text
+    extraction = extract(data)
+    assert [(c.key, c.authors[0]) for c in extraction.citations] == [
+        ("saier2019", "Saier"), ("dogan2014", "Doğan")]
+    assert [e.authors[:2] for e in extraction.references] == [
+        ("Doğan", "Leaman"), ("Saier", "Färber"), ("Bojar", "Stanojević"), ("L'Abbé", "Detsky")]
+    assert "Ondřej Bojar" in extraction.references[2].text
+
+
+def test_a_marker_across_a_page_break_under_a_wrapped_running_head() -> None:
+    # paper_plain_august2022, p. 4-5: "[16," ends page 4; page 5 opens with a running
+    # head wrapped onto a second line that also holds the page number ("Processing   5"),
+    # below the top margin band: the number stayed and cut the marker in two.
+    head = "Paper Plain: Making Medical Research Papers Approachable to Healthcare Consumers with Natural Language"
+    pages = []
+    for number in range(1, 4):
+        lines: list[pdf_fixtures.Placed] = [(73, 74, head), (73, 85, "Processing"), (498, 85, str(number))]
+        body = {1: ["Trustworthy information helps healthcare consumers and increases",
+                    "adherence to medical recommendations [1,"],
+                2: ["2, 3]. Tan and Goonawardene [3] reviewed the consumer health seeking.",
+                    "They found that people did not feel like they could discuss",
+                    "the information they found online with their clinicians."],
+                3: ["References", "", "[1] Ann Author. 2019. One. J.", "[2] Bob Author. 2018. Two. J.",
+                    "[3] Tan and Goonawardene. 2017. Three. J."]}[number]
+        pages.append(lines + pdf_fixtures.column(110, 120, body))
+    extraction = extract(pdf_fixtures.placed_pdf(pages))
+    assert [(c.key, c.page, c.marker) for c in extraction.citations] == [
+        ("1", 1, "[1, 2, 3]"), ("2", 1, "[1, 2, 3]"), ("3", 1, "[1, 2, 3]"), ("3", 2, "[3]")]

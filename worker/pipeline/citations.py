@@ -8,18 +8,22 @@ order a reader works:
    Spanish, French or Italian, on a line of its own; of several candidates the one
    followed by the most reference-like text wins (a table of contents, an early
    "Literature" chapter or a table cell do not). It ends at an appendix, a declaration
-   or a letter-numbered section. Entries are split by the labels at line starts
+   or a letter-numbered section; a footnote closing a page of the list ("19The ...")
+   stays body text. Entries are split by the labels at line starts
    (``[12]``, ``12.``, ``[AB12]``: the longest run n, n+1, ... wins) or, author-year,
    by the paragraphs the layout found (hanging indents, gaps), joined where a paragraph
    cannot open an entry. Each entry is parsed, best effort, into surnames ("Surname,
-   I.", "Given Surname", "Surname I"), year with suffix, title, DOI and arXiv id.
+   I.", "Given Surname", "Surname I", an organisation kept whole: "World Health
+   Organization"), year with suffix (not one in a URL's path, an arXiv id or a span
+   of years in a title), title, DOI and arXiv id.
 2. **Markers** are found in the body and in what follows the list (an appendix cites
    too), never in the list: numeric (``[3, 7]``, ``[4-6]``, superscript numbers when
    the paper numbers its list and has no bracketed ones), alpha (``[AB12]``),
    author-year in parentheses or square brackets (``(Smith & Jones, 2019; Lee et al.,
    2021)``, ``[Knight and Marcu, 2004]``, German ``(vgl. Müller 2018: 12)``), narrative
    (``Smith et al. (2020)``, not ``Dokshitzer(1977)`` in an equation) and
-   ``ebd.``/``ibid.``. Every pattern is linear in the text: author groups are read by a
+   ``ebd.``/``ibid.``; not a square of a symbol ("I²") and, in a paper that numbers
+   its list and cites by number, no author-year group (quoted material). Every pattern is linear in the text: author groups are read by a
    bounded backward walk from the year, never by a regex that retries at every
    position. Each marker belongs to the sentence it stands in; the sentence, with the
    markers cut out, is the claim. Sentences come from
@@ -262,7 +266,7 @@ _NUMERIC = re.compile(
 )
 # A bracket or parenthesis holding author-year parts: "(Smith, 2020; Lee et al., 2021)",
 # "[Knight and Marcu, 2004]". The body is bounded and holds no nested group.
-_GROUP = re.compile(r"(?P<open>[(\[])(?P<body>[^()\[\]\n]{3,300}(?:\n[^()\[\]\n]{1,300}){0,3})[)\]]")
+_GROUP = re.compile(r"(?P<open>[(\[])(?P<body>[^()\[\]\n]{1,300}(?:\n[^()\[\]\n]{1,300}){0,3})[)\]]")
 # Alpha-style labels: "[AB12]", "[Knu84]", "[GHJV95, ABC+12]".
 _ALPHA_KEY = r"[A-Z][A-Za-z+]{0,7}\d{2,4}[a-z]?"
 _ALPHA_GROUP = re.compile(rf"\[(?P<body>{_ALPHA_KEY}(?:\s*[,;]\s*{_ALPHA_KEY}){{0,20}})\]")
@@ -273,7 +277,8 @@ _YEAR_PAREN = re.compile(
 )
 # The year list (and locator) that ends an author-year part: "Smith & Lee, 2019a, S. 3".
 _PART_YEARS = re.compile(
-    rf"(?:^|(?<=[\s,(]))(?P<years>{_YEAR}[a-z]?(?![\w])(?:\s*,\s*{_YEAR}[a-z]?(?![\w])){{0,10}})"
+    rf"(?:^|(?<=[\s,(]))(?P<years>{_YEAR}[a-z]?(?![\w])(?:\s*,\s*{_YEAR}[a-z]?(?![\w])){{0,10}}"
+    rf"|{_YEAR}\s*[-–]\s*(?:{_YEAR}|(?i:present|today|heute)))"
     rf"(?:\s*(?:,\s*|:\s*)(?:{_PREFIXED_LOC}|(?P<loc2>{_PAGES})))?\s*$"
 )
 _SURNAME_TOKEN = re.compile(rf"{_SURNAME_WORD}")
@@ -338,15 +343,25 @@ _MONTHS = frozenset(
 )
 
 
+# Surnames that are also pronouns ("He et al., 2010", "She and Li, 2019"): names only in
+# a group, where "et al." or a co-author follows.
+_PRONOUN_SURNAMES = frozenset({"he", "she"})
+_YEAR_SPAN = re.compile(rf"{_YEAR}\s*[-–]\s*(?:{_YEAR}|(?i:present|today|heute))")
+
+
 def _author_year_refs(authors: str, years: str) -> list[_Ref]:
     names = _surnames(authors)
     # "August et al., 2023" and "May and Lee (2020)" are people; "(May 2020)" is a date.
     group = len(names) > 1 or bool(_ET_AL_RE.search(authors))
-    not_names = _NOT_SURNAMES - _MONTHS if group else _NOT_SURNAMES
+    not_names = _NOT_SURNAMES - _MONTHS - _PRONOUN_SURNAMES if group else _NOT_SURNAMES
     if not names or fold(names[0]) in not_names or names[0].casefold() in not_names:
         return []
     refs = []
-    for match in _YEAR_IN_LIST.finditer(years):
+    # "2008–2023" (software, a series) is one work, keyed by its first year.
+    span = _YEAR_SPAN.fullmatch(years.strip())
+    for match in [_YEAR_IN_LIST.match(years.strip())] if span else _YEAR_IN_LIST.finditer(years):
+        if match is None:
+            continue
         year, suffix = int(match["y"]), match["s"] or ""
         refs.append(_Ref(f"{fold(names[0])}{year}{suffix}", names, year))
     return refs
@@ -369,11 +384,16 @@ def _expand_numbers(body: str) -> list[str]:
 _JOIN_WORDS = frozenset({"and", "&", "und", "u.", "y", "et"})
 
 
-def _is_surname(token: str) -> bool:
-    """A capitalised name word; months pass here, :func:`_author_year_refs` decides."""
+def _is_surname(token: str, group: bool = False) -> bool:
+    """A capitalised name word; months pass here, :func:`_author_year_refs` decides.
+    In a ``group`` (before "et al." or "and") "He" and "She" are surnames too."""
+    allowed = _MONTHS | _PRONOUN_SURNAMES if group else _MONTHS
     return bool(_SURNAME_TOKEN.fullmatch(token)) and (
-        token.casefold() not in _NOT_SURNAMES or token.casefold() in _MONTHS
+        token.casefold() not in _NOT_SURNAMES or token.casefold() in allowed
     )
+
+
+_NOTE_MARKS = "†‡§¶*∗⁰¹²³⁴⁵⁶⁷⁸⁹"
 
 
 def _authors_before(text: str, end: int, *, comma_list: bool) -> tuple[int, str] | None:
@@ -403,7 +423,9 @@ def _authors_before(text: str, end: int, *, comma_list: bool) -> tuple[int, str]
             if begin == stop or (begin == limit and limit > 0):  # nothing, or cut by the window
                 cursor = limit
                 break
-            read.append((begin, text[begin:stop]))
+            # A note mark glued to a name ("†Saier and Färber (2020)" opening a footnote).
+            lead = len(text[begin:stop]) - len(text[begin:stop].lstrip(_NOTE_MARKS))
+            read.append((begin + lead, text[begin + lead:stop]))
         return read[n][1] if n < len(read) else ""
 
     n = 0
@@ -413,7 +435,7 @@ def _authors_before(text: str, end: int, *, comma_list: bool) -> tuple[int, str]
         n = 2
     elif word(0).rstrip(",") == "a." and word(1) == "u.":
         n = 2
-    if not _is_surname(word(n).rstrip(",")):
+    if not _is_surname(word(n).rstrip(","), group=n == 2):
         return None
 
     def take_surname(k: int) -> int:
@@ -423,17 +445,37 @@ def _authors_before(text: str, end: int, *, comma_list: bool) -> tuple[int, str]
         return k
 
     first = take_surname(n)
-    if word(first + 1) in ("and", "&", "und", "u."):
+    if n == 2 and word(first + 1).endswith(","):
+        # "et al." follows one name: "(datasets like XSUM, Narayan et al., 2018)" is
+        # Narayan's, not a list "XSUM, Narayan".
+        pass
+    elif word(first + 1) in ("and", "&", "und", "u."):
         k = first + 2
-        if _is_surname(word(k).rstrip(",")):
+        if _is_surname(word(k).rstrip(","), group=True):
             first = take_surname(k)
-            while word(first + 1).endswith(",") and _is_surname(word(first + 1)[:-1]):
+            while word(first + 1).endswith(",") and _is_surname(word(first + 1)[:-1]) and not (
+                    _is_surname(word(first + 2)) and word(first + 2).casefold() not in _PARTICLES):
+                # ("PubMed Central, Saier and Färber (2019)": "Central" ends a longer name)
                 first = take_surname(first + 1)
     elif comma_list:
         while word(first + 1).endswith(",") and _is_surname(word(first + 1)[:-1]):
             first = take_surname(first + 1)
     start = read[first][0]
     return start, text[start:end]
+
+
+_NAME_BEFORE = re.compile(rf"{_SURNAME_WORD}\s$")
+
+
+def _is_power(text: str, start: int, body: str) -> bool:
+    """A square or cube of a one-letter symbol ("the I² value", "(y²)", "χ²"), not a
+    citation; "Lin Y²⁷" (an initial after a surname) and "Egger’s²⁴" still cite."""
+    if body not in ("²", "³") or start < 1 or not text[start - 1].isalpha():
+        return False
+    before = text[max(0, start - 40):start - 1]
+    if before[-1:].isalpha() or before[-1:] in ("'", "’"):
+        return False  # part of a longer word
+    return not (text[start - 1].isupper() and _NAME_BEFORE.search(before))
 
 
 def _find_markers(text: str) -> list[_Marker]:
@@ -453,6 +495,8 @@ def _find_markers(text: str) -> list[_Marker]:
         add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0], refs,
                     _clean_locator(match["loc"])))
     for match in _SUPERSCRIPT.finditer(text):
+        if _is_power(text, match.start(), match["body"]):
+            continue
         body = re.sub(r"\s+", ",", match["body"].translate(_FROM_SUPERSCRIPT).replace("–", "-"))
         body = re.sub(r",+", ",", body)
         refs = tuple(_Ref(key, superscript=True) for key in _expand_numbers(body))
@@ -607,6 +651,12 @@ _VANCOUVER = re.compile(
     rf"^(?P<a>{_SURNAME}\s+[A-Z]{{1,3}}(?:\s*,\s*{_SURNAME}\s+[A-Z]{{1,3}}){{0,40}}(?:\s*,?\s*et\s+al)?)"
     r"\.\s+(?P<t>[^.?!]+[.?!]?)"
 )
+# What follows "Michael J." when it is a given name and an initial, not Vancouver's
+# "Smith J.": the surname, then more given-first names joined by "and".
+_NAMES_GO_ON = re.compile(
+    rf"^{_SURNAME}(?:\s+(?:[IVX]{{1,3}}|Jr\.?))?\s*,\s*{_CAP}[\w'’-]+\s+(?:{_CAP}\.?\s+)*{_CAP}[\w'’-]+"
+    rf"[^.]*?\band\s+{_CAP}"
+)
 # BMC/Springer: "Smith AB, Jones C: Title of the article. Journal 2010, 158:515-9."
 _COLON_STYLE = re.compile(
     rf"^(?P<a>{_SURNAME}\s+[A-Z]{{1,3}}(?:\s*,\s*{_SURNAME}\s+[A-Z]{{1,3}}){{0,40}}(?:\s*,?\s*et\s+al\.?)?)"
@@ -669,13 +719,42 @@ def _find_reference_section(
         if index > heading + 3 and _is_stop(lines[index][1], opens):
             end = index
             break
-    reference_text = "\n".join(line for _, line in lines[heading + 1:end])
+    notes = _footnotes_in(lines, heading + 1, end)
+    reference_text = "\n".join(line for i, (_, line) in enumerate(lines) if heading < i < end and i not in notes)
     body: list[tuple[int, str]] = []
     for page_index, (number, _) in enumerate(pages):
-        kept = [line for i, (p, line) in enumerate(lines) if p == page_index and not heading <= i < end]
+        kept = [line for i, (p, line) in enumerate(lines)
+                if p == page_index and (not heading <= i < end or i in notes)]
         if kept:
             body.append((number, "\n".join(kept)))
     return body, reference_text, pages[lines[heading][0]][0]
+
+
+# A footnote's first line: its number glued to the text ("19The Kaggle ..."), raised, or
+# a note sign. A list's own labels ("19.", "[19]", "19 Smith") are never glued.
+_FOOTNOTE_LINE = re.compile(r"^\s*(?:\d{1,3}(?=[A-Z][a-z])|[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}\s*(?=\S)|[*†‡§¶]\s*(?=\S))")
+
+
+def _footnotes_in(lines: list[tuple[int, str]], start: int, end: int) -> set[int]:
+    """Lines of ``start:end`` that are a footnote closing a page (the layout puts a
+    page's footnotes last): on the page where the list begins, a note of the body text
+    ("19The Kaggle competitions. See Wang et al. (2020).") would otherwise be read as
+    the tail of a reference entry, and its citation lost."""
+    notes: set[int] = set()
+    index = start
+    while index < end:
+        page = lines[index][0]
+        stop = index
+        while stop < end and lines[stop][0] == page:
+            stop += 1
+        # The page's last paragraph inside the list, if it opens like a footnote.
+        first = stop
+        while first > index and lines[first - 1][1].strip():
+            first -= 1
+        if index < first < stop and _FOOTNOTE_LINE.match(lines[first][1]):
+            notes.update(range(first, stop))
+        index = stop
+    return notes
 
 
 def _longest_chain(matches: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
@@ -842,6 +921,10 @@ def _entry_surnames(authors: str) -> tuple[str, ...]:
         chunks = [c.strip() for c in re.split(r"[;/]", authors)]
         names = [c.split(",")[0].strip() if "," in c else (c.split() or [""])[-1] for c in chunks]
         return tuple(_tidy_surname(n) for n in names if _tidy_surname(n))
+    head = authors.split(",", 1)[0].strip()
+    if _organisation(head):  # "National Academies of Sciences and Medicine", kept whole
+        rest = authors[len(head):].lstrip(" ,")
+        return (head, *(_entry_surnames(rest) if rest else ()))
     chunks = [c.strip() for c in re.split(rf"\s*,\s*(?:{_JOIN}\s+)?|\s+{_JOIN}\s+|\s*&\s*", authors)]
     chunks = [c for c in chunks if c]
     # "Smith, John" / "Smith, J." (inverted) against "John Smith, Jane Doe" (given first):
@@ -854,6 +937,9 @@ def _entry_surnames(authors: str) -> tuple[str, ...]:
     names = []
     for position, chunk in enumerate(chunks):
         words = chunk.split()
+        if _organisation(chunk):
+            names.append(chunk)  # "World Health Organization" is one author, kept whole
+            continue
         initials = [bool(_INITIALS.match(w)) for w in words]
         if all(initials):
             continue
@@ -895,6 +981,40 @@ def _first_segment(text: str) -> str | None:
     return segment or None
 
 
+def _plain_year(text: str) -> re.Match[str] | None:
+    """The first year that dates the entry: not one inside a URL's path
+    (".../publications/2008/...", "/1994-99/") nor one end of a span of years in a title
+    ("anaemia 1993-2005"); the first year at all when there is no other."""
+    first = None
+    for match in _ANY_YEAR.finditer(text):
+        first = first or match
+        before, after = text[max(0, match.start() - 2):match.start()], text[match.end():match.end() + 2]
+        if before.endswith("/") or after.startswith("/") or re.match(r"[-–]\d|\.\d", after) or re.search(
+                r"\d[-–]$|[:.]$", before):  # also an arXiv id's "1806.04558", "arXiv:2004"
+            continue
+        return match
+    return first
+
+
+_ORGANISATION_WORD = re.compile(
+    r"\b(?:Organi[sz]ation|University|Universit[äy]t|Institute?|Association|Office|Society|"
+    r"Council|Committee|Group|Agency|Department|Ministry|Foundation|Consortium|Cent(?:re|er)|"
+    r"Bureau|Board|Commission|Collaboration|Corporation|Federation|Union|Authority|"
+    r"Administration|Academy|Academies|Institutes|Court|Courts|Clearinghouse|Organizers|"
+    r"Organisers|Team|Project|Initiative|Bundesamt|Bundesministerium|Network|Programme|Program|"
+    r"Service)\b"
+)
+# A name with "of" between capitalised words: "Office of Quality Improvement",
+# "National Institutes of Health", "Organizers of Queer in AI".
+_ORGANISATION_OF = re.compile(rf"^{_CAP}\S*(?:\s+{_CAP}\S*)*\s+(?:of|for|on)\s+{_CAP}")
+
+
+def _organisation(chunk: str) -> bool:
+    words = chunk.split()
+    return len(words) >= 2 and words[0][:1].isupper() and bool(
+        _ORGANISATION_WORD.search(chunk) or _ORGANISATION_OF.match(chunk))
+
+
 def parse_entry(text: str, index: int, label: str | None = None) -> ReferenceEntry:
     """Parse one reference entry (without its label) into surnames, year, title, ids.
 
@@ -904,13 +1024,15 @@ def parse_entry(text: str, index: int, label: str | None = None) -> ReferenceEnt
     """
     dotted = _DOTTED_YEAR.search(text)
     paren_year = _PAREN_YEAR.search(text)
-    year_match = paren_year or dotted or _ANY_YEAR.search(text)
+    year_match = paren_year or dotted or _plain_year(text)
     if dotted and paren_year and dotted.start() < paren_year.start():
         year_match = dotted
     year = int(year_match["y"]) if year_match else None
     suffix = (year_match["s"] or "") if year_match else ""
     quoted = _QUOTED.search(text)
     vancouver = _VANCOUVER.match(text)
+    if vancouver and _NAMES_GO_ON.match(vancouver["t"]):
+        vancouver = None  # "Michael J. Bommarito II, Daniel Martin Katz, and Eric M. ..."
     colon_style = _COLON_STYLE.match(text)
     if quoted and (year_match is None or quoted.start() < year_match.start()):
         authors, title = text[:quoted.start()], quoted["t"].strip(" ,.")
@@ -1006,6 +1128,13 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> Extraction:
         or (len(references) >= 5 and not any(r.key in labels for r in m.refs))
     }
     markers = [m for m in markers if id(m) not in drop]
+    if labels and all(label.isdigit() for label in labels) and any(
+            r.key in labels for m in numeric if id(m) not in drop for r in m.refs):
+        # A paper that numbers its list and cites by number makes no author-year
+        # citations of its own: "(Brown et al., 2020)" there is quoted material (a
+        # figure reproducing another paper's text), and "Smith et al. (2020) [5]" is
+        # cited by its "[5]".
+        markers = [m for m in markers if not any(r.authors for r in m.refs)]
     spans = _claim_spans(body, markers)
     starts = [s for s, _ in spans]
     sentence_of = [_sentence_of(marker, spans, starts, body) for marker in markers]

@@ -9,10 +9,14 @@ module works on the *lines* of ``page.get_text("dict")`` (their bounding boxes, 
 size and boldness) and rebuilds reading order itself:
 
 1. Lines that are not horizontal (margin stamps) are dropped; fragments MuPDF split on
-   one baseline are joined.
+   one baseline are joined (a row is read left to right, so a list label set as a line
+   of its own opens its entry); a spacing accent glyph ("F¨arber") is joined to the
+   letter under it; raised note numbers become superscript digits, except in lines set
+   larger than the text (affiliation marks under a title).
 2. A page is cut into horizontal bands at lines that span the gutter (a title, a
    full-width figure caption); inside a band the left column is read before the right.
-   The gutter is the x position, near the middle, crossed by the fewest lines.
+   The gutter is the x position, near the middle, crossed by the fewest lines; a
+   clean gutter makes two columns even when one is short (a paper's last page).
 3. Running heads and footers (a line at the top or bottom edge whose text, digits
    aside, repeats on other pages) and bare page numbers are dropped.
 4. Each line is marked as the start of a paragraph or not, from geometry: a vertical
@@ -32,6 +36,7 @@ import dataclasses
 import re
 import statistics
 import typing
+import unicodedata
 
 import pymupdf
 
@@ -52,6 +57,10 @@ _GUTTER_RANGE = (0.3, 0.7)
 # gutter and each side holds at least this share of the lines.
 _MAX_CROSSING_SHARE = 0.3
 _MIN_SIDE_SHARE = 0.15
+# ... or, when no more than 5 % of the lines cross the gutter, this many lines.
+_MIN_SHORT_SIDE = 5
+# A line this many points larger than the body text is a title or an author line.
+_TITLE_SIZE_STEP = 2.0
 # Indent differences below this many points are noise (justified text, italic slant).
 _INDENT_TOLERANCE = 2.5
 
@@ -70,6 +79,48 @@ _SENTENCE_END = re.compile(r"[.!?:][\"'”’)\]]*$")
 def normalize_spaces(text: str) -> str:
     """Invisible characters removed, runs of spaces collapsed, ends stripped."""
     return _SPACES.sub(" ", _INVISIBLE.sub("", text)).strip()
+
+
+# TeX-set and some publishers' PDFs carry an accent as a glyph of its own, set over its
+# letter: "F¨arber", "Ondˇrej", "Dog˘an", "L’Abbe´" in the text layer. The accent's
+# horizontal middle is its letter's, so geometry tells which neighbour it belongs to
+# (the text alone cannot: "Dog˘an" is "Doğan", "Ondˇrej" is "Ondřej").
+_SPACING_ACCENTS = {"¨": "\u0308", "´": "\u0301", "`": "\u0300", "ˆ": "\u0302", "˜": "\u0303",
+                    "˘": "\u0306", "ˇ": "\u030c", "¸": "\u0327", "˚": "\u030a", "˝": "\u030b",
+                    "˙": "\u0307", "¯": "\u0304"}
+
+
+def _middle(char: dict[str, typing.Any]) -> float:
+    return float(char["bbox"][0] + char["bbox"][2]) / 2
+
+
+def _accented_spans(line: dict[str, typing.Any]) -> list[dict[str, typing.Any]]:
+    """A ``rawdict`` line's spans with their text, each spacing accent joined to the
+    letter under it: the neighbour whose middle is nearest, within that letter's width."""
+    texts = [[c["c"] for c in span["chars"]] for span in line["spans"]]
+    flat = [(si, ci) for si, span in enumerate(line["spans"]) for ci in range(len(span["chars"]))]
+
+    def char(k: int) -> dict[str, typing.Any]:
+        si, ci = flat[k]
+        return typing.cast(dict[str, typing.Any], line["spans"][si]["chars"][ci])
+
+    for k, (si, ci) in enumerate(flat):
+        accent = texts[si][ci]
+        if accent not in _SPACING_ACCENTS:
+            continue
+        middle = _middle(char(k))
+        best: tuple[float, int] | None = None
+        for j in (k - 1, k + 1):
+            if 0 <= j < len(flat) and texts[flat[j][0]][flat[j][1]].isalpha():
+                box = char(j)["bbox"]
+                distance = abs(_middle(char(j)) - middle)
+                if distance <= max(box[2] - box[0], 1.0) / 2 and (best is None or distance < best[0]):
+                    best = (distance, j)
+        if best is not None:
+            sj, cj = flat[best[1]]
+            texts[sj][cj] = unicodedata.normalize("NFC", texts[sj][cj] + _SPACING_ACCENTS[accent])
+            texts[si][ci] = ""
+    return [dict(span, text="".join(text)) for span, text in zip(line["spans"], texts)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,22 +173,70 @@ class _Raw:
 
 
 _SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-_NOTE_NUMBERS = re.compile(r"\s*\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\s*")
+_FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+# Raised note numbers: "14", "11–13", "2 4", "1,2". Some fonts map the en dash of a
+# range to the letter "e" ("1e3" for 1–3, as in "Gut 2007;56:772e81"); between raised
+# digits that "e" can be nothing else.
+_NOTE_NUMBERS = re.compile(r"\s*\d{1,3}(?:\s*(?:[,–-]|(?<=\d)e(?=\d))?\s*\d{1,3})*\s*")
 
 
-def _span_text(span: dict[str, typing.Any]) -> str:
-    """A span's text; raised note numbers ("bias¹⁴", "Jadad,¹¹") become superscript
-    digits, so that citation extraction can tell them from numbers in the text."""
-    text: str = span["text"]
-    if span["flags"] & 1 and _NOTE_NUMBERS.fullmatch(text):  # TEXT_FONT_SUPERSCRIPT
-        return text.translate(_SUPERSCRIPT_DIGITS)
-    return text
+def _spans_text(spans: typing.Sequence[dict[str, typing.Any]]) -> str:
+    """A line's text from its spans; raised note numbers ("bias¹⁴ ¹⁵", "Jadad,¹¹⁻¹³")
+    become superscript digits, so that citation extraction can tell them from numbers in
+    the text. A run of raised spans is read as one ("1", "e", "3" -> "¹–³")."""
+    parts: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        text = "".join(run)
+        if _NOTE_NUMBERS.fullmatch(text) and text.strip():
+            text = re.sub(r"(?<=\d)e(?=\d)", "–", text).translate(_SUPERSCRIPT_DIGITS)
+        parts.append(text)
+        run.clear()
+
+    for span in spans:
+        if span["flags"] & 1:  # TEXT_FONT_SUPERSCRIPT
+            run.append(span["text"])
+            continue
+        if run:
+            flush()
+        parts.append(span["text"])
+    if run:
+        flush()
+    return "".join(parts)
+
+
+def _by_rows(lines: list[_Raw]) -> list[_Raw]:
+    """Lines top to bottom, and left to right within a row.
+
+    A row is the lines whose middles lie within a third of a line's height of the row's
+    first line: a list label ("9.") set as its own line beside an entry whose first line
+    is taller (an accent, "L’Abbé", raises its top) still comes before that entry, where
+    sorting by the rounded middle put it after.
+    """
+    rows: list[list[_Raw]] = []
+    for raw in sorted(lines, key=lambda r: (r.y0 + r.y1) / 2):
+        middle = (raw.y0 + raw.y1) / 2
+        if rows:
+            first = rows[-1][0]
+            if abs(middle - (first.y0 + first.y1) / 2) < 0.35 * min(first.height, raw.height):
+                rows[-1].append(raw)
+                continue
+        rows.append([raw])
+    return [raw for row in rows for raw in sorted(row, key=lambda r: r.x0)]
 
 
 def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
     """Horizontal lines of a page; fragments on one baseline that touch are joined."""
     found: list[_Raw] = []
     page_dict = page.get_text("dict", flags=TEXT_FLAGS)  # type: ignore[no-untyped-call]
+    if any(c in span["text"] for block in page_dict["blocks"] for line in block.get("lines", ())
+           for span in line["spans"] for c in _SPACING_ACCENTS):
+        # Only pages with spacing accents pay for the characters' boxes.
+        page_dict = page.get_text("rawdict", flags=TEXT_FLAGS)  # type: ignore[no-untyped-call]
+        for block in page_dict["blocks"]:
+            for line in block.get("lines", ()):
+                line["spans"] = _accented_spans(line)
     for block in page_dict["blocks"]:
         for line in block.get("lines", ()):
             dx, dy = line["dir"]
@@ -146,7 +245,7 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
             spans = [s for s in line["spans"] if s["text"].strip()]
             if not spans:
                 continue
-            text = normalize_spaces("".join(_span_text(s) for s in line["spans"]))
+            text = normalize_spaces(_spans_text(line["spans"]))
             if not text:
                 continue
             chars = sum(len(s["text"].strip()) for s in spans)
@@ -154,7 +253,7 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
             bold = all(s["flags"] & 16 or "bold" in s["font"].lower() for s in spans)
             x0, y0, x1, y1 = line["bbox"]
             found.append(_Raw(text, x0, y0, x1, y1, round(size, 1), bold))
-    found.sort(key=lambda r: (round((r.y0 + r.y1) / 2), r.x0))
+    found = _by_rows(found)
     joined: list[_Raw] = []
     for raw in found:
         last = joined[-1] if joined else None
@@ -200,7 +299,11 @@ def _gutter(lines: list[_Raw]) -> float | None:
     total = len(lines)
     if crossing > _MAX_CROSSING_SHARE * total:
         return None
-    if left < _MIN_SIDE_SHARE * total or right < _MIN_SIDE_SHARE * total:
+    # A clean gutter (next to no line crosses it) also makes two columns when one side
+    # is short: the last page of a paper, whose right column holds a few entries.
+    clean = crossing <= 0.05 * total
+    least = max(_MIN_SHORT_SIDE, 0.05 * total) if clean else _MIN_SIDE_SHARE * total
+    if left < least or right < least:
         return None
     # Columns of text, not a table's label column: the right side holds long lines.
     right_widths = sorted(r.x1 - r.x0 for r in lines if r.x0 >= x - 1)
@@ -261,15 +364,20 @@ def _lone_head(lines: list[_Raw], height: float) -> _Raw | None:
 def _edge_lines(lines: list[_Raw], height: float) -> list[_Raw]:
     """Lines in the top or bottom margin band, and the first and last two lines of the
     page when they lie within twice that band (a head set low, a footer set high)."""
+    if not lines:
+        return []
     by_y = sorted(lines, key=lambda r: r.y0)
-    near = by_y[:2] + by_y[-2:]
+    # The first two lines, with what stands beside the second ("Processing" and the page
+    # number "5" on the second line of a wrapped running head), and the last two.
+    second = by_y[min(1, len(by_y) - 1)].y0
+    near = {id(r) for r in by_y[-2:]} | {id(r) for r in by_y if r.y0 <= second + 1.0}
     return [
         r
         for r in lines
         if r.y1 < _EDGE_SHARE * height
         or r.y0 > (1 - _EDGE_SHARE) * height
         or (
-            any(r is n for n in near)
+            id(r) in near
             and (r.y1 < 2 * _EDGE_SHARE * height or r.y0 > (1 - 2 * _EDGE_SHARE) * height)
         )
     ]
@@ -424,6 +532,11 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
             )
             and r is not lone_head
         ]
+        for raw in kept:
+            # Raised numbers in a line set larger than the text (the authors under a
+            # title: "Xiaolu Huang,¹,² Xinhua Qu¹,²") mark affiliations, not citations.
+            if raw.size >= body_size + _TITLE_SIZE_STEP:
+                raw.text = raw.text.translate(_FROM_SUPERSCRIPT)
         ordered = _footnotes_last(_reading_order(kept), body_size)
         layouts.append(
             PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered)))

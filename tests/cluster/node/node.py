@@ -564,6 +564,25 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                 done[name] = stamp
                 stamps.write_text(json.dumps(done))
         self._ctr("images", "tag", "--force", APP_IMAGE, APP_IMAGE_ROLLOUT)
+        self._drop_stale_images()
+
+    def _drop_stale_images(self) -> None:
+        """Remove the image references of earlier imports, so that containerd's garbage
+        collector frees their content and snapshots: a re-import moves the tag, but the CRI
+        plugin keeps a ``sha256:<config>`` reference of every image it has seen, and without
+        this every rebuild of the app image would stay on disk (~0.6 GB each)."""
+        pause = f"localhost/pause:{controlplane.read_versions()['KUBERNETES_VERSION']}"
+        wanted = {pause, APP_IMAGE, APP_IMAGE_ROLLOUT, POSTGRES_IMAGE}
+        refs: dict[str, str] = {}
+        for line in self._ctr("images", "ls").splitlines()[1:]:
+            cols = line.split()
+            if len(cols) >= 3:
+                refs[cols[0]] = cols[2]
+        keep = {refs[r] for r in wanted if r in refs}
+        stale = [r for r, digest in refs.items() if r not in wanted and digest not in keep]
+        if stale:
+            self._ctr("images", "rm", *stale)
+            _log(f"removed {len(stale)} stale image references from containerd")
 
     def _kubeconfig(self) -> pathlib.Path:
         return self.plane.kubeconfig

@@ -189,8 +189,9 @@ class LogFollower:
                                 [str(self.node.bin_dir / "kubectl"), "logs", "-f", "-n",
                                  NAMESPACE, name], stdout=out, stderr=subprocess.STDOUT,
                                 env=self.node.plane.tool_env())
-            except (node_mod.controlplane.ControlPlaneError, ValueError, OSError):
-                pass
+            except (node_mod.controlplane.ControlPlaneError, node_mod.NodeError, ValueError,
+                    OSError, subprocess.SubprocessError):
+                pass  # a slow or failed listing: try again (the thread must outlive it)
             self._stop.wait(0.5)
 
     def text(self, pod: str | None = None) -> str:
@@ -205,3 +206,39 @@ class LogFollower:
                 if re.search(pattern, line):
                     found.append((f.stem, line))
         return found
+
+
+class AnnotationWatch:
+    """``kubectl get pods --watch`` of a component, recording the last value of one
+    annotation each pod carried: every update the API server sends, so a value a pod had
+    only for the second before it was deleted is seen too (polling could miss it)."""
+
+    def __init__(self, node: node_mod.Node, component: str, annotation: str,
+                 path: pathlib.Path) -> None:
+        self.node, self.component, self.path = node, component, path
+        key = annotation.replace(".", "\\.")
+        self._template = f'{{.metadata.name}} {{.metadata.annotations.{key}}}{{"\\n"}}'
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> AnnotationWatch:
+        with self.path.open("wb") as out:
+            self._proc = subprocess.Popen(
+                [str(self.node.bin_dir / "kubectl"), "get", "pods", "-n", NAMESPACE,
+                 "--watch", "-l", f"app.kubernetes.io/component={self.component}",
+                 "-o", f"jsonpath={self._template}"],
+                stdout=out, stderr=subprocess.STDOUT, env=self.node.plane.tool_env())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            self._proc.wait(10)
+
+    def last(self) -> dict[str, str]:
+        """Pod name -> the annotation's last non-empty value seen."""
+        values: dict[str, str] = {}
+        for line in self.path.read_text(errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0].startswith(f"{RELEASE}-{self.component}-"):
+                values[parts[0]] = parts[1]
+        return values

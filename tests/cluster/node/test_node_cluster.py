@@ -14,6 +14,7 @@ In order (one release for the module, like a user's trial):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import pathlib
@@ -35,6 +36,7 @@ pytestmark = [pytest.mark.node, pytest.mark.cluster]
 EXPECTED = json.loads((support.EXAMPLES / "expected.json").read_text())
 WORKER = f"{RELEASE}-worker"
 OPERATOR = f"{RELEASE}-operator"
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 def _cli_env(node: node_mod.Node, database_url: str) -> dict[str, str]:
@@ -214,6 +216,10 @@ TASKS = 520
 LONG_EVERY = 20          # every 20th task outlives the drain timeout (5 s): released on drain
 LONG_S = 12.0
 SHORT_S = 1.5
+# Before each disturbance the queue is topped up to this many outstanding tasks (same
+# mix), so that on a slow machine, where the rollouts take longer, each one still
+# happens mid-run with every worker busy; the totals count what was enqueued.
+MIN_OUTSTANDING = 150
 IDLE_LONG_S = 60.0       # the idle-first phase: 2 long tasks keep 2 workers busy...
 IDLE_SHORT = 78          # ...while these finish and leave the other workers idle
 TASKS_MODULE = """\
@@ -235,10 +241,6 @@ async def _pool(url: str) -> asyncpg.Pool:
     return pool
 
 
-@pytest.mark.skipif(
-    os.environ.get("CITERUN_NODE_ROLLING") != "1",
-    reason="not yet passed on real pods (its runs so far were cut short by another node on "
-    "the machine); opt in with CITERUN_NODE_ROLLING=1 until it has")
 def test_rolling_deploys_under_load_lose_and_duplicate_nothing(
         node: node_mod.Node, release: dict[str, float], tmp_path: pathlib.Path) -> None:
     asyncio.run(_rolling(node, tmp_path))
@@ -283,7 +285,10 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
         return int(await pool.fetchval(
             "SELECT count(*) FROM tasks WHERE state IN ('queued', 'running')"))
 
+    loads: list[float] = []   # the machine's 1-min load average, sampled as the test waits
+
     async def until(check: Any, timeout: float, what: str) -> None:
+        loads.append(os.getloadavg()[0])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             value = check()
@@ -298,15 +303,37 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
         return [p["metadata"]["name"] for p in support.pods(node, "worker")
                 if support.ready(p) and not p["metadata"].get("deletionTimestamp")]
 
+    enqueued_work = 0
+
+    async def enqueue_work(n: int) -> None:
+        nonlocal enqueued_work
+        await queue.enqueue(pool, [
+            queue.NewTask("work", {"seconds": LONG_S if (enqueued_work + i) % LONG_EVERY == 0
+                                   else SHORT_S}) for i in range(n)])
+        enqueued_work += n
+
+    async def top_up() -> int:
+        """Outstanding tasks, after topping the queue up to MIN_OUTSTANDING."""
+        left = await outstanding()
+        if left < MIN_OUTSTANDING:
+            await enqueue_work(MIN_OUTSTANDING - left)
+            left = await outstanding()
+        return left
+
+    cost_watch = support.AnnotationWatch(node, "worker", DELETION_COST, tmp_path / "costs")
     try:
-        with follower, op_follower:
+        with follower, op_follower, contextlib.ExitStack() as stack:
+            stack.callback(cost_watch.__exit__)
             await pool.execute(test_tasks.SCHEMA)
+            # From no workers at all (the load values' upgrade restarted the idle ones).
+            await until(lambda: _worker_replicas(node) == 0 and
+                        not support.pods(node, "worker"), 240, "no workers before the load")
             enqueued = time.monotonic()
-            await queue.enqueue(pool, [
-                queue.NewTask("work", {"seconds": LONG_S if i % LONG_EVERY == 0 else SHORT_S})
-                for i in range(TASKS)])
+            await enqueue_work(TASKS)
             await until(lambda: _worker_replicas(node) > 0, 60, "scale-up")
             scale_reaction = time.monotonic() - enqueued
+            await until(ready_workers, 300, "a first ready worker")
+            first_ready = time.monotonic() - enqueued
             await until(lambda: len(ready_workers()) >= 3, 300, "3 ready workers")
             in_flight_at_start = await outstanding()
             # A real CitationRun rides through every disturbance too.
@@ -316,14 +343,14 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
                 "--name", "under-load")
 
             # 1. helm upgrade to the second tag of the same image: a rollout of the workers.
-            left_at_upgrade = await outstanding()
+            left_at_upgrade = await top_up()
             node.helm("upgrade", RELEASE, str(support.REPO / "charts" / "citerun"), "-n",
                       NAMESPACE, "--reuse-values", "--set-string",
                       f"image.tag={node_mod.APP_IMAGE_ROLLOUT.rsplit(':', 1)[1]}")
             node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{WORKER}",
                          "--timeout=300s", timeout=320)
             # 2. rollout restart of the operator and of the workers.
-            left_at_restart = await outstanding()
+            left_at_restart = await top_up()
             node.kubectl("rollout", "restart", "-n", NAMESPACE, f"deployment/{OPERATOR}",
                          f"deployment/{WORKER}")
             node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{WORKER}",
@@ -332,12 +359,21 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
                          "--timeout=300s", timeout=320)
             # 3. force-delete two busy workers (SIGKILL, no drain): their tasks come back
             #    through the lease expiry / the operator's sweep.
-            left_at_kill = await outstanding()
-            busy = await pool.fetch(
-                "SELECT worker_id, array_agg(id) AS ids FROM tasks WHERE state = 'running' "
-                "GROUP BY worker_id ORDER BY count(*) DESC")
-            victims = [r for r in busy if r["worker_id"] in ready_workers()][:2]
-            assert len(victims) == 2, (busy, ready_workers())
+            left_at_kill = await top_up()
+            victims: list[asyncpg.Record] = []
+
+            async def two_busy_workers() -> bool:
+                # Workers of the new ReplicaSet that hold tasks (a pod just Ready may not
+                # have claimed yet).
+                nonlocal victims
+                busy = await pool.fetch(
+                    "SELECT worker_id, array_agg(id) AS ids FROM tasks WHERE state = "
+                    "'running' GROUP BY worker_id ORDER BY count(*) DESC")
+                ready = ready_workers()
+                victims = [r for r in busy if r["worker_id"] in ready][:2]
+                return len(victims) == 2
+
+            await until(two_busy_workers, 120, "two ready workers holding tasks")
             killed_at = time.monotonic()
             node.kubectl("delete", "pod", "-n", NAMESPACE, "--grace-period=0", "--force",
                          *[r["worker_id"] for r in victims])
@@ -353,7 +389,7 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
             requeue_s = time.monotonic() - killed_at
             await until(lambda: pool.fetchval(
                 "SELECT count(*) = $1 FROM tasks WHERE kind = 'work' AND state = 'succeeded'",
-                TASKS), 900, "every task to succeed")
+                enqueued_work), 900, "every task to succeed")
             done_s = time.monotonic() - enqueued
             await until(lambda: node.kubectl(
                 "get", "crun", "-n", NAMESPACE, "under-load", "-o",
@@ -362,6 +398,7 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
 
             await until(lambda: _worker_replicas(node) == 0 and not support.pods(node, "worker"),
                         240, "scale to zero after the load")
+            cost_watch.__enter__()
 
             # 4. idle pods first: 4 workers for 2 long + 78 short tasks; once the short
             #    ones are done, 2 workers are busy and 2 idle, and the scale-down to the 2
@@ -385,12 +422,16 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
             # (both long tasks may run on one worker: concurrency 2)
             await until(lambda: len(support.pods(node, "worker")) == len(busy_pods), 180,
                         f"the scale-down to the {len(busy_pods)} busy worker(s)")
+            costs = cost_watch.last()   # the deletion cost each pod carried last
             survivors = {p["metadata"]["name"] for p in support.pods(node, "worker")}
             await until(lambda: pool.fetchval(
                 "SELECT count(*) = 2 FROM tasks WHERE id = ANY($1) AND state = 'succeeded'",
                 long_ids), IDLE_LONG_S + 60, "the long tasks to finish")
             long_rows = await pool.fetch("SELECT worker_id, attempt, releases FROM tasks "
                                          "WHERE id = ANY($1)", long_ids)
+            long_starts = [tuple(r) for r in await pool.fetch(
+                "SELECT task_id, attempt, worker_id, at FROM test_starts "
+                "WHERE task_id = ANY($1) ORDER BY at", long_ids)]
             await until(lambda: _worker_replicas(node) == 0 and not support.pods(node, "worker"),
                         240, "scale to zero")
     finally:
@@ -398,7 +439,7 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
                                      "GROUP BY state")
         await pool.close()
 
-    total = TASKS + 2 + IDLE_SHORT
+    total = enqueued_work + 2 + IDLE_SHORT
     states = {r["state"]: r["count"] for r in leftovers}
     assert states == {"succeeded": total}, states
     pool = await _pool(url)
@@ -420,20 +461,34 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
     # The disturbances happened mid-run.
     assert min(in_flight_at_start, left_at_upgrade, left_at_restart, left_at_kill) > 0, (
         in_flight_at_start, left_at_upgrade, left_at_restart, left_at_kill)
-    # The drain is in the logs: SIGTERM -> draining -> long tasks handed back.
-    assert follower.lines(r"draining"), follower.text()[-3000:]
-    assert follower.lines(r"released \d+ tasks on drain") and released > 0
+    # The drain is in the logs: SIGTERM -> draining -> long tasks handed back, in that
+    # order in the log of each pod that handed tasks back; and the database agrees.
+    handed_back = {pod for pod, line in follower.lines(r"released [1-9]\d* tasks on drain")}
+    assert handed_back and released > 0, (released, follower.text()[-3000:])
+    for pod in handed_back:
+        log = follower.text(pod)
+        assert 0 <= log.find("draining on SIGTERM") < log.find(" tasks on drain"), log[-3000:]
     # Idle pods went first: the two busy pods survived the scale-down, and their long
     # tasks finished on the first attempt, never released.
     assert len(workers_before) >= 3 and busy_pods == survivors, (
-        busy_pods, survivors, workers_before)
+        busy_pods, survivors, workers_before, costs, long_starts)
+    # ...because the operator marked them so (busy: positive cost, idle: negative) and the
+    # ReplicaSet controller followed the marks.
+    gone = workers_before - survivors
+    assert all(int(costs.get(p, "0")) > 0 for p in survivors), costs
+    assert all(int(costs.get(p, "0")) < 0 for p in gone), (gone, costs)
     assert all(r["attempt"] == 1 and r["releases"] == 0 for r in long_rows), long_rows
     support.figure("rollout load: enqueue -> workers scaled up", scale_reaction, "s",
-                   f"{TASKS} tasks enqueued at once into 0 workers")
+                   f"{TASKS} tasks enqueued at once into 0 workers (replicas set)")
+    support.figure("rollout load: enqueue -> first worker Ready", first_ready, "s",
+                   "from 0 workers: scale-up, scheduling, container start, readiness")
     support.figure("rollout load: forced delete -> tasks taken again", requeue_s, "s",
                    "2 busy workers, kubectl delete --grace-period=0 --force")
     support.figure("rollout load: all tasks done", done_s, "s",
-                   f"{TASKS} tasks ({SHORT_S} s; every {LONG_EVERY}th {LONG_S:.0f} s) through helm "
-                   "upgrade, rollout restart x2, 2 forced deletes")
+                   f"{enqueued_work} tasks ({SHORT_S} s; every {LONG_EVERY}th {LONG_S:.0f} s) "
+                   "through helm upgrade, rollout restart x2, 2 forced deletes")
     support.figure("rollout load: releases on drain", float(released), "tasks",
                    f"{pods_seen} worker pods ran tasks")
+    support.figure("rollout load: machine load average (1 min)", sum(loads) / len(loads), "",
+                   f"mean of {len(loads)} samples during the test, max {max(loads):.1f}, "
+                   f"on {os.cpu_count()} cores")
