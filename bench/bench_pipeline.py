@@ -11,7 +11,10 @@ document, ``warm`` reuses them (documents are content-addressed) and only extrac
 judges. The stage rows come from the tasks table of the run: tasks, summed task time
 (claim to finish) and the stage's span (first claim to last finish); citations/s is the
 judge_citation count over that span. The machine and its load average are printed too,
-since other processes share the cores.
+since other processes share the cores; CPU s (user + system time of the CLI and the
+processes it waited for: its workers, and Postgres where the CLI reaps it) is the work
+the run did and depends little on the load; on a quiet machine the wall time is at
+least CPU s / cores, plus the waits (start-up, the queue) that use no CPU.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import asyncio
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 
@@ -40,17 +44,20 @@ def machine() -> str:
 
 
 def run_verify(data_dir: pathlib.Path, thesis: pathlib.Path, sources: pathlib.Path,
-               out: pathlib.Path, workers: int) -> float:
+               out: pathlib.Path, workers: int) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system of the CLI and every process it waited for)."""
     env = {k: v for k, v in os.environ.items() if k != "CITERUN_DATABASE_URL"}
     env.update(CITERUN_DATA_DIR=str(data_dir), COLUMNS="200")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "citerun", "verify", str(thesis), "--sources",
                            str(sources), "--out", str(out), "--workers", str(workers)],
                           env=env, capture_output=True, text=True, check=False, cwd=out.parent)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"citerun verify failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return seconds
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 async def _stages(url: str) -> list[tuple[str, int, float, float]]:
@@ -85,7 +92,7 @@ def main() -> None:
                       args.large / "sources"))
     print(machine())
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    rows: list[tuple[str, str, float, list[tuple[str, int, float, float]]]] = []
+    rows: list[tuple[str, str, tuple[float, float], list[tuple[str, int, float, float]]]] = []
     for name, thesis, sources in cases:
         with tempfile.TemporaryDirectory(prefix="citerun-bench-") as tmp:
             data = pathlib.Path(tmp) / "data"
@@ -94,14 +101,14 @@ def main() -> None:
                                      args.workers)
                 rows.append((name, phase, seconds, stages(data)))
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"\n{'case':<34} {'run':<5} {'wall s':>7} {'parsed':>7} {'judged':>7} "
+    print(f"\n{'case':<34} {'run':<5} {'wall s':>7} {'CPU s':>7} {'parsed':>7} {'judged':>7} "
           f"{'judge span s':>12} {'citations/s':>11}")
-    for name, phase, seconds, stage_rows in rows:
+    for name, phase, (seconds, cpu), stage_rows in rows:
         by_kind: dict[str, typing.Any] = {k: (n, busy, span) for k, n, busy, span in stage_rows}
         parsed = by_kind.get("parse_document", (0, 0.0, 0.0))[0]
         judged, _, span = by_kind.get("judge_citation", (0, 0.0, 0.0))
         rate = judged / span if span else float("nan")
-        print(f"{name:<34} {phase:<5} {seconds:>7.1f} {parsed:>7} {judged:>7} {span:>12.2f} "
+        print(f"{name:<34} {phase:<5} {seconds:>7.1f} {cpu:>7.1f} {parsed:>7} {judged:>7} {span:>12.2f} "
               f"{rate:>11.1f}")
 
 

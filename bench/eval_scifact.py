@@ -97,7 +97,7 @@ async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder) -> in
             for d in batch:
                 raw = texts[d["doc_id"]].encode()
                 await conn.execute(_RUNS["document_stage"], digest_of(d["doc_id"]),
-                                   f"{d['doc_id']}.txt", len(raw), raw, "scifact")
+                                   f"{d['doc_id']}.txt", len(raw), raw, "scifact", "upload")
             await conn.executemany(_PIPE["document_page_insert"],
                                    [(digest_of(i), 1, t, None, None, None, None)
                                     for i, t in texts.items()])

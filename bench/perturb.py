@@ -56,6 +56,27 @@ _FLIPS = {
 _FLIP = re.compile(r"\b(" + "|".join(_FLIPS) + r")\b", re.IGNORECASE)
 
 
+# Groups a claim may be about; swapping one for its counterpart makes a claim about
+# others, which the source usually contradicts (SciFact's annotators wrote many such).
+_GROUP_SWAPS = {
+    "men": "women", "women": "men", "male": "female", "female": "male", "boys": "girls",
+    "girls": "boys", "children": "adults", "adults": "children", "mice": "humans",
+    "humans": "mice", "elderly": "young", "young": "elderly", "older": "younger",
+    "smokers": "non-smokers", "infants": "adults",
+}
+_GROUP = re.compile(r"\b(" + "|".join(_GROUP_SWAPS) + r")\b", re.IGNORECASE)
+_DIGITS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])")
+_MORE_FLIPS = {
+    "encourages": "inhibits", "stimulates": "inhibits", "facilitates": "impairs",
+    "causes": "prevents", "triggers": "suppresses", "restores": "impairs",
+    "accurate": "inaccurate", "effective": "ineffective", "dependent": "independent",
+    "independent": "dependent", "beneficial": "harmful", "harmful": "beneficial",
+    "increased": "decreased", "improved": "worsened", "enhanced": "reduced",
+    "promoted": "inhibited", "inhibited": "promoted", "activated": "inhibited",
+}
+_MORE_FLIP = re.compile(r"\b(" + "|".join(_MORE_FLIPS) + r")\b", re.IGNORECASE)
+
+
 def _case(like: str, word: str) -> str:
     return word[:1].upper() + word[1:] if like[:1].isupper() else word
 
@@ -112,3 +133,34 @@ def flip(claim: str) -> str | None:
         return None
     word = match.group(1)
     return claim[: match.start()] + _case(word, _FLIPS[word.casefold()]) + claim[match.end():]
+
+
+def swap_group(claim: str) -> str | None:
+    """The claim about another group (men -> women, mice -> humans), or ``None``."""
+    match = _GROUP.search(claim)
+    if not match:
+        return None
+    word = match.group(1)
+    return claim[: match.start()] + _case(word, _GROUP_SWAPS[word.casefold()]) + claim[match.end():]
+
+
+def renumber(claim: str) -> str | None:
+    """The claim with its first number changed (doubled, or halved when large), or ``None``."""
+    match = _DIGITS.search(claim)
+    if not match:
+        return None
+    value = float(match.group(1))
+    if 1900 <= value <= 2100 and "." not in match.group(1):
+        return None  # a year
+    changed = value / 2 if value >= 50 else value * 2 + (1 if value == 0 else 0)
+    text = f"{changed:g}" if "." in match.group(1) or changed != int(changed) else str(int(changed))
+    return claim[: match.start()] + text + claim[match.end():]
+
+
+def antonym(claim: str) -> str | None:
+    """The claim with an effect word not in :func:`flip` replaced by its opposite, or ``None``."""
+    match = _MORE_FLIP.search(claim)
+    if not match:
+        return None
+    word = match.group(1)
+    return claim[: match.start()] + _case(word, _MORE_FLIPS[word.casefold()]) + claim[match.end():]

@@ -92,7 +92,8 @@ def gold_label(claim: dict[str, object], doc_id: int) -> str:
 
 
 def examples(claims: list[dict[str, object]], corpus: dict[int, dict[str, object]],
-             embedder: embed.WordLlamaEmbedder, rng: random.Random, aug_weight: float) -> list[Example]:
+             embedder: embed.WordLlamaEmbedder, rng: random.Random, aug_weight: float,
+             extra: bool = False) -> list[Example]:
     doc_ids = sorted(corpus)
     doc_vectors = embedder.embed([str(corpus[d]["title"]) + " " + " ".join(corpus[d]["abstract"])  # type: ignore[arg-type]
                                   for d in doc_ids])
@@ -106,7 +107,8 @@ def examples(claims: list[dict[str, object]], corpus: dict[int, dict[str, object
             label = gold_label(claim, doc_id)
             out.append(Example(text, doc_id, label, group, 1.0, True))
             if label == "SUPPORT":
-                for variant in (perturb.negate(text), perturb.flip(text)):
+                more = (perturb.swap_group(text), perturb.renumber(text), perturb.antonym(text)) if extra else ()
+                for variant in (perturb.negate(text), perturb.flip(text), *more):
                     if variant:
                         out.append(Example(variant, doc_id, "CONTRADICT", group, aug_weight, False))
             elif label == "CONTRADICT":
@@ -183,6 +185,9 @@ def main() -> None:
     parser.add_argument("--nei-aug-weight", type=float, default=0.0,
                         help="weight of a claim against a non-cited abstract (NEI); 0 drops them: "
                         "on train they cost out-of-fold macro-F1 (docs/benchmarks.md)")
+    parser.add_argument("--more-perturbations", action="store_true",
+                        help="also group swaps (men -> women), changed numbers and more antonyms of "
+                        "supported claims as CONTRADICT")
     parser.add_argument("--cache", type=pathlib.Path, default=None,
                         help="directory for a feature cache (keyed by the examples and features.py)")
     args = parser.parse_args()
@@ -192,7 +197,7 @@ def main() -> None:
     corpus = {d["doc_id"]: d for d in map(json.loads, (data / "corpus.jsonl").open(encoding="utf-8"))}
     rng = random.Random(args.seed)
     embedder = embed.WordLlamaEmbedder()
-    items = [e for e in examples(claims, corpus, embedder, rng, args.aug_weight)
+    items = [e for e in examples(claims, corpus, embedder, rng, args.aug_weight, args.more_perturbations)
              if e.real or e.label != "NEI" or args.nei_aug_weight > 0]
     items = [dataclasses.replace(e, weight=args.nei_aug_weight) if not e.real and e.label == "NEI"
              else e for e in items]

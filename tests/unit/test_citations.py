@@ -455,3 +455,25 @@ def test_vancouver_entries_still_parse() -> None:
 )
 def test_author_year_markers_found_by_the_truth(text: str, keys: list[str]) -> None:
     assert [c.key for c in _extract(text).citations] == keys
+
+
+def test_a_footnote_on_the_page_where_the_list_begins_stays_body() -> None:
+    # S2ORC (dont_stop_pretraining_gururangan2020) p. 9 as the layout reads it: the
+    # page's footnote comes last, after the list's first entries, its number glued to
+    # its text; it was read as the tail of an entry and its citation lost.
+    page = (
+        "We thank the reviewers.\n\nReferences\n\n"
+        "Waleed Ammar, Dirk Groeneveld, and Chandra Bhagavatula. 2018. Construction of the\n"
+        "literature graph in Semantic Scholar. In NAACL.\n\n"
+        "Lucy Lu Wang, Kyle Lo, and Yoganand Chandrasekhar. 2020. CORD-19: The COVID-19\n"
+        "open research dataset. In NLP-COVID.\n\n"
+        "19The Kaggle CORD-19 and TREC-COVID competitions.\nSee Wang et al. (2020) for details."
+    )
+    extraction = citations.extract([(1, "A corpus (Ammar et al., 2018) is used."), (2, page)])
+    assert [(c.key, c.page) for c in extraction.citations] == [("ammar2018", 1), ("wang2020", 2)]
+    assert [e.authors[0] for e in extraction.references] == ["Ammar", "Wang"]
+    assert "Kaggle" not in extraction.references[-1].text
+    # A numbered list's own labels are not footnotes.
+    numbered = citations.extract([(1, "As shown [1, 2]."), (2, "References\n\n1. Smith, J. (2020). One.\n\n"
+                                                            "2. Lee, K. (2019). Two.")])
+    assert [e.label for e in numbered.references] == ["1", "2"]

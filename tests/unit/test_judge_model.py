@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import pathlib
 
@@ -16,7 +17,7 @@ Verdict = judge.Verdict
 
 # The sha256 of the shipped artifact, as bench/train_judge.py wrote it. A retrain changes
 # it on purpose: update it together with docs/benchmarks.md and MODEL_CARD.md.
-ARTIFACT_SHA256 = "66b0de95e46f2036c80c24e0a65dede22d82a44014793b789b010eb6cb960d08"
+ARTIFACT_SHA256 = "0f6b62e4321a5e9c467d60c0b2be1ed4b29b7787af55b1000d950ce8ae7f415b"
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +138,46 @@ def test_the_factory_makes_the_trained_judge_by_default() -> None:
     assert isinstance(made, judge.TrainedJudge)
     rules = judge.make_judge(judge.JudgeConfig(kind="rules"), embed.WordLlamaEmbedder())
     assert isinstance(rules, judge.RulesJudge)
+
+
+def test_the_contradiction_cues_of_the_features() -> None:
+    featurizer = features.Featurizer(embed.WordLlamaEmbedder())
+    source = _passage(
+        "One in five surgical randomised controlled trials are discontinued early. Here we "
+        "report a robust UCP1-independent thermogenic mechanism in beige fat. Monoclonal "
+        "antibody targeting of N-cadherin inhibits prostate cancer growth and metastasis. "
+        "Omnivorous women produced more TMAO than vegans did.")
+
+    def named(claim: str) -> dict[str, float]:
+        found = featurizer.features(claim, [source])
+        assert found is not None
+        return dict(zip(features.NAMES, found.vector.tolist()))
+
+    assert named("One in two surgical randomized controlled trials are discontinued early.")[
+        "number_conflict"] >= 1  # number words are numbers
+    assert named("One in five surgical randomized controlled trials are discontinued early.")[
+        "number_conflict"] == 0
+    assert named("Ca2+ cycling is a UCP1-dependent thermogenic mechanism.")["prefix_antonym"] >= 1
+    assert named("Ca2+ cycling is a UCP1-independent thermogenic mechanism.")["prefix_antonym"] == 0
+    encourages = named("Monoclonal antibody targeting of N-cadherin encourages metastasis.")
+    inhibits = named("Monoclonal antibody targeting of N-cadherin inhibits metastasis.")
+    assert encourages["effect_conflict_top"] >= 1 and inhibits["effect_conflict_top"] == 0
+    assert inhibits["effect_agree_top"] >= 1
+    assert named("Omnivorous men produced more TMAO than vegans.")["group_swap"] == 1
+    assert named("Omnivorous women produced more TMAO than vegans.")["group_swap"] == 0
+
+
+def test_the_perturbations_that_make_training_contradictions() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "perturb", pathlib.Path(__file__).resolve().parents[2] / "bench" / "perturb.py")
+    assert spec is not None and spec.loader is not None
+    perturb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(perturb)
+    assert perturb.negate("Statins reduce the risk of stroke.") == "Statins do not reduce the risk of stroke."
+    assert perturb.swap_group("Women with low birth weight develop cancer.") == (
+        "Men with low birth weight develop cancer.")
+    assert perturb.renumber("One in 5 trials stop early.") == "One in 10 trials stop early."
+    assert perturb.renumber("Deaths fell by 80% in 2010.") == "Deaths fell by 40% in 2010."
+    assert perturb.renumber("In 2010 deaths fell.") is None  # a year is left alone
+    assert perturb.antonym("Microcin J25 encourages NTP binding.") == "Microcin J25 inhibits NTP binding."
+    assert perturb.antonym("Nothing to change here.") is None

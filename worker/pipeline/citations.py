@@ -8,18 +8,22 @@ order a reader works:
    Spanish, French or Italian, on a line of its own; of several candidates the one
    followed by the most reference-like text wins (a table of contents, an early
    "Literature" chapter or a table cell do not). It ends at an appendix, a declaration
-   or a letter-numbered section. Entries are split by the labels at line starts
+   or a letter-numbered section; a footnote closing a page of the list ("19The ...")
+   stays body text. Entries are split by the labels at line starts
    (``[12]``, ``12.``, ``[AB12]``: the longest run n, n+1, ... wins) or, author-year,
    by the paragraphs the layout found (hanging indents, gaps), joined where a paragraph
    cannot open an entry. Each entry is parsed, best effort, into surnames ("Surname,
-   I.", "Given Surname", "Surname I"), year with suffix, title, DOI and arXiv id.
+   I.", "Given Surname", "Surname I", an organisation kept whole: "World Health
+   Organization"), year with suffix (not one in a URL's path, an arXiv id or a span
+   of years in a title), title, DOI and arXiv id.
 2. **Markers** are found in the body and in what follows the list (an appendix cites
    too), never in the list: numeric (``[3, 7]``, ``[4-6]``, superscript numbers when
    the paper numbers its list and has no bracketed ones), alpha (``[AB12]``),
    author-year in parentheses or square brackets (``(Smith & Jones, 2019; Lee et al.,
    2021)``, ``[Knight and Marcu, 2004]``, German ``(vgl. Müller 2018: 12)``), narrative
    (``Smith et al. (2020)``, not ``Dokshitzer(1977)`` in an equation) and
-   ``ebd.``/``ibid.``. Every pattern is linear in the text: author groups are read by a
+   ``ebd.``/``ibid.``; not a square of a symbol ("I²") and, in a paper that numbers
+   its list and cites by number, no author-year group (quoted material). Every pattern is linear in the text: author groups are read by a
    bounded backward walk from the year, never by a regex that retries at every
    position. Each marker belongs to the sentence it stands in; the sentence, with the
    markers cut out, is the claim. Sentences come from
@@ -715,13 +719,42 @@ def _find_reference_section(
         if index > heading + 3 and _is_stop(lines[index][1], opens):
             end = index
             break
-    reference_text = "\n".join(line for _, line in lines[heading + 1:end])
+    notes = _footnotes_in(lines, heading + 1, end)
+    reference_text = "\n".join(line for i, (_, line) in enumerate(lines) if heading < i < end and i not in notes)
     body: list[tuple[int, str]] = []
     for page_index, (number, _) in enumerate(pages):
-        kept = [line for i, (p, line) in enumerate(lines) if p == page_index and not heading <= i < end]
+        kept = [line for i, (p, line) in enumerate(lines)
+                if p == page_index and (not heading <= i < end or i in notes)]
         if kept:
             body.append((number, "\n".join(kept)))
     return body, reference_text, pages[lines[heading][0]][0]
+
+
+# A footnote's first line: its number glued to the text ("19The Kaggle ..."), raised, or
+# a note sign. A list's own labels ("19.", "[19]", "19 Smith") are never glued.
+_FOOTNOTE_LINE = re.compile(r"^\s*(?:\d{1,3}(?=[A-Z][a-z])|[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}\s*(?=\S)|[*†‡§¶]\s*(?=\S))")
+
+
+def _footnotes_in(lines: list[tuple[int, str]], start: int, end: int) -> set[int]:
+    """Lines of ``start:end`` that are a footnote closing a page (the layout puts a
+    page's footnotes last): on the page where the list begins, a note of the body text
+    ("19The Kaggle competitions. See Wang et al. (2020).") would otherwise be read as
+    the tail of a reference entry, and its citation lost."""
+    notes: set[int] = set()
+    index = start
+    while index < end:
+        page = lines[index][0]
+        stop = index
+        while stop < end and lines[stop][0] == page:
+            stop += 1
+        # The page's last paragraph inside the list, if it opens like a footnote.
+        first = stop
+        while first > index and lines[first - 1][1].strip():
+            first -= 1
+        if index < first < stop and _FOOTNOTE_LINE.match(lines[first][1]):
+            notes.update(range(first, stop))
+        index = stop
+    return notes
 
 
 def _longest_chain(matches: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:

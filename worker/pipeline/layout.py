@@ -9,10 +9,14 @@ module works on the *lines* of ``page.get_text("dict")`` (their bounding boxes, 
 size and boldness) and rebuilds reading order itself:
 
 1. Lines that are not horizontal (margin stamps) are dropped; fragments MuPDF split on
-   one baseline are joined.
+   one baseline are joined (a row is read left to right, so a list label set as a line
+   of its own opens its entry); a spacing accent glyph ("F¨arber") is joined to the
+   letter under it; raised note numbers become superscript digits, except in lines set
+   larger than the text (affiliation marks under a title).
 2. A page is cut into horizontal bands at lines that span the gutter (a title, a
    full-width figure caption); inside a band the left column is read before the right.
-   The gutter is the x position, near the middle, crossed by the fewest lines.
+   The gutter is the x position, near the middle, crossed by the fewest lines; a
+   clean gutter makes two columns even when one is short (a paper's last page).
 3. Running heads and footers (a line at the top or bottom edge whose text, digits
    aside, repeats on other pages) and bare page numbers are dropped.
 4. Each line is marked as the start of a paragraph or not, from geometry: a vertical

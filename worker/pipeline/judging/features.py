@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import functools
+import math
 import re
 import typing
 
@@ -61,6 +63,37 @@ _ANTONYMS: tuple[tuple[str, str], ...] = tuple(
     """.split()
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+# Number words, so that "one in two" and "one in five" are numbers that differ.
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())} | {
+    "half": "0.5", "third": "3", "quarter": "4", "fifth": "5", "twice": "2", "double": "2",
+    "triple": "3", "tenfold": "10", "twofold": "2", "threefold": "3"}
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+# Effect words with a sign, wider than the direction words of :mod:`.language` (which
+# the rule judge shares): verbs of causing and of preventing, and their nouns.
+_EFFECT_UP = re.compile(
+    r"^(?:increas\w*|higher|more|greater|improv\w*|enhanc\w*|promot\w*|encourag\w*|"
+    r"induc\w*|activat\w*|stimulat\w*|caus\w*|trigger\w*|facilitat\w*|potentiat\w*|"
+    r"accelerat\w*|elevat\w*|rais\w*|boost\w*|upregulat\w*|augment\w*|amplif\w*|"
+    r"positive\w*|gain\w*|restor\w*|drive[sn]?|driving|exacerbat\w*|worsen\w*|aggravat\w*|"
+    r"susceptib\w*|risk|risks|harm\w*)$")
+_EFFECT_DOWN = re.compile(
+    r"^(?:decreas\w*|lower\w*|less|fewer|reduc\w*|declin\w*|impair\w*|diminish\w*|"
+    r"inhibit\w*|suppress\w*|prevent\w*|block\w*|abolish\w*|abrogat\w*|attenuat\w*|"
+    r"slow\w*|delay\w*|downregulat\w*|negative\w*|loss|lack\w*|deficien\w*|protect\w*|"
+    r"antagoni\w*|repress\w*|silenc\w*|knock\w*|delet\w*|ablat\w*|alleviat\w*|"
+    r"ameliorat\w*|mitigat\w*|resist\w*|benefi\w*)$")
+# Groups a claim may swap: a claim about men checked against a finding about women.
+_GROUPS = (
+    frozenset("men man male males boys boy".split()), frozenset("women woman female females girls girl".split()),
+    frozenset("children child infants infant toddlers toddler newborns neonates pediatric paediatric".split()),
+    frozenset("adolescents adolescent teenagers youth".split()),
+    frozenset("adults adult".split()), frozenset("elderly older aged seniors".split()),
+    frozenset("mice mouse murine".split()), frozenset("rats rat".split()),
+    frozenset("humans human".split()), frozenset("vegans vegan vegetarians vegetarian".split()),
+    frozenset("omnivores omnivorous".split()), frozenset("smokers".split()), frozenset("nonsmokers".split()),
+)
+_PREFIXES = ("un", "in", "im", "non", "ir", "il", "dis")
 
 _SCALARS = (
     "sim1", "sim2", "cov1", "cov2", "ctxcov1", "score1", "score2", "score_gap",
@@ -72,6 +105,8 @@ _SCALARS = (
     "antonym_conflict", "antonym_conflict_x_score",
     "claim_numbers", "numbers_found", "numbers_missing",
     "unmatched_share", "unmatched_polarity",
+    "effect_claim", "effect_agree_top", "effect_conflict_top", "effect_conflict1_x_score",
+    "prefix_antonym", "number_conflict", "group_swap", "group_missing",
 )
 # Cue words whose presence on one side only the model weighs (prefixes of tokens; the
 # negations whole). A fixed list, so each cue gets its own learned weight.
@@ -132,16 +167,68 @@ def _stems(tokens: collections.abc.Iterable[str]) -> set[str]:
 
 
 def _numbers(text: str) -> set[str]:
+    text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).casefold()], text)
     return {n.replace(",", ".").rstrip("0").rstrip(".") or "0" for n in _NUMBER.findall(text)}
 
 
+def _numbers_apart(claim: collections.abc.Set[str], evidence: collections.abc.Set[str]) -> int:
+    """Claim numbers that no evidence number equals, rounded ("exceed 6" against "6.2" is
+    the same number), when the evidence has numbers at all: "one in two" against "one in
+    five" is 1."""
+    values = [float(n) for n in evidence]
+    if not values:
+        return 0
+
+    def same(a: float, b: float) -> bool:
+        return a == b or (max(abs(a), abs(b)) >= 1 and round(a) == round(b))
+
+    return sum(1 for n in claim if not any(same(float(n), v) for v in values))
+
+
+def _effect(tokens: collections.abc.Sequence[str]) -> int:
+    """The sign of the effect words in ``tokens`` (their product), flipped by a negation."""
+    signs = [1 if _EFFECT_UP.match(t) else -1 for t in tokens
+             if _EFFECT_UP.match(t) or _EFFECT_DOWN.match(t)]
+    if not signs or len(signs) > 3:
+        return 0
+    negated = sum(1 for t in tokens if t in language.NEGATIONS) % 2 == 1
+    return math.prod(signs) * (-1 if negated else 1)
+
+
+def _near(tokens: collections.abc.Sequence[str], anchors: collections.abc.Set[str]) -> list[str]:
+    """The tokens within 6 of a token in ``anchors`` (all of them when none is)."""
+    at = [i for i, t in enumerate(tokens) if t in anchors]
+    if not at:
+        return list(tokens)
+    keep = {j for i in at for j in range(i - 6, i + 7)}
+    return [t for j, t in enumerate(tokens) if j in keep]
+
+
+def _prefix_antonyms(claim: collections.abc.Set[str], evidence: collections.abc.Set[str]) -> int:
+    """Words on one side whose prefix-negated form is on the other (accurate/inaccurate)."""
+    count = 0
+    for a, b in ((claim, evidence), (evidence, claim)):
+        for word in a:
+            if len(word) > 4 and word not in b and any(p + word in b and p + word not in a for p in _PREFIXES):
+                count += 1
+    return count
+
+
+def _groups(tokens: collections.abc.Set[str]) -> set[int]:
+    return {i for i, group in enumerate(_GROUPS) if not group.isdisjoint(tokens)}
+
+
 def _cues(tokens: collections.abc.Iterable[str]) -> set[str]:
-    present = set()
+    present: set[str] = set()
     for token in tokens:
-        for cue in CUES:
-            if token == cue or (cue not in _WHOLE and token.startswith(cue)):
-                present.add(cue)
+        present.update(_cues_of(token))
     return present
+
+
+@functools.lru_cache(maxsize=65536)
+def _cues_of(token: str) -> tuple[str, ...]:
+    """The cues one token carries (a token repeats across pairs: computed once)."""
+    return tuple(cue for cue in CUES if token == cue or (cue not in _WHOLE and token.startswith(cue)))
 
 
 def _effective(p: language.Polarity) -> int:
@@ -233,6 +320,30 @@ class Featurizer:
             len(claim_numbers & evidence_numbers) / max(len(claim_numbers), 1),
             float(len(claim_numbers - evidence_numbers)),
             len(unmatched) / max(len(claim_tokens), 1), float(polar_unmatched),
+        ]
+        # Effect signs near the words the claim and each top sentence share.
+        content = set(own) - language.NEGATIONS
+        claim_effect = _effect(_near(claim_tokens, content))
+        effects = []
+        for sentence in top:
+            claim_anchors = {w for w in content if found(w, sentence.candidate.tokens)}
+            sentence_anchors = {t for t in sentence.candidate.tokens
+                                if any(t in matches[w] for w in claim_anchors)}
+            effects.append((_effect(_near(claim_tokens, claim_anchors)),
+                            _effect(_near(language.tokenize(sentence.candidate.sentence), sentence_anchors))))
+        agree_top = sum(1 for c, e in effects if c and e and c == e)
+        conflict_top = sum(1 for c, e in effects if c and e and c != e)
+        conflict_first = float(bool(effects) and effects[0][0] * effects[0][1] < 0)
+        top_token_set = frozenset().union(*(s.candidate.tokens for s in top))
+        claim_set = set(claim_tokens)
+        near_numbers = _numbers(" ".join(s.candidate.sentence for s in top))
+        claim_groups, evidence_groups = _groups(claim_set), _groups(set(top_token_set))
+        scalars += [
+            float(claim_effect), float(agree_top), float(conflict_top), conflict_first * score1,
+            float(_prefix_antonyms(claim_set, set(top_token_set))),
+            float(_numbers_apart(claim_numbers, near_numbers)),
+            float(bool(claim_groups - evidence_groups) and bool(evidence_groups - claim_groups)),
+            float(len(claim_groups - evidence_groups)),
         ]
         claim_cues = _cues(claim_tokens)
         near_cues = _cues(top_tokens)

@@ -2,8 +2,8 @@
 
 The artifact (``judge_model.json`` beside this module, written by
 ``bench/train_judge.py``; see ``MODEL_CARD.md``) holds the feature names it was trained
-on, the standardisation and the weights of a logistic regression (or an MLP), or the
-flattened trees of a gradient-boosted model (format 2),
+on and the flattened trees of a gradient-boosted model (format 2, shipped) or the
+standardisation and the weights of a logistic regression or an MLP (format 1),
 the temperature that calibrates its probabilities and the per-class decision offsets.
 JSON, not a pickle: a model file must never be able to run code, and JSON is byte-stable
 so a retrain on the same seed gives the same file (the checksum test holds the shipped

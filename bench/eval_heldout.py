@@ -1,0 +1,185 @@
+"""Measure the extractor on fresh held-out PDFs that were never tuned on.
+
+Usage::
+
+    python bench/eval_heldout.py            # print the table
+    python bench/eval_heldout.py --write    # and replace its section in docs/benchmarks.md
+    python bench/eval_heldout.py --misses mejsr_srivastava2015.pdf   # what disagrees
+
+The PDFs are not in the repository: they are read from ``$CITERUN_HELDOUT_PDFS``
+(default ``/work/heldout-pdfs``); where they come from (package, path, sha256) is in
+``bench/realpdf_truth/heldout/README.md``, beside their hand-made truth. All measuring
+is done by ``bench/eval_realpdf.py``'s own functions (``evaluate_document`` and its
+table rows), pointed at the held-out truth folder: this file only chooses the folder and
+prints. Nothing measured here may feed back into the extractor's rules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import importlib
+import os
+import pathlib
+import re
+import sys
+import types
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HELDOUT_TRUTH = ROOT / "bench" / "realpdf_truth" / "heldout"
+SECTION = "## Fresh held-out PDFs (never tuned on)"
+# What the first run showed, read from ``--misses`` after the truth was committed:
+# described here, deliberately not fixed (these documents stay out of the tuning loop).
+FIRST_SEEN = """\
+What the misses are (first run, described, not fixed):
+
+- **mejsr_srivastava2015**: no reference entry is found at all (0 / 33). The list stands
+  under the misspelt heading "REFFERENCES", in two columns whose lines the PDF's text
+  layer interleaves on p. 6 (left line, right line, left line ...), entries `1.
+  Surname, I., year.` with the number on its own text line; the heading follows the last
+  body paragraph in the left column of p. 5.
+  Markers are fine except one: `Singh and Agarwal [1989]` (a narrative author-year
+  citation with the year in square brackets) is taken for a numbered `[1989]` — one miss
+  and one wrong find.
+- **smartcities_branchi2014** (MDPI): markers all right (23 / 23, five in figure
+  captions). Six of 23 entries get a wrong first author, all of them web resources
+  without a person as author: a title or organisation first ("Smart-City Wikipedia.",
+  "IBM Smarter Planet.", "LUIX System Description.", "RECI: Red Española de Ciudades
+  Inteligentes (in Spanish).", "Digital Option, Fernando Rayon’s Personal Blog") gives the
+  last word of that phrase as surname, and a given-name-first author ("Albert García
+  Pujadas/qtorb") gives `Pujadas` where the truth writes the double surname whole. The
+  Spanish double surnames in `Surname, I.;` form (`Sáinz Peña`, `Pérez Sánchez`,
+  `De Bustos Almendros`) are right.
+- **timetabling_ceschia2022** (arXiv preprint, natbib author-year in square brackets):
+  recall 34 / 154, all 34 found groups right. Found: the parenthetical groups
+  (`[Silva et al., 2004]`, `[see, e.g., Schaerf, 1999, Kingston, 2013]`), 34 of 37; the
+  three missed ones carry words or a locator after the year (`[see Qu et al., 2009, for a
+  discussion about them]`, `[see Müller et al., 2018, §3.5]`). Missed: every narrative
+  citation whose year stands alone in square brackets (`Qu et al. [2009]`, `Lopes and
+  Smith-Miles [2010, 2013]`, `Bagger et al. [2019a, Table 6]`): 78 rows (68 body, 8 in
+  Table 8's "Reference" column, 2 footnotes); and every citation printed without
+  brackets: 37 name-over-year column headers of Tables 9-15 and 2 in running text
+  (`Lewis and Thompson 2015`). The list (given names first, year last) is split right
+  (98 / 98); 12 entries are wrong: the given name taken as surname when the first author
+  has a middle initial (`Edmund K. Burke`, `Jeffrey H. Kingston`: 4), a year inside the
+  venue taken for the publication year (`PATAT-2002` → 2002 where the entry ends `2003`;
+  `Operations Research Proceedings 2007`, `Competition 2019`, `PATAT-2018`: 6, one of
+  them also with the given name), and three entries whose opening keeps TeX's dotless ı
+  plus a combining accent (`Ası́n Achá`, `Melı́cio` in two `Leite` entries; the truth
+  writes `Asín`, `Melício`), so the bench's alignment by opening text does not pair them:
+  the two `Leite` entries are otherwise right (a text-normalisation difference between
+  the two sides), the `Asín Achá` one is parsed with the surname `Achá`.\
+"""
+
+
+def _eval_realpdf() -> types.ModuleType:
+    sys.path.insert(0, str(ROOT / "bench"))
+    module = importlib.import_module("eval_realpdf")
+    # Its truth readers look the folder up in this module global at call time.
+    setattr(module, "TRUTH", HELDOUT_TRUTH)
+    return module
+
+
+def pdf_dir() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("CITERUN_HELDOUT_PDFS", "/work/heldout-pdfs"))
+
+
+def provenance() -> dict[str, tuple[str, str]]:
+    """file name -> (path inside the package, sha256), as the README's provenance table
+    gives them (the one owner)."""
+    text = (HELDOUT_TRUTH / "README.md").read_text(encoding="utf-8")
+    return {name: (inside, digest) for name, inside, digest in
+            re.findall(r"^\| (\S+\.pdf) \| `([^`]+)` \| `([0-9a-f]{64})` \|", text, re.M)}
+
+
+def render(ev: types.ModuleType, docs: list[object], checked: dict[str, tuple[str, str]]) -> str:
+    lines = [
+        SECTION,
+        "",
+        "`python bench/eval_heldout.py --write`: the same measurement and columns as the",
+        "section above (`eval_realpdf.evaluate_document`, its table rows), on real papers",
+        "the rules were never developed or tuned on, taken from the test fixtures of",
+        "mmda 0.4.8 (PyPI sdist, Apache-2.0); provenance, sha256 and the decisions taken",
+        "while writing the truth are in `bench/realpdf_truth/heldout/README.md`. The",
+        "hand-made truth was committed before this was first run; no extractor code was",
+        "changed after seeing these numbers. The PDFs live outside the repository",
+        "(`$CITERUN_HELDOUT_PDFS`, default `/work/heldout-pdfs`); each file's sha256 is",
+        f"checked before measuring. Measured {datetime.date.today().isoformat()}.",
+        "",
+        "| file | inside mmda-0.4.8.tar.gz | sha256 |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {stem}.pdf | `{inside}` | `{digest[:16]}…` |" for stem, (inside, digest) in checked.items()]
+    lines += [
+        "",
+        "| document | set | pages | s/page | entries | surname + year | markers recall | key differs | markers precision | from list | CERMINE gold |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for d in docs:
+        lines.append(ev._row(d.name, "fresh", d))  # type: ignore[attr-defined]
+    total = ev._totals(docs)
+    lines.append(ev._row("**all fresh**", "fresh", total))
+    if total.recall_by_where:
+        lines += ["", "Markers recall by where the marker stands:", "", "| where | recall |", "|---|---:|"]
+        for where, (n, got) in sorted(total.recall_by_where.items()):
+            lines.append(f"| {where} | {ev._ratio(got, n)} |")
+    lines += ["", FIRST_SEEN, "", ev._machine_line(), ""]
+    return "\n".join(lines)
+
+
+def write(ev: types.ModuleType, text: str) -> None:
+    """Replace the section, or put it right after the real-PDF section when it is new."""
+    docs = ev.machine.DOCS
+    current = docs.read_text()
+    if re.search(rf"^{re.escape(SECTION)}$", current, re.M):
+        ev.machine.write_section(SECTION, text)
+        return
+    after = re.compile(rf"^{re.escape(ev.SECTION)}\n.*?(?=^## |\Z)", re.S | re.M).search(current)
+    if after is None:
+        ev.machine.write_section(SECTION, text)
+        return
+    docs.write_text(current[:after.end()].rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n\n"
+                    + current[after.end():].lstrip("\n"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--misses", metavar="PDF", help="print where one PDF disagrees with the truth")
+    args = parser.parse_args(argv)
+    ev = _eval_realpdf()
+    folder = pdf_dir()
+    wanted = provenance()
+    stems = sorted(p.name.removesuffix(".refs.tsv") for p in HELDOUT_TRUTH.glob("*.refs.tsv"))
+    missing = [s for s in stems if not (folder / f"{s}.pdf").exists()]
+    if missing:
+        print(f"held-out PDFs missing in {folder}: {', '.join(missing)} "
+              "(see bench/realpdf_truth/heldout/README.md)", file=sys.stderr)
+        return 2
+    checked = []
+    for stem in stems:
+        digest = hashlib.sha256((folder / f"{stem}.pdf").read_bytes()).hexdigest()
+        if wanted.get(f"{stem}.pdf", ("", ""))[1] != digest:
+            print(f"{stem}.pdf: sha256 {digest} is not the README's", file=sys.stderr)
+            return 2
+        checked.append(stem)
+    gold = folder / "gold"  # none: the CERMINE column stays empty
+    if args.misses:
+        result, _ = ev.evaluate_document(folder / args.misses, gold)
+        for title, rows in (("entries wrong", result.wrong_entries), ("markers missed", result.missed),
+                            ("markers found, not in the truth", result.spurious),
+                            ("markers found by their printed text, keyed otherwise", result.keyed_otherwise)):
+            print(f"## {title} ({len(rows)})")
+            print("\n".join(rows))
+        return 0
+    docs = [ev.evaluate_document(folder / f"{stem}.pdf", gold)[0] for stem in stems]
+    text = render(ev, docs, {s: wanted[f"{s}.pdf"] for s in checked})
+    print(text)
+    if args.write:
+        write(ev, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
