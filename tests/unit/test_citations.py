@@ -477,3 +477,41 @@ def test_a_footnote_on_the_page_where_the_list_begins_stays_body() -> None:
     numbered = citations.extract([(1, "As shown [1, 2]."), (2, "References\n\n1. Smith, J. (2020). One.\n\n"
                                                             "2. Lee, K. (2019). Two.")])
     assert [e.label for e in numbered.references] == ["1", "2"]
+
+
+# --- ACM/Springer "Author [year]" and bracket groups with words (issue 10, held-out) --
+
+_AUTHOR_YEAR_LIST = (
+    "Rong Qu, Edmund K. Burke, and Barry McCollum. A survey. Journal of Scheduling, 2009.\n"
+    "Jonathan Lopes and Kate Smith-Miles. Generating instances. INFORMS, 2010.\n"
+    "Jonathan Lopes and Kate Smith-Miles. More instances. INFORMS, 2013.\n"
+    "Niels-Christian F. Bagger, Simon Kristiansen, and Thomas Stidsen. Flow formulations. "
+    "Annals of Operations Research, 2019a.\n"
+    "Tomáš Müller, Hana Rudová, and Zuzana Müllerová. University course timetabling. In "
+    "PATAT-2018, 2018.\n"
+    "D. K. Singh and R. A. Agarwal. Toxicity of carbaryl. Hydrobiol., 1989.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "keys", "locator"),
+    [
+        ("The survey by Qu et al. [2009] lists them.", ["qu2009"], None),
+        ("Instances by Lopes and Smith-Miles [2010, 2013] are hard.", ["lopes2010", "lopes2013"], None),
+        ("The bounds of Bagger et al. [2019a, Table 6] are used.", ["bagger2019a"], "Table 6"),
+        # A year in brackets after names is a year, never entry 1989 of a numbered list.
+        ("As described by Singh and Agarwal [1989] the gland was weighed.", ["singh1989"], None),
+        # Words before and after the citation inside one bracket group.
+        ("Many variants exist [see Qu et al., 2009, for a discussion about them].", ["qu2009"], None),
+        ("The format is given elsewhere [see Müller et al., 2018, §3.5].", ["mueller2018"], "§3.5"),
+    ],
+)
+def test_year_in_square_brackets_after_the_names(text: str, keys: list[str], locator: str | None) -> None:
+    found = _extract(text, _AUTHOR_YEAR_LIST).citations
+    assert [c.key for c in found] == keys
+    assert {c.locator for c in found} == {locator}
+
+
+def test_a_bracketed_year_without_names_is_not_an_author_year_marker() -> None:
+    # "in [2009]" and "Table [2010]": no author before the bracket.
+    assert _extract("Measured in [2009] and Table [2010] gives it.", _AUTHOR_YEAR_LIST).citations == ()

@@ -275,6 +275,19 @@ _YEAR_PAREN = re.compile(
     rf"\(\s*(?P<years>{_YEAR}[a-z]?(?![\w])(?:\s*,\s*{_YEAR}[a-z]?(?![\w])){{0,10}})"
     rf"(?:\s*(?:,\s*|:\s*)(?:{_PREFIXED_LOC}|(?P<loc2>{_PAGES})))?\s*\)"
 )
+# ACM/Springer narrative style, the year alone in square brackets after the names:
+# "Qu et al. [2009]", "Lopes and Smith-Miles [2010, 2013]", "Bagger et al. [2019a,
+# Table 6]", "Lewis et al. [2007, §3]". Whatever follows the years is the locator.
+_YEAR_BRACKET = re.compile(
+    rf"\[\s*(?P<years>{_YEAR}[a-z]?(?![\w])(?:\s*,\s*{_YEAR}[a-z]?(?![\w])){{0,10}})"
+    r"(?:\s*[,;:]\s*(?P<loc>[^\[\]\n]{1,40}?))?\s*\]"
+)
+# The years of a part followed by words: "see Qu et al., 2009, for a discussion",
+# "see Müller et al., 2018, §3.5" (the part then ends with its locator or a remark).
+_PART_YEARS_THEN = re.compile(
+    rf"(?:^|(?<=[\s,(]))(?P<years>{_YEAR}[a-z]?(?![\w])(?:\s*,\s*{_YEAR}[a-z]?(?![\w])){{0,10}})"
+    rf"\s*,\s*(?P<tail>(?!{_YEAR})[^,]\S*(?:\s+\S+){{0,8}})\s*$"
+)
 # The year list (and locator) that ends an author-year part: "Smith & Lee, 2019a, S. 3".
 _PART_YEARS = re.compile(
     rf"(?:^|(?<=[\s,(]))(?P<years>{_YEAR}[a-z]?(?![\w])(?:\s*,\s*{_YEAR}[a-z]?(?![\w])){{0,10}}"
@@ -490,7 +503,23 @@ def _find_markers(text: str) -> list[_Marker]:
         markers.append(marker)
         taken[marker.start:marker.end] = b"\x01" * (marker.end - marker.start)
 
+    for match in _YEAR_BRACKET.finditer(text):
+        # "Singh and Agarwal [1989]": names right before the bracket make the number a
+        # year, not entry 1989 of a numbered list.
+        if match.start() == 0 or not text[match.start() - 1].isspace():
+            continue
+        before = text[:match.start()].rstrip()
+        found = _authors_before(text, len(before), comma_list=False)
+        if found is None:
+            continue
+        start, authors = found
+        refs = tuple(_author_year_refs(authors, match["years"]))
+        if refs:
+            add(_Marker(start, match.end(), match.start(), match.end(), text[start:match.end()],
+                        refs, _clean_locator(match["loc"])))
     for match in _NUMERIC.finditer(text):
+        if not free(match.start(), match.end()):
+            continue
         refs = tuple(_Ref(key) for key in _expand_numbers(match["body"]))
         add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0], refs,
                     _clean_locator(match["loc"])))
@@ -532,6 +561,18 @@ def _find_markers(text: str) -> list[_Marker]:
                 continue
             part = " ".join(part.split())
             years = _PART_YEARS.search(part)
+            trailing = None if years else _PART_YEARS_THEN.search(part)
+            if trailing is not None:
+                head = part[:trailing.start()].rstrip(" ,")
+                found = _authors_before(head, len(head), comma_list=True)
+                if found is not None:
+                    refs_list.extend(_author_year_refs(found[1], trailing["years"]))
+                    tail = trailing["tail"].strip()
+                    # A locator ("§3.5", "p. 4", "Table 6"), not a remark ("for a discussion").
+                    if re.match(r"^(?:§|(?:p|pp|S|ch|chap|sec|Section|Table|Tab|Fig|Figure|"
+                                r"Chapter|Theorem|Lemma|Eq)\b\.?\s*)?\s*[\dIVX]", tail):
+                        locator = locator or _clean_locator(tail)
+                continue
             if not years:
                 continue
             head = part[:years.start()].rstrip(" ,")
