@@ -547,3 +547,40 @@ def test_a_bracketed_year_without_names_is_not_an_author_year_marker() -> None:
 def test_given_first_entries_with_middle_initials_and_venue_years(text: str, first: str, year: int) -> None:
     entry = citations.parse_entry(text, 1)
     assert (entry.authors[0], entry.year) == (first, year), entry
+
+
+_BARE_LIST = (
+    "Shin'ya Nagata. Random partial neighborhood search. In Proc. of PATAT, pages 1–10, 2018.\n"
+    "Rhyd Lewis and Jonathan Thompson. Analysing the effects of solution space connectivity. "
+    "European Journal of Operational Research, 240(3):637–648, 2015.\n"
+    "Salwani Abdullah and Hamza Turabieh. On the use of multi neighbourhood structures. "
+    "Information Sciences, 191:146–168, 2012.\n"
+    "Alexander Kiefer, Richard F. Hartl, and Alexander Schnell. Adaptive large neighborhood "
+    "search. Annals of Operations Research, 252(2):255–282, 2017.\n"
+    "Martin Lindahl, Andrew J. Mason, Thomas Stidsen, and Matias Sørensen. A strategic view "
+    "of university timetabling. European Journal of Operational Research, 266(1):35–45, 2018.\n"
+)
+
+
+def test_citations_without_brackets_that_name_an_entry() -> None:
+    # Running text and a table header whose names stand over a row of years (issue 10).
+    body = ("The bound 150 was found by Nagata 2018 with another method, and 11 by Lewis and "
+            "Thompson 2015 as well.\n\nTable 13: Results on ITC-2007 benchmarks.\n\n"
+            "Abdullah and Turabieh Kiefer et al. Lindahl et al.\n\n2012\n2017\n2018\navg\nbest\n")
+    found = _extract(body, _BARE_LIST).citations
+    assert [c.key for c in found] == ["nagata2018", "lewis2015", "abdullah2012", "kiefer2017", "lindahl2018"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # No entry has that first author and year: a bare year after a name is no citation.
+        "In the ITC 2007 competition Nagata 2019 and Smith 2015 took part.",
+        # A header whose names and years do not all name entries is left whole.
+        "Abdullah and Turabieh Kiefer et al. Smith et al.\n\n2012\n2017\n2018\n",
+        # Counts that differ are not paired.
+        "Abdullah and Turabieh Kiefer et al.\n2012\n2017\n2018\n",
+    ],
+)
+def test_bare_years_that_name_no_entry_are_not_citations(body: str) -> None:
+    assert _extract(body, _BARE_LIST).citations == ()

@@ -1187,6 +1187,85 @@ def parse_reference_list(text: str) -> tuple[ReferenceEntry, ...]:
 # --- extraction ----------------------------------------------------------------------
 
 
+# Citations printed without brackets ("found by Nagata 2018", a table header whose
+# names stand over their years) are only taken when the first surname and the year
+# name an entry of the paper's own list: a bare year after a name is too common else.
+_BARE_YEAR = re.compile(rf"(?<=\s)(?P<y>{_YEAR})(?P<s>[a-z])?(?![\w\])])")
+_YEAR_LINE = re.compile(rf"[ \t]*{_YEAR}[a-z]?(?:[ \t]+{_YEAR}[a-z]?)*[ \t]*")
+_NAME_GROUP = re.compile(rf"{_SURNAME}(?:\s+(?:and|&)\s+{_SURNAME}|\s+et\s+al\.?)?")
+_NAME_GROUPS_LINE = re.compile(rf"[ \t]*{_NAME_GROUP.pattern}(?:[ \t]+{_NAME_GROUP.pattern})*[ \t]*")
+
+
+def _bare_markers(text: str, found: list[_Marker], references: tuple[ReferenceEntry, ...]) -> list[_Marker]:
+    """Author-year citations without brackets whose first surname and year are those
+    of an entry of the list: "Lewis and Thompson 2015" in running text, and table
+    headers of name lines over a row of years (paired in reading order, all or none)."""
+    entries = {(fold(e.authors[0]), e.year) for e in references if e.authors and e.year}
+    if not entries:
+        return []
+    taken = bytearray(len(text) + 1)
+    for marker in found:
+        taken[marker.start:marker.end] = b"\x01" * (marker.end - marker.start)
+    added: list[_Marker] = []
+
+    def cites(refs: list[_Ref]) -> bool:
+        return bool(refs) and all(r.authors and (fold(r.authors[0]), r.year) in entries for r in refs)
+
+    # Table headers: a run of lines of author groups, then a run of lines of years only.
+    lines: list[tuple[int, str]] = []
+    offset = 0
+    for line in text.split("\n"):
+        lines.append((offset, line))
+        offset += len(line) + 1
+    index = 0
+    while index < len(lines):
+        if not _YEAR_LINE.fullmatch(lines[index][1]) or index == 0:
+            index += 1
+            continue
+        first_year = index
+        while index < len(lines) and _YEAR_LINE.fullmatch(lines[index][1]):
+            index += 1
+        years = [(lines[i][0] + m.start(), m) for i in range(first_year, index)
+                 for m in _ANY_YEAR.finditer(lines[i][1])]
+        names_end = first_year
+        while names_end > 0 and not lines[names_end - 1][1].strip():
+            names_end -= 1  # a paragraph break between the names and the years
+        start = names_end
+        while start > 0 and lines[start - 1][1].strip() and _NAME_GROUPS_LINE.fullmatch(lines[start - 1][1]):
+            start -= 1
+        groups = [(lines[i][0] + m.start(), m[0]) for i in range(start, names_end)
+                  for m in _NAME_GROUP.finditer(lines[i][1])]
+        if not groups or len(groups) != len(years):
+            continue
+        pairs = []
+        for (at, group), (year_at, year) in zip(groups, years):
+            refs = _author_year_refs(group, year[0])
+            if not cites(refs) or any(taken[at:at + len(group)]):
+                break
+            pairs.append(_Marker(at, at + len(group), at, at + len(group), f"{group} {year[0]}",
+                                 tuple(refs), None))
+        else:
+            added.extend(pairs)
+            for marker in pairs:
+                taken[marker.start:marker.end] = b"\x01" * (marker.end - marker.start)
+    # Running text: "found by Nagata 2018", "Lewis and Thompson 2015".
+    for match in _BARE_YEAR.finditer(text):
+        if any(taken[match.start():match.end()]) or text[match.start() - 1] == "\n":
+            continue
+        before = text[:match.start()].rstrip()
+        if before.endswith((",", ".", ";", ":")) and not before.endswith("al."):
+            continue
+        got = _authors_before(text, len(before), comma_list=False)
+        if got is None or "\n" in got[1]:
+            continue
+        refs = _author_year_refs(got[1], match[0])
+        if cites(refs) and not any(taken[got[0]:match.end()]):
+            added.append(_Marker(got[0], match.end(), match.start(), match.end(), text[got[0]:match.end()],
+                                 tuple(refs), None))
+            taken[got[0]:match.end()] = b"\x01" * (match.end() - got[0])
+    return added
+
+
 def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> Extraction:
     """Find the reference list, the markers of the body and the claim of each marker.
 
@@ -1241,6 +1320,7 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> Extraction:
         # cited by its "[5]". "Singh and Agarwal [1989]" is the paper's own narrative
         # citation (its year in brackets where a number would stand), so it stays.
         markers = [m for m in markers if m.year_bracket or not any(r.authors for r in m.refs)]
+    markers = sorted(markers + _bare_markers(body, markers, references), key=lambda m: m.start)
     spans = _claim_spans(body, markers)
     starts = [s for s, _ in spans]
     sentence_of = [_sentence_of(marker, spans, starts, body) for marker in markers]
