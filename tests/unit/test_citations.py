@@ -515,3 +515,35 @@ def test_year_in_square_brackets_after_the_names(text: str, keys: list[str], loc
 def test_a_bracketed_year_without_names_is_not_an_author_year_marker() -> None:
     # "in [2009]" and "Table [2010]": no author before the bracket.
     assert _extract("Measured in [2009] and Table [2010] gives it.", _AUTHOR_YEAR_LIST).citations == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "year"),
+    [
+        # Given name first with a middle initial: not Vancouver's "Edmund K." + title.
+        ("Edmund K. Burke and Yuri Bykov. The late acceptance hill-climbing heuristic. European "
+         "Journal of Operational Research, 258(1):70–78, 2017. ISSN 0377-2217.", "Burke", 2017),
+        ("Jeffrey H. Kingston. Educational timetabling. In A. Uyar, E. Ozcan, and N. Urquhart, "
+         "editors, Automated Scheduling and Planning, pages 91–108. Springer, 2013.", "Kingston", 2013),
+        ("Edmund K. Burke, Jakub Mareček, Andrew J. Parkes, and Hana Rudová. Penalising patterns in "
+         "timetables. In Stefan Nickel, editors, Operations Research Proceedings 2007, pages 409–414, "
+         "Berlin, 2008. Springer.", "Burke", 2008),
+        # A year inside the venue's name is not the publication year printed at the end.
+        ("Luca Di Gaspero and Andrea Schaerf. Multi-neighbourhood local search. In Proc. of the 4th "
+         "Int. Conf. (PATAT-2002), volume 2740 of LNCS, pages 262–275. Springer, 2003.", "Di Gaspero", 2003),
+        ("Tomáš Müller, Hana Rudová, and Zuzana Müllerová. University course timetabling and "
+         "International Timetabling Competition 2019. In Proceedings of PATAT-2018, pages 5–31, 2018.",
+         "Müller", 2018),
+        # An access date at the end does not date the work.
+        ("World Health Organization. Nutrition report 2004. Geneva. Available online (accessed 2021).",
+         "World Health Organization", 2004),
+        # Harvard: the year right after the authors stays the year.
+        ("Garel, J.P., 1983. The physiology of spinning in Bombyx mori. Experientia, 39(5), 2001 "
+         "reprint.", "Garel", 1983),
+        # Vancouver still reads the initials after the surname.
+        ("Cochran WG. The combination of estimates. Biometrics 1954;10:101e29.", "Cochran", 1954),
+    ],
+)
+def test_given_first_entries_with_middle_initials_and_venue_years(text: str, first: str, year: int) -> None:
+    entry = citations.parse_entry(text, 1)
+    assert (entry.authors[0], entry.year) == (first, year), entry

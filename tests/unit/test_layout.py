@@ -426,3 +426,52 @@ def test_a_marker_across_a_page_break_under_a_wrapped_running_head() -> None:
     extraction = extract(pdf_fixtures.placed_pdf(pages))
     assert [(c.key, c.page, c.marker) for c in extraction.citations] == [
         ("1", 1, "[1, 2, 3]"), ("2", 1, "[1, 2, 3]"), ("3", 1, "[1, 2, 3]"), ("3", 2, "[3]")]
+
+
+def test_misspelt_heading_and_a_year_beside_the_next_columns_label() -> None:
+    # A journal layout (issue 10, held-out): the list stands under "REFFERENCES", in two
+    # columns of "n. Surname, I., year." entries with justified words set apart; the
+    # year closing a left-column line ("2013.") stands on the row of the right column's
+    # label "6." and was glued to it as if it were that entry's label.
+    body = [(72, 90, "Silk gland protein was measured as described by Singh and Agarwal"),
+            (72, 102, "[1989]. Larvae were reared as before [1, 2] at 25 degrees.")]
+    left = pdf_fixtures.column(72, 150, [
+        "1. Upadhyay, V.B., K.P. Gaur and S.K. Gupta, 2004.",
+        "\tEffect of ecological factors on the silk producing.",
+        "2. Mishra, A.B. and V.B. Upadhyay, 1993. Nutritional",
+        "\tefficiency of bivoltine Bombyx mori larvae.",
+    ], indent=18)
+    left += [(72, 198, "3. Pandey,"), (136, 198, "P. and V.B."), (218, 198, "Upadhyay,"), (272, 198, "2013."),
+             (90, 210, "Phytoecdysteroid treatment on the larval performance.")]
+    right = pdf_fixtures.column(315, 150, [
+        "4. Filippovich, Yu. B., 1960. Changes in the amino",
+        "\tacid composition of tissue proteins of larvae.",
+        "5. Doira, B., 1968. Developmental and sexual",
+        "\tdifferences of blood proteins in the silkworm.",
+        "6. Singh, D.K. and R.A. Agarwal, 1989. Toxicity of",
+        "\tpiperonyl butoxide carbaryl synergism on snails.",
+    ], indent=18)
+    data = pdf_fixtures.placed_pdf([body + [(149, 130, "REFFERENCES")] + left + right], fontsize=8)
+    text = parse(data).pages[0].text
+    assert "2013. 6." not in text, text
+    extraction = extract(data)
+    assert [(e.label, e.authors[0], e.year) for e in extraction.references] == [
+        ("1", "Upadhyay", 2004), ("2", "Mishra", 1993), ("3", "Pandey", 2013),
+        ("4", "Filippovich", 1960), ("5", "Doira", 1968), ("6", "Singh", 1989)]
+    # The numbered paper's own "Author [year]" citation is kept, and is no entry 1989.
+    assert [c.key for c in extraction.citations] == ["singh1989", "1", "2"]
+
+
+@pytest.mark.parametrize("line", ["Preferences", "REFERENCES AND NOTES ON THE", "We list the refferences below."])
+def test_a_near_miss_that_is_no_heading(line: str) -> None:
+    entries = "\n".join(f"{n}. Smith, J., 20{n:02d}. Title number {n}. Journal." for n in range(1, 9))
+    assert citations.extract([(1, f"Intro text.\n\n{line}\n\n{entries}")]).references == ()
+
+
+def test_dotless_i_under_an_accent_is_the_accented_i() -> None:
+    # TeX sets "í" as "ı" and a combining acute: "Ası́n Achá", "Melı́cio".
+    from citerun.worker.pipeline import layout  # noqa: PLC0415
+
+    assert layout.normalize_spaces("Roberto Ası\u0301n Achá and Fernando Melı\u0301cio") == (
+        "Roberto Asín Achá and Fernando Melício")
+    assert layout.normalize_spaces("ıtem ı") == "ıtem ı"  # a plain dotless i stays

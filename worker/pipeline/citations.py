@@ -334,6 +334,8 @@ class _Marker:
     text: str
     refs: tuple[_Ref, ...]
     locator: str | None
+    # "Singh and Agarwal [1989]": names, then the year alone in square brackets.
+    year_bracket: bool = False
 
 
 def _clean_locator(raw: str | None) -> str | None:
@@ -516,7 +518,7 @@ def _find_markers(text: str) -> list[_Marker]:
         refs = tuple(_author_year_refs(authors, match["years"]))
         if refs:
             add(_Marker(start, match.end(), match.start(), match.end(), text[start:match.end()],
-                        refs, _clean_locator(match["loc"])))
+                        refs, _clean_locator(match["loc"]), year_bracket=True))
     for match in _NUMERIC.finditer(text):
         if not free(match.start(), match.end()):
             continue
@@ -698,6 +700,11 @@ _NAMES_GO_ON = re.compile(
     rf"^{_SURNAME}(?:\s+(?:[IVX]{{1,3}}|Jr\.?))?\s*,\s*{_CAP}[\w'’-]+\s+(?:{_CAP}\.?\s+)*{_CAP}[\w'’-]+"
     rf"[^.]*?\band\s+{_CAP}"
 )
+# What follows "Edmund K." when the entry names its authors given name first: the
+# surname, then "and" and another author, or the full stop that ends a lone author.
+_GIVEN_INITIAL_SURNAME = re.compile(
+    rf"{_SURNAME}(?:\s+(?:and|&)\s+{_CAP}[\w'’-]+\s+{_CAP}|\.\s+{_CAP}[a-z]"
+    rf"|\s*,\s*{_CAP}[\w'’-]+(?:\s+{_CAP}\.)*\s+{_CAP}[\w'’-]+\s*,)")
 # BMC/Springer: "Smith AB, Jones C: Title of the article. Journal 2010, 158:515-9."
 _COLON_STYLE = re.compile(
     rf"^(?P<a>{_SURNAME}\s+[A-Z]{{1,3}}(?:\s*,\s*{_SURNAME}\s+[A-Z]{{1,3}}){{0,40}}(?:\s*,?\s*et\s+al\.?)?)"
@@ -710,6 +717,38 @@ _ARXIV = re.compile(r"(?:arxiv\s*(?:preprint\s*)?:?\s*(?:abs/)?|arxiv\.org/abs/|
                     re.IGNORECASE)
 # How far after a heading the list is sampled to tell a reference list from a chapter.
 _HEADING_SAMPLE = 3000
+
+
+# A heading misspelt by one letter ("REFFERENCES", "Refrences", "Bibliograpy"): only a
+# line that is that one word alone (optionally numbered), never a running head (the
+# layout drops those) nor a sentence, and it must still be followed by a list.
+_HEADING_WORDS = ("references", "bibliography", "literature", "bibliografia", "bibliographie",
+                  "referencias", "literaturverzeichnis")
+_ONE_WORD_HEADING = re.compile(r"^\s*(?:(?:\d{1,2}|[IVX]{1,4})\.?\s+)?(?P<w>[^\W\d_]{8,24})\s*:?\s*$")
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """One letter inserted, dropped, replaced, or two neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return a == b
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1:] == b[i + 1:] or (a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1])
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    return longer[i + 1:] == shorter[i:]
+
+
+def _is_heading(line: str) -> bool:
+    if _HEADING.match(line):
+        return True
+    word = _ONE_WORD_HEADING.match(line)
+    if word is None or not (word["w"].isupper() or word["w"].istitle()):
+        return False
+    folded = word["w"].casefold()
+    # The first letter is kept: "Preferences" is a word of its own, not a misspelling.
+    return any(folded[0] == known[0] and _one_edit_apart(folded, known) for known in _HEADING_WORDS)
 
 
 def _heading_score(text: str) -> int:
@@ -746,7 +785,7 @@ def _find_reference_section(
         lines.extend((page_index, line) for line in text.split("\n"))
     best: tuple[int, int] | None = None  # (score, line index)
     for index, (_, line) in enumerate(lines):
-        if len(line) <= 60 and _HEADING.match(line):
+        if len(line) <= 60 and _is_heading(line):
             following = "\n".join(text for _, text in lines[index + 1:index + 80])
             score = _heading_score(following)
             if score >= 3 and (best is None or score >= best[0]):
@@ -1037,6 +1076,23 @@ def _plain_year(text: str) -> re.Match[str] | None:
     return first
 
 
+# A year that is an access date, not the publication's.
+_ACCESSED = re.compile(r"(?i:accessed|retrieved|visited|abgerufen|zugegriffen|last\s+checked)\b[^()\[\]]{0,30}$")
+
+
+def _last_year(text: str, first: re.Match[str]) -> re.Match[str]:
+    """The last year of the entry that dates it (by :func:`_plain_year`'s tests), not an
+    access date; ``first`` when there is none after it."""
+    last = first
+    for match in _ANY_YEAR.finditer(text, first.end()):
+        before, after = text[max(0, match.start() - 2):match.start()], text[match.end():match.end() + 2]
+        if before.endswith("/") or after.startswith("/") or re.match(r"[-–]\d|\.\d", after) or re.search(
+                r"\d[-–]$|[:.]$", before) or _ACCESSED.search(text, max(0, match.start() - 40), match.start()):
+            continue
+        last = match
+    return last
+
+
 _ORGANISATION_WORD = re.compile(
     r"\b(?:Organi[sz]ation|University|Universit[äy]t|Institute?|Association|Office|Society|"
     r"Council|Committee|Group|Agency|Department|Ministry|Foundation|Consortium|Cent(?:re|er)|"
@@ -1068,12 +1124,20 @@ def parse_entry(text: str, index: int, label: str | None = None) -> ReferenceEnt
     year_match = paren_year or dotted or _plain_year(text)
     if dotted and paren_year and dotted.start() < paren_year.start():
         year_match = dotted
+    if year_match is not None and year_match is not paren_year and year_match is not dotted and (
+            _SENTENCE_BREAK.search(text, 0, year_match.start())):
+        # The year follows the title and venue ("... (PATAT-2002), pages 262-275. Springer,
+        # 2003."): a year inside the venue's name is not the publication year, the last is.
+        year_match = _last_year(text, year_match)
     year = int(year_match["y"]) if year_match else None
     suffix = (year_match["s"] or "") if year_match else ""
     quoted = _QUOTED.search(text)
     vancouver = _VANCOUVER.match(text)
-    if vancouver and _NAMES_GO_ON.match(vancouver["t"]):
-        vancouver = None  # "Michael J. Bommarito II, Daniel Martin Katz, and Eric M. ..."
+    if vancouver and (_NAMES_GO_ON.match(vancouver["t"])
+                      or _GIVEN_INITIAL_SURNAME.match(text, vancouver.start("t"))):
+        # "Michael J. Bommarito II, Daniel Martin Katz, and Eric M. ...", "Edmund K.
+        # Burke and Yuri Bykov.", "Jeffrey H. Kingston. Educational timetabling."
+        vancouver = None
     colon_style = _COLON_STYLE.match(text)
     if quoted and (year_match is None or quoted.start() < year_match.start()):
         authors, title = text[:quoted.start()], quoted["t"].strip(" ,.")
@@ -1174,8 +1238,9 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> Extraction:
         # A paper that numbers its list and cites by number makes no author-year
         # citations of its own: "(Brown et al., 2020)" there is quoted material (a
         # figure reproducing another paper's text), and "Smith et al. (2020) [5]" is
-        # cited by its "[5]".
-        markers = [m for m in markers if not any(r.authors for r in m.refs)]
+        # cited by its "[5]". "Singh and Agarwal [1989]" is the paper's own narrative
+        # citation (its year in brackets where a number would stand), so it stays.
+        markers = [m for m in markers if m.year_bracket or not any(r.authors for r in m.refs)]
     spans = _claim_spans(body, markers)
     starts = [s for s, _ in spans]
     sentence_of = [_sentence_of(marker, spans, starts, body) for marker in markers]

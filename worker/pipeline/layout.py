@@ -76,9 +76,18 @@ PAGE_NUMBER = re.compile(
 _SENTENCE_END = re.compile(r"[.!?:][\"'”’)\]]*$")
 
 
+# TeX sets "í" as a dotless ı and a combining accent ("Ası́n", "Melı́cio"); so do
+# some fonts for "ȷ". With the dot put back the pair composes to the usual letter.
+_DOTLESS = re.compile("([ıȷ])(?=[\u0300-\u036f])")
+
+
 def normalize_spaces(text: str) -> str:
-    """Invisible characters removed, runs of spaces collapsed, ends stripped."""
-    return _SPACES.sub(" ", _INVISIBLE.sub("", text)).strip()
+    """Invisible characters removed, runs of spaces collapsed, ends stripped; a dotless
+    i or j under a combining accent becomes the accented letter ("ı́" -> "í")."""
+    text = _SPACES.sub(" ", _INVISIBLE.sub("", text)).strip()
+    if "ı" in text or "ȷ" in text:
+        text = unicodedata.normalize("NFC", _DOTLESS.sub(lambda m: "i" if m[1] == "ı" else "j", text))
+    return text
 
 
 # TeX-set and some publishers' PDFs carry an accent as a glyph of its own, set over its
@@ -226,6 +235,10 @@ def _by_rows(lines: list[_Raw]) -> list[_Raw]:
     return [raw for row in rows for raw in sorted(row, key=lambda r: r.x0)]
 
 
+# A list label set apart from its entry: "12.", "[3]", "(4)", "7)", "•".
+_LIST_LABEL = re.compile(r"\[\d{1,3}\]|\(\d{1,3}\)|\d{1,3}[.)]?|[A-Za-z][.)]|[•◦▪–-]|\[[A-Za-z+]{1,8}\d{2,4}[a-z]?\]")
+
+
 def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
     """Horizontal lines of a page; fragments on one baseline that touch are joined."""
     found: list[_Raw] = []
@@ -260,8 +273,9 @@ def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
         if (
             last is not None
             and abs((last.y0 + last.y1) / 2 - (raw.y0 + raw.y1) / 2) < 0.35 * min(last.height, raw.height)
-            and 0 <= raw.x0 - last.x1 < (4.0 if len(last.text) <= 6 else 1.2) * raw.size
-        ):  # a label ("12.", "[3]") may stand further off its entry
+            and 0 <= raw.x0 - last.x1 < (4.0 if _LIST_LABEL.fullmatch(last.text) else 1.2) * raw.size
+        ):  # a label ("12.", "[3]") may stand further off its entry; a year ("2013.")
+            # ending a line of the left column is no label of the right column's entry
             space = "" if raw.x0 - last.x1 < 0.15 * raw.size else " "
             last.text = f"{last.text}{space}{raw.text}"
             last.x1 = max(last.x1, raw.x1)
