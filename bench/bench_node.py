@@ -103,15 +103,21 @@ def render() -> str:
         "through a pod watch), the busy ones survived and their long tasks finished on the "
         "first attempt. The forced-delete time is the 30 s lease (queue.lease_s) plus the "
         "next sweep: a SIGKILLed pod never releases. Earlier passing runs of the same test "
-        "(2026-12-01, load average 9-18 on 2 cores): all tasks done 184.5, 187.2, 191.8 s; "
-        "forced delete -> taken again 36.1, 30.2, 28.7 s; releases on drain 5, 3, 3; "
-        "enqueue -> first worker Ready 25.1, 25.8 s.",
+        "(2026-12-01, load average 9-18 on 2 cores): all tasks done 184.5, 187.2, 191.8, "
+        "183.7 s; forced delete -> taken again 36.1, 30.2, 28.7, 23.9 s; releases on drain "
+        "5, 3, 3, 5; enqueue -> first worker Ready 25.1, 25.8, 30.7 s. The whole node suite "
+        "(image check, README e2e, rolling deploys) took 7 min 47 s to 12 min 38 s with "
+        "the images cached (plus ~7 min when the app image is rebuilt).",
         "- Found by that test: the autoscaler read each worker's busy count from its last "
         "heartbeat (up to heartbeat_s = 10 s old), so a pod that had just claimed two long "
         "tasks was marked idle (-1000) and deleted by the ReplicaSet while a pod gone idle "
         "was kept (+2000). It now counts the running tasks each worker holds "
         "(tests/db/test_queue.py::test_busy_workers_counts_what_each_holds_now_not_at_its_"
-        "last_heartbeat).",
+        "last_heartbeat). And a stopping operator kept its autoscaler Lease until it expired "
+        "(15 s), so after the load values' `helm upgrade` restarted the operator the "
+        "scale-up came 17.2 s after the enqueue (0.5-0.8 s otherwise; 2.4 s in the table's "
+        "run, with the fix, at load 15.6); it now releases the Lease on the way out (tests/cluster/test_autoscaler.py::test_a_stopping_leader_"
+        "hands_the_lease_over_at_once).",
         "- Disk: the image cache keeps the archives the node imports, the buildah storage "
         "of one driver with the three tagged images and the layer cache of their latest "
         "builds; older intermediate images and the storage of other drivers are removed "
