@@ -225,12 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         checked.append(stem)
     gold = folder / "gold"  # none: the CERMINE column stays empty
     if args.misses:
-        result, _ = ev.evaluate_document(folder / args.misses, gold)
-        for title, rows in (("entries wrong", result.wrong_entries), ("markers missed", result.missed),
-                            ("markers found, not in the truth", result.spurious),
-                            ("markers found by their printed text, keyed otherwise", result.keyed_otherwise)):
-            print(f"## {title} ({len(rows)})")
-            print("\n".join(rows))
+        ev.print_misses(ev.evaluate_document(folder / args.misses, gold)[0])
         return 0
     docs = [ev.evaluate_document(folder / f"{stem}.pdf", gold)[0] for stem in stems]
     text = render(ev, docs, {s: wanted[f"{s}.pdf"] for s in checked})

@@ -606,6 +606,15 @@ def time_pymupdf4llm(count: int, write: bool) -> int:
     return 0
 
 
+def print_misses(result: DocResult) -> None:
+    """Where one document disagrees with its truth (``--misses``)."""
+    for title, rows in (("entries wrong", result.wrong_entries), ("markers missed", result.missed),
+                        ("markers found, not in the truth", result.spurious),
+                        ("markers found by their printed text, keyed otherwise", result.keyed_otherwise)):
+        print(f"## {title} ({len(rows)})")
+        print("\n".join(rows))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
@@ -647,12 +656,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"p{c.page}\t{c.key}\t{c.marker}")
         return 0
     if args.misses:
-        result, _ = evaluate_document(pdfs / args.misses, gold_dir)
-        for title, rows in (("entries wrong", result.wrong_entries), ("markers missed", result.missed),
-                            ("markers found, not in the truth", result.spurious),
-                            ("markers found by their printed text, keyed otherwise", result.keyed_otherwise)):
-            print(f"## {title} ({len(rows)})")
-            print("\n".join(rows))
+        print_misses(evaluate_document(pdfs / args.misses, gold_dir)[0])
         return 0
     docs: list[DocResult] = []
     extractions: dict[str, citations.Extraction] = {}

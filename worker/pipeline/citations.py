@@ -505,20 +505,26 @@ def _find_markers(text: str) -> list[_Marker]:
         markers.append(marker)
         taken[marker.start:marker.end] = b"\x01" * (marker.end - marker.start)
 
-    for match in _YEAR_BRACKET.finditer(text):
-        # "Singh and Agarwal [1989]": names right before the bracket make the number a
-        # year, not entry 1989 of a numbered list.
+    def narrative(match: re.Match[str], *, year_bracket: bool) -> None:
+        """Names right before a bracketed or parenthesised year make one citation; with
+        no space before the bracket ("Dokshitzer(1977)" in an equation) there is none."""
         if match.start() == 0 or not text[match.start() - 1].isspace():
-            continue
+            return
         before = text[:match.start()].rstrip()
         found = _authors_before(text, len(before), comma_list=False)
         if found is None:
-            continue
+            return
         start, authors = found
         refs = tuple(_author_year_refs(authors, match["years"]))
-        if refs:
+        if refs and free(start, match.end()):
+            locator = match["loc"] or match.groupdict().get("loc2")
             add(_Marker(start, match.end(), match.start(), match.end(), text[start:match.end()],
-                        refs, _clean_locator(match["loc"]), year_bracket=True))
+                        refs, _clean_locator(locator), year_bracket=year_bracket))
+
+    for match in _YEAR_BRACKET.finditer(text):
+        # "Singh and Agarwal [1989]": names right before the bracket make the number a
+        # year, not entry 1989 of a numbered list.
+        narrative(match, year_bracket=True)
     for match in _NUMERIC.finditer(text):
         if not free(match.start(), match.end()):
             continue
@@ -538,18 +544,7 @@ def _find_markers(text: str) -> list[_Marker]:
             refs = tuple(_Ref(key.strip()) for key in re.split(r"\s*[,;]\s*", match["body"]))
             add(_Marker(match.start(), match.end(), match.start(), match.end(), match[0], refs, None))
     for match in _YEAR_PAREN.finditer(text):
-        # "Dokshitzer(1977)" in an equation has no space before the parenthesis.
-        if match.start() == 0 or not text[match.start() - 1].isspace():
-            continue
-        before = text[:match.start()].rstrip()
-        found = _authors_before(text, len(before), comma_list=False)
-        if found is None:
-            continue
-        start, authors = found
-        refs = tuple(_author_year_refs(authors, match["years"]))
-        if refs and free(start, match.end()):
-            add(_Marker(start, match.end(), match.start(), match.end(), text[start:match.end()],
-                        refs, _clean_locator(match["loc"] or match["loc2"])))
+        narrative(match, year_bracket=False)
     for match in _GROUP.finditer(text):
         if not free(match.start(), match.end()):
             continue
