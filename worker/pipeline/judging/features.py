@@ -187,12 +187,18 @@ def _numbers_apart(claim: collections.abc.Set[str], evidence: collections.abc.Se
 
 def _effect(tokens: collections.abc.Sequence[str]) -> int:
     """The sign of the effect words in ``tokens`` (their product), flipped by a negation."""
-    signs = [1 if _EFFECT_UP.match(t) else -1 for t in tokens
-             if _EFFECT_UP.match(t) or _EFFECT_DOWN.match(t)]
+    signs = [sign for sign in map(_effect_sign, tokens) if sign]
     if not signs or len(signs) > 3:
         return 0
     negated = sum(1 for t in tokens if t in language.NEGATIONS) % 2 == 1
     return math.prod(signs) * (-1 if negated else 1)
+
+
+@functools.lru_cache(maxsize=65536)
+def _effect_sign(token: str) -> int:
+    """+1 for a word of causing, -1 for one of preventing, 0 otherwise (a token repeats
+    across pairs: matched once)."""
+    return 1 if _EFFECT_UP.match(token) else -1 if _EFFECT_DOWN.match(token) else 0
 
 
 def _near(tokens: collections.abc.Sequence[str], anchors: collections.abc.Set[str]) -> list[str]:
@@ -337,10 +343,11 @@ class Featurizer:
         top_token_set = frozenset().union(*(s.candidate.tokens for s in top))
         claim_set = set(claim_tokens)
         near_numbers = _numbers(" ".join(s.candidate.sentence for s in top))
-        claim_groups, evidence_groups = _groups(claim_set), _groups(set(top_token_set))
+        top_set = set(top_token_set)
+        claim_groups, evidence_groups = _groups(claim_set), _groups(top_set)
         scalars += [
             float(claim_effect), float(agree_top), float(conflict_top), conflict_first * score1,
-            float(_prefix_antonyms(claim_set, set(top_token_set))),
+            float(_prefix_antonyms(claim_set, top_set)),
             float(_numbers_apart(claim_numbers, near_numbers)),
             float(bool(claim_groups - evidence_groups) and bool(evidence_groups - claim_groups)),
             float(len(claim_groups - evidence_groups)),
