@@ -103,7 +103,7 @@ class TrainedJudge:
     def __init__(self, embedder: Embedder, config: TrainedJudgeConfig | None = None) -> None:
         self._config = config or TrainedJudgeConfig()
         self._model = _load(self._config.model_file or model.ARTIFACT)
-        self._featurizer = features.Featurizer(embedder)
+        self._featurizer = features.Featurizer(embedder, self._model.rationale)
         self._rules = rules.RulesJudge(embedder)
 
     async def judge(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
