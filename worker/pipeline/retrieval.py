@@ -26,6 +26,7 @@ import numpy as np
 
 from citerun import errors, sql
 from citerun.worker.pipeline import embed, judge
+from citerun.worker.pipeline.judging import german
 from citerun.worker.pipeline.settings import RetrievalConfig
 
 _Q = sql.load("citerun.worker", "queries/pipeline.sql")
@@ -157,10 +158,15 @@ class Retriever:
 
     async def search(self, pool: asyncpg.Pool, claim: str,
                      digests: Sequence[str]) -> list[judge.Passage]:
-        """The ``top_k`` fused passages of ``digests`` for ``claim``, best first."""
+        """The ``top_k`` fused passages of ``digests`` for ``claim``, best first.
+
+        A German claim is looked for by its English gloss: the sources are English, and
+        BM25 finds no German word in them (the judge glosses it again, then choosing
+        among a word's translations by the passages found)."""
         if not digests:
             return []
-        by_vector, by_bm25 = await self.rankings(pool, claim, digests)
+        query = await asyncio.to_thread(german.to_english, claim) if german.is_german(claim) else claim
+        by_vector, by_bm25 = await self.rankings(pool, query, digests)
         fused = self.fuse(by_vector, by_bm25)[: self.config.top_k]
         rows = {r["id"]: r for r in await pool.fetch(_Q["chunk_get_many"],
                                                       [i for i, _ in fused])}

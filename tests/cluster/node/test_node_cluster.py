@@ -55,13 +55,16 @@ def _citerun(node: node_mod.Node, database_url: str, *args: str,
     return proc.stdout
 
 
-def test_image_runs_non_root_without_compilers_with_the_model(node: node_mod.Node) -> None:
+def test_image_runs_non_root_without_compilers_with_the_models(node: node_mod.Node) -> None:
     script = (
         "set -e; id -u; citerun --help | head -n 1; "
         "for c in gcc cc c++ g++ clang; do command -v $c && exit 3 || true; done; "
         "echo no-compiler; "
         "python -c 'from citerun.worker.pipeline.embed import _wordllama_model as m; "
-        "print(\"wordllama\", m().embed([\"urban heat\"]).shape)'"
+        "print(\"wordllama\", m().embed([\"urban heat\"]).shape)'; "
+        "python -c 'from citerun.worker.pipeline.judging import german; "
+        "print(\"german\", len(german.ding()) > 100000, "
+        "german.to_english(\"Die Thrombosen wurden nicht behandelt.\"))'"
     )
     pod = {
         "apiVersion": "v1", "kind": "Pod",
@@ -98,6 +101,9 @@ def test_image_runs_non_root_without_compilers_with_the_model(node: node_mod.Nod
     assert lines[1].startswith("usage: citerun"), logs
     assert "no-compiler" in lines, logs
     assert any(line.startswith("wordllama (1, ") for line in lines), logs
+    # Ding's dictionary (Debian's trans-de-en) is in the image: German claims are glossed
+    # with it, not with the small built-in glossary alone.
+    assert "german True the thromboses were not treated." in lines, logs
     support.figure("image check pod: apply -> Succeeded", time.monotonic() - began, "s",
                    "a pod of the app image: citerun --help + loading the wordllama model")
     node.kubectl("delete", "pod", "-n", "default", "image-check", "--wait=false")

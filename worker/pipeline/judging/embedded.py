@@ -100,8 +100,11 @@ class TrainedJudge:
     population swap without any cue stay ``unsupported`` at best.
     """
 
-    def __init__(self, embedder: Embedder, config: TrainedJudgeConfig | None = None) -> None:
+    def __init__(self, embedder: Embedder, config: TrainedJudgeConfig | None = None, *,
+                 german_dictionary: german.Dictionary | None = None) -> None:
+        """``german_dictionary``: for German claims; None for Ding's (:func:`.german.ding`)."""
         self._config = config or TrainedJudgeConfig()
+        self._german = german_dictionary
         self._model = _load(self._config.model_file or model.ARTIFACT)
         self._featurizer = features.Featurizer(embedder, self._model.rationale)
         self._rules = rules.RulesJudge(embedder)
@@ -112,7 +115,10 @@ class TrainedJudge:
 
     def judge_sync(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
         """:meth:`judge`, in the calling thread; a German claim is glossed into English first."""
-        claim = german.to_english(claim)
+        if german.is_german(claim):
+            # The source's words choose among a German word's translations.
+            context = frozenset(language.content_words(" ".join(p.text for p in passages)))
+            claim = german.gloss(claim, context, self._german)
         found = self._featurizer.features(claim, passages)
         if found is None:
             return Judgement(Verdict.UNSUPPORTED, 0.5, (),
