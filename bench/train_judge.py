@@ -21,34 +21,15 @@ abstracts ODC-By 1.0):
   (``--nei-aug-weight``) are off by default: on train they lowered out-of-fold macro-F1
   (0.665 -> 0.651), the real NEI pairs suffice.
 
-Rationale scorer (first stage): a logistic regression over cheap per-sentence inputs
-(:data:`features.RATIONALE_INPUTS`: cosine and coverage and their gaps to the pair's
-best, position in the abstract, finding words, numbers, length) fitted by Newton's
-method on whether each sentence of a train pair with evidence is one of SciFact's gold
-rationale sentences (``evidence`` -> ``sentences``; a sentence of the chunked abstract is
-matched to the abstract sentence it shares most words with). Its coefficients ship inside
-the artifact (``rationale``); the features then also measure the contradiction cues
-(negation and direction of the first, effect signs, antonyms, numbers, a finding of no
-effect) on the two sentences it scores highest. It is fitted on all train claims; with
-``--nested-rationale`` the script also reports the out-of-fold scores with a scorer
-fitted inside each fold (the same, within noise: docs/benchmarks.md).
-
 Model: the features of :mod:`citerun.worker.pipeline.judging.features` into gradient-
 boosted trees (LightGBM, a training-time dependency: ``pip install lightgbm``; the trees
 are flattened into the JSON artifact and evaluated in numpy) or, with ``--learner
 linear``, a multinomial logistic regression (numpy, full-batch Adam with L2).
 Five-fold cross-validation grouped by claim gives out-of-fold
 probabilities on the real train pairs; on those alone the script fits the temperature
-(calibration, by log-loss) and the per-class decision offsets (by macro-F1). The final
-model is fitted on all train pairs. The split into folds alone moves macro-F1 by up to
-0.016 (0.674-0.690 for the same model), so ``--cv-repeats 3`` also reports the mean over three splits (each with its
-own temperature and offsets), which the third round of candidates was compared by.
-Options measured and left at their defaults: ``--bags`` (boosters averaged over seeds),
-``--contradict-weight`` (class weight on top of the balance); ``--drop PREFIX`` zeroes
-features to measure without them. Seeded (``--seed``): two runs write the same bytes.
-Run time on the 2-core machine of docs/benchmarks.md (shared, load 1-2): 35-60 s with
-cold features, about a minute with ``--cv-repeats 3`` and a warm ``--cache DIR``, two to
-three minutes more with ``--nested-rationale`` (five more feature passes).
+(calibration, by log-loss) and the per-class decision offsets (by macro-F1). The final model is fitted on all train pairs. Seeded (``--seed``): two runs
+write the same bytes. Run time on the 2-core machine of docs/benchmarks.md: about 8 minutes
+when it was shared with other jobs, most of it features (``--cache DIR`` keeps them).
 """
 
 from __future__ import annotations
@@ -352,9 +333,9 @@ def main() -> None:
           f"(argmax) -> {macro:.3f} with offsets {offsets.round(2).tolist()}, T {temperature:.2f}; "
           + " ".join(f"F1 {k} {v:.3f}" for k, v in zip(LABELS, f1s)))
     if args.cv_repeats > 1:
-        # Other splits into folds (each with its own fitted temperature and offsets): the
-        # split alone moves macro-F1 by up to 0.016, so candidates are compared by the
-        # mean over several.
+        # Other splits into folds (each with its own fitted temperature and offsets): one
+        # split's macro-F1 moves by about 0.005 with the split alone, so candidates are
+        # compared by the mean over several.
         scores = [(macro, f1s)]
         for repeat in range(1, args.cv_repeats):
             other = out_of_fold(x, y, w, groups, args, args.seed + repeat)

@@ -61,30 +61,6 @@ def test_a_model_trained_on_other_features_is_refused(tmp_path: pathlib.Path) ->
         model.Model.load(tmp_path / "missing.json")
 
 
-def test_an_artifact_whose_rationale_scorer_has_other_inputs_is_refused(tmp_path: pathlib.Path) -> None:
-    data = json.loads(model.ARTIFACT.read_text(encoding="utf-8"))
-    assert data["rationale"]["names"] == list(features.RATIONALE_INPUTS)
-    data["rationale"]["names"] = data["rationale"]["names"][:-1] + ["something_else"]
-    path = tmp_path / "model.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(judge.JudgeConfigError, match="rationale"):
-        model.Model.load(path)
-
-
-def test_the_rationale_scorer_prefers_the_finding_to_the_background() -> None:
-    featurizer = features.Featurizer(embed.WordLlamaEmbedder(), model.Model.load().rationale)
-    found = featurizer.features("Statin therapy reduces the risk of myocardial infarction in older adults.",
-                                [_ABSTRACT])
-    assert found is not None
-    scores = dict(zip((s.candidate.sentence for s in found.sentences),
-                      features.shipped_rationale_scorer().probabilities(
-                          features.rationale_inputs(found.sentences)).tolist()))
-    finding = next(s for s in scores if "reduced the risk" in s)
-    assert scores[finding] == max(scores.values())
-    assert scores[finding] > scores[next(s for s in scores if s.startswith("We followed"))]
-    assert [s.position for s in sorted(found.sentences, key=lambda s: s.position)] == list(range(len(scores)))
-
-
 def test_trees_are_evaluated_like_a_hand_walk() -> None:
     loaded = model.Model.load()
     assert loaded.trees is not None
@@ -189,16 +165,6 @@ def test_the_contradiction_cues_of_the_features() -> None:
     assert inhibits["effect_agree_top"] >= 1
     assert named("Omnivorous men produced more TMAO than vegans.")["group_swap"] == 1
     assert named("Omnivorous women produced more TMAO than vegans.")["group_swap"] == 0
-    null = _passage("Serum TMAO was measured in 52 omnivores and 40 vegans. There was no significant "
-                    "difference in TMAO levels between omnivores and vegans.")
-    effect = featurizer.features("Omnivores have higher TMAO levels than vegans.", [null])
-    no_effect = featurizer.features("TMAO levels do not differ between omnivores and vegans.", [null])
-    assert effect is not None and no_effect is not None
-    named_effect = dict(zip(features.NAMES, effect.vector.tolist()))
-    named_none = dict(zip(features.NAMES, no_effect.vector.tolist()))
-    assert named_effect["claim_null"] == 0 and named_effect["null_mismatch_top"] == 1  # effect vs none
-    assert named_effect["rationale_null_mismatch"] == 1
-    assert named_none["claim_null"] == 1 and named_none["null_mismatch_top"] == 0
 
 
 def test_the_perturbations_that_make_training_contradictions() -> None:

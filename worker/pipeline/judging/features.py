@@ -1,6 +1,6 @@
 """Pairwise features of (claim, evidence passages) for the trained judge.
 
-One vector per pair, made of four groups:
+One vector per pair, made of three groups:
 
 - *closeness*: cosine similarity (WordLlama) and content-word coverage of the claim by
   its best sentences, by the best two together and by the whole evidence;
@@ -8,12 +8,6 @@ One vector per pair, made of four groups:
   sentences and compared: negation near the words both share (its scope, not a "not"
   anywhere), direction words with the words they govern, hedging, antonym pairs
   (young/old, activates/inhibits), numbers present on one side only;
-- *the rationale*: a small logistic regression (:class:`RationaleScorer`, trained on
-  SciFact train's gold rationale sentences, shipped inside the judge's artifact) picks
-  the sentences most likely to be the evidence, which the closest sentences often are
-  not (results come late in an abstract); the contradiction cues are measured again on
-  its two best, with its probabilities; and a finding of no effect ("no significant
-  difference", "not associated", "similar") against a claim of an effect;
 - *cue words on one side only*: a fixed list (negations, direction and effect words,
   hedges, quantifiers), each flagged when the claim has it and its best sentences do not,
   and the other way round, so the model weighs each cue on its own. (A mean word vector
@@ -368,7 +362,7 @@ class Featurizer:
         def found(word: str, tokens: frozenset[str]) -> bool:
             return not matches[word].isdisjoint(tokens)
 
-        sentences: list[Sentence] = []
+        sentences = []
         for candidate, similarity in zip(candidates, similarities):
             matched = sum(1 for w in words if found(w, candidate.tokens))
             in_context = sum(1 for w in words if not found(w, candidate.tokens)

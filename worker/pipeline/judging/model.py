@@ -4,8 +4,7 @@ The artifact (``judge_model.json`` beside this module, written by
 ``bench/train_judge.py``; see ``MODEL_CARD.md``) holds the feature names it was trained
 on and the flattened trees of a gradient-boosted model (format 2, shipped) or the
 standardisation and the weights of a logistic regression or an MLP (format 1),
-the temperature that calibrates its probabilities, the per-class decision offsets and
-the rationale scorer whose sentences some features read (:class:`.features.RationaleScorer`).
+the temperature that calibrates its probabilities and the per-class decision offsets.
 JSON, not a pickle: a model file must never be able to run code, and JSON is byte-stable
 so a retrain on the same seed gives the same file (the checksum test holds the shipped
 one). Inference is a few matrix products in numpy: no extra runtime dependency.
@@ -100,15 +99,11 @@ class Model:
         def array(values: typing.Any) -> Array:
             return numpy.asarray(values, dtype=numpy.float32)
 
-        try:
-            rationale = (features.RationaleScorer.from_json(data["rationale"])
-                         if "rationale" in data else None)
-        except ValueError as err:
-            raise JudgeConfigError(f"the judge model {str(path)!r}: {err}") from err
         return cls(tuple(data["names"]), array(data["mean"]), array(data["scale"]),
                    tuple((array(layer["weight"]), array(layer["bias"])) for layer in data["layers"]),
                    float(data["temperature"]), array(data["offsets"]),
-                   Trees.from_json(data["trees"]) if data["format"] == 2 else None, rationale)
+                   Trees.from_json(data["trees"]) if data["format"] == 2 else None,
+                   features.RationaleScorer.from_json(data["rationale"]) if "rationale" in data else None)
 
 
 @dataclasses.dataclass(frozen=True)
