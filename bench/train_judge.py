@@ -124,59 +124,6 @@ def examples(claims: list[dict[str, object]], corpus: dict[int, dict[str, object
     return out
 
 
-def _words(text: str) -> set[str]:
-    return set(text.casefold().split())
-
-
-def rationale_rows(claims: list[dict[str, object]], corpus: dict[int, dict[str, object]],
-                   embedder: embed.WordLlamaEmbedder) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
-    """The rationale scorer's inputs for every sentence of each (claim, cited abstract with
-    evidence) pair of ``claims``, whether the sentence is one of the gold rationale
-    sentences, and the claim of each row. A sentence of the chunked abstract is matched to
-    the abstract sentence it shares most words with."""
-    blank = features.RationaleScorer(numpy.zeros(len(features.RATIONALE_INPUTS), numpy.float32),
-                                     numpy.ones(len(features.RATIONALE_INPUTS), numpy.float32),
-                                     numpy.zeros(len(features.RATIONALE_INPUTS), numpy.float32), 0.0)
-    featurizer = features.Featurizer(embedder, blank)
-    inputs, labels, groups = [], [], []
-    for claim in claims:
-        for doc_id, sets in sorted(claim["evidence"].items()):  # type: ignore[attr-defined]
-            doc = corpus[int(doc_id)]
-            gold = {i for s in sets for i in s["sentences"]}
-            found = featurizer.features(str(claim["claim"]), passages_of(doc))
-            if found is None:
-                continue
-            abstract = [_words(a) for a in doc["abstract"]]  # type: ignore[attr-defined]
-            for sentence, row in zip(found.sentences, features.rationale_inputs(found.sentences)):
-                words = _words(sentence.candidate.sentence)
-                overlap = [len(words & a) / max(len(words | a), 1) for a in abstract]
-                inputs.append(row)
-                labels.append(float(int(numpy.argmax(overlap)) in gold))
-                groups.append(int(claim["id"]))  # type: ignore[call-overload]
-    return numpy.asarray(inputs, numpy.float64), numpy.asarray(labels), numpy.asarray(groups)
-
-
-def fit_rationale(x: numpy.ndarray, y: numpy.ndarray, l2: float = 1.0) -> features.RationaleScorer:
-    """Logistic regression by Newton's method (deterministic) on standardised inputs."""
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-6] = 1.0
-    z = numpy.hstack([(x - mean) / scale, numpy.ones((len(x), 1))])
-    beta = numpy.zeros(z.shape[1])
-    penalty = numpy.full(z.shape[1], l2)
-    penalty[-1] = 0.0
-    for _ in range(50):
-        p = 1.0 / (1.0 + numpy.exp(-(z @ beta)))
-        gradient = z.T @ (p - y) + penalty * beta
-        hessian = (z * (p * (1 - p))[:, None]).T @ z + numpy.diag(penalty) + 1e-9 * numpy.eye(len(beta))
-        step = numpy.linalg.solve(hessian, gradient)
-        beta -= step
-        if numpy.abs(step).max() < 1e-10:
-            break
-    return features.RationaleScorer(mean.astype(numpy.float32), scale.astype(numpy.float32),
-                                    beta[:-1].astype(numpy.float32), float(beta[-1]))
-
-
 def featurize(items: list[Example], corpus: dict[int, dict[str, object]],
               featurizer: features.Featurizer) -> numpy.ndarray:
     rows = []
@@ -216,32 +163,9 @@ def choose_decision(logits: numpy.ndarray, gold: numpy.ndarray) -> tuple[float, 
     return best_t, best[1]
 
 
-def fold_ids(groups: numpy.ndarray, split_seed: int) -> numpy.ndarray:
-    """The fold (0-4) of each pair: five folds grouped by claim, assigned by ``split_seed``."""
-    unique_groups = sorted(set(groups.tolist()))
-    random.Random(split_seed).shuffle(unique_groups)
-    fold_of = {g: i % 5 for i, g in enumerate(unique_groups)}
-    return numpy.array([fold_of[g] for g in groups])
-
-
-def out_of_fold(x: numpy.ndarray | list[numpy.ndarray], y: numpy.ndarray, w: numpy.ndarray,
-                groups: numpy.ndarray, args: argparse.Namespace, split_seed: int) -> numpy.ndarray:
-    """Logits of each pair from the model of the four folds without its claim; ``x`` may
-    be one matrix per fold (the features that fold's model trains and predicts on)."""
-    folds = fold_ids(groups, split_seed)
-    oof = numpy.zeros((len(y), 3))
-    for fold in range(5):
-        train = folds != fold
-        xf = x[fold] if isinstance(x, list) else x
-        fitted = learn(xf[train], y[train], w[train], args)
-        oof[~train] = fitted.logits(xf[~train])
-    return oof
-
-
 def learn(x: numpy.ndarray, y: numpy.ndarray, w: numpy.ndarray, args: argparse.Namespace) -> model.Model:
     if args.learner == "trees":
-        return model.fit_trees(x, y, w, rounds=args.rounds, leaves=args.leaves, seed=args.seed,
-                               bags=args.bags, class_weight=numpy.array([1.0, args.contradict_weight, 1.0]))
+        return model.fit_trees(x, y, w, rounds=args.rounds, leaves=args.leaves, seed=args.seed)
     return model.fit(x, y, w, hidden=args.hidden, l2=args.l2, epochs=args.epochs, seed=args.seed)
 
 
@@ -253,18 +177,6 @@ def main() -> None:
                         help="trees: LightGBM, flattened into the JSON; linear: logistic regression")
     parser.add_argument("--rounds", type=int, default=300, help="boosting rounds (trees)")
     parser.add_argument("--leaves", type=int, default=15, help="leaves per tree (trees)")
-    parser.add_argument("--bags", type=int, default=1,
-                        help="boosters with seeds seed, seed+1, ... averaged (trees)")
-    parser.add_argument("--contradict-weight", type=float, default=1.0,
-                        help="extra weight of the CONTRADICT class on top of the class balance (trees)")
-    parser.add_argument("--cv-repeats", type=int, default=1,
-                        help="also report the out-of-fold scores of this many splits into folds "
-                        "(seeds seed, seed+1, ...), and their mean; the artifact uses the first")
-    parser.add_argument("--drop", action="append", default=[],
-                        help="zero the features whose names start with this (a constant: unused)")
-    parser.add_argument("--nested-rationale", action="store_true",
-                        help="also report out-of-fold scores with the rationale scorer fitted inside "
-                        "each fold (five more feature passes)")
     parser.add_argument("--hidden", type=int, default=0, help="MLP width for linear; 0 = none")
     parser.add_argument("--l2", type=float, default=1e-3)
     parser.add_argument("--epochs", type=int, default=600)
@@ -292,39 +204,31 @@ def main() -> None:
     print(f"{len(items)} examples: " + ", ".join(
         f"{k} {v}" for k, v in sorted(collections.Counter((e.label, e.real) for e in items).items())),
         file=sys.stderr)
-    rx, ry, rgroups = rationale_rows(claims, corpus, embedder)
-    rationale = fit_rationale(rx, ry)
-    rp = rationale.probabilities(rx.astype(numpy.float32))
-    hits = [float(ry[rgroups == g][numpy.argmax(rp[rgroups == g])]) for g in sorted(set(rgroups.tolist()))]
-    print(f"rationale scorer: {len(ry)} sentences, {int(ry.sum())} rationale; its best sentence is a "
-          f"rationale for {numpy.mean(hits):.3f} of the claims (in-sample); weights "
-          + " ".join(f"{n} {w:+.2f}" for n, w in zip(features.RATIONALE_INPUTS, rationale.weight)),
-          file=sys.stderr)
-
-    def matrix(scorer: features.RationaleScorer) -> numpy.ndarray:
-        key = hashlib.sha256(pathlib.Path(features.__file__).read_bytes()
-                             + json.dumps(scorer.as_json()).encode()).hexdigest()[:16]
-        cache_file = args.cache / f"features-{key}.json" if args.cache else None
-        cache: dict[str, list[float]] = (json.loads(cache_file.read_text()) if cache_file is not None
-                                         and cache_file.exists() else {})
-        todo = [e for e in items if f"{e.doc_id}\t{e.claim}" not in cache]
-        for item, row in zip(todo, featurize(todo, corpus, features.Featurizer(embedder, scorer))):
-            cache[f"{item.doc_id}\t{item.claim}"] = row.tolist()
-        if cache_file is not None and todo:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            cache_file.write_text(json.dumps(cache))
-        x = numpy.asarray([cache[f"{e.doc_id}\t{e.claim}"] for e in items], dtype=numpy.float32)
-        for prefix in args.drop:
-            x[:, [i for i, n in enumerate(features.NAMES) if n.startswith(prefix)]] = 0.0
-        return x
-
-    x = matrix(rationale)
+    key = hashlib.sha256(pathlib.Path(features.__file__).read_bytes()).hexdigest()[:16]
+    cache_file = args.cache / f"features-{key}.json" if args.cache else None
+    cache: dict[str, list[float]] = (json.loads(cache_file.read_text()) if cache_file is not None
+                                     and cache_file.exists() else {})
+    todo = [e for e in items if f"{e.doc_id}\t{e.claim}" not in cache]
+    for item, row in zip(todo, featurize(todo, corpus, features.Featurizer(embedder))):
+        cache[f"{item.doc_id}\t{item.claim}"] = row.tolist()
+    if cache_file is not None and todo:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        cache_file.write_text(json.dumps(cache))
+    x = numpy.asarray([cache[f"{e.doc_id}\t{e.claim}"] for e in items], dtype=numpy.float32)
     featured = time.perf_counter()
     y = numpy.array([LABELS.index(e.label) for e in items])
     w = numpy.array([e.weight for e in items], dtype=numpy.float64)
     real = numpy.array([e.real for e in items])
     groups = numpy.array([e.group for e in items])
-    oof = out_of_fold(x, y, w, groups, args, args.seed)
+    unique_groups = sorted(set(groups.tolist()))
+    random.Random(args.seed).shuffle(unique_groups)
+    fold_of = {g: i % 5 for i, g in enumerate(unique_groups)}
+    folds = numpy.array([fold_of[g] for g in groups])
+    oof = numpy.zeros((len(items), 3))
+    for fold in range(5):
+        train = folds != fold
+        fitted = learn(x[train], y[train], w[train], args)
+        oof[~train] = fitted.logits(x[~train])
     temperature, offsets = choose_decision(oof[real], y[real])
     raw_macro, raw_f1s = macro_f1(y[real], numpy.argmax(oof[real], axis=1))
     logp = numpy.log(model.softmax(oof[real] / temperature) + 1e-12)
@@ -332,35 +236,8 @@ def main() -> None:
     print(f"out-of-fold on {int(real.sum())} real train pairs: macro-F1 {raw_macro:.3f} "
           f"(argmax) -> {macro:.3f} with offsets {offsets.round(2).tolist()}, T {temperature:.2f}; "
           + " ".join(f"F1 {k} {v:.3f}" for k, v in zip(LABELS, f1s)))
-    if args.cv_repeats > 1:
-        # Other splits into folds (each with its own fitted temperature and offsets): one
-        # split's macro-F1 moves by about 0.005 with the split alone, so candidates are
-        # compared by the mean over several.
-        scores = [(macro, f1s)]
-        for repeat in range(1, args.cv_repeats):
-            other = out_of_fold(x, y, w, groups, args, args.seed + repeat)
-            t, o = choose_decision(other[real], y[real])
-            scores.append(macro_f1(y[real], numpy.argmax(
-                numpy.log(model.softmax(other[real] / t) + 1e-12) + o, axis=1)))
-        print(f"mean over {args.cv_repeats} splits: macro-F1 {numpy.mean([m for m, _ in scores]):.3f} "
-              f"(splits {' '.join(f'{m:.3f}' for m, _ in scores)}); "
-              + " ".join(f"F1 {k} {numpy.mean([f[i] for _, f in scores]):.3f}" for i, k in enumerate(LABELS)))
-    if args.nested_rationale:
-        # The rationale scorer above saw every claim's rationale sentences; here each fold's
-        # pairs get the features of a scorer fitted without that fold's claims (and the
-        # trees of that fold are trained on the same features), so nothing of a held-out
-        # claim reaches its prediction.
-        fold = fold_ids(groups, args.seed)
-        rfold = numpy.array([fold[numpy.flatnonzero(groups == g)[0]] for g in rgroups])
-        nested = out_of_fold([matrix(fit_rationale(rx[rfold != k], ry[rfold != k])) for k in range(5)],
-                             y, w, groups, args, args.seed)
-        t, o = choose_decision(nested[real], y[real])
-        m, f = macro_f1(y[real], numpy.argmax(numpy.log(model.softmax(nested[real] / t) + 1e-12) + o, axis=1))
-        print(f"out-of-fold with the rationale scorer fitted inside the folds: macro-F1 {m:.3f}; "
-              + " ".join(f"F1 {k} {v:.3f}" for k, v in zip(LABELS, f)))
     final = learn(x, y, w, args)
-    final = dataclasses.replace(final, temperature=temperature, offsets=offsets.astype(numpy.float32),
-                                rationale=rationale)
+    final = dataclasses.replace(final, temperature=temperature, offsets=offsets.astype(numpy.float32))
     final.save(args.out)
     digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB, sha256 {digest}); features "

@@ -106,7 +106,7 @@ class TrainedJudge:
         self._config = config or TrainedJudgeConfig()
         self._german = german_dictionary
         self._model = _load(self._config.model_file or model.ARTIFACT)
-        self._featurizer = features.Featurizer(embedder, self._model.rationale)
+        self._featurizer = features.Featurizer(embedder)
         self._rules = rules.RulesJudge(embedder)
 
     async def judge(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:

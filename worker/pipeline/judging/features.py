@@ -22,9 +22,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import functools
-import json
 import math
-import pathlib
 import re
 import typing
 
@@ -109,11 +107,6 @@ _SCALARS = (
     "unmatched_share", "unmatched_polarity",
     "effect_claim", "effect_agree_top", "effect_conflict_top", "effect_conflict1_x_score",
     "prefix_antonym", "number_conflict", "group_swap", "group_missing",
-    "claim_null", "null_top", "null_mismatch_top",
-    "rationale_p1", "rationale_p2", "rationale_is_best", "rationale_neg_mismatch",
-    "rationale_dir_conflict", "rationale_effect_agree", "rationale_effect_conflict",
-    "rationale_effect_conflict_x_p", "rationale_antonym", "rationale_numbers_apart",
-    "rationale_null", "rationale_null_mismatch",
 )
 # Cue words whose presence on one side only the model weighs (prefixes of tokens; the
 # negations whole). A fixed list, so each cue gets its own learned weight.
@@ -139,7 +132,6 @@ class Sentence:
     similarity: float
     coverage: float
     context_coverage: float
-    position: int = 0
 
     @property
     def score(self) -> float:
@@ -152,89 +144,6 @@ class PairFeatures:
 
     vector: Vector
     sentences: tuple[Sentence, ...]
-
-
-# A finding of no effect: "no significant difference", "was not associated with", "did
-# not differ", "similar", "unchanged". Stated by the evidence against a claim of an effect
-# (or the other way round) it is a contradiction that no direction word shows.
-_NULL = re.compile(
-    r"\b(?:no|not|nor|without|neither|lack\w*|absence)\b(?:\W+\w+){0,3}?\W+(?:significant\w*|"
-    r"difference\w*|differ\w*|association\w*|associated|effect\w*|change\w*|correlat\w*|"
-    r"relationship|impact\w*|benefit\w*|alter\w*|affect\w*|influence\w*|increase\w*|"
-    r"decrease\w*|improv\w*|reduc\w*)\b|\b(?:similar|comparable|unchanged|unaffected|"
-    r"unaltered|did not differ|independent(?:ly)? of|non-?significant\w*|n\.s\.)\b",
-    re.IGNORECASE)
-# Cheap marks of a sentence that reports a finding (for the rationale scorer).
-_FINDING = re.compile(
-    r"\b(?:conclusions?|results?|findings?|we (?:found|find|show|showed|demonstrate\w*|observed|"
-    r"report\w*|identif\w*)|significant\w*|associated|p\s*[<=>]|odds ratio|hazard ratio|"
-    r"increas\w*|decreas\w*|reduc\w*|higher|lower|suggest\w*|indicat\w*|reveal\w*)\b",
-    re.IGNORECASE)
-# The inputs of the rationale scorer, one row per sentence of the evidence.
-RATIONALE_INPUTS = (
-    "similarity", "coverage", "context_coverage", "similarity_gap", "coverage_gap",
-    "position", "is_last", "is_first", "finding", "conclusion", "n_tokens", "numbers",
-)
-
-
-def rationale_inputs(sentences: collections.abc.Sequence[Sentence]) -> Vector:
-    """The :data:`RATIONALE_INPUTS` of each sentence (a pair's sentences, any order)."""
-    if not sentences:
-        return numpy.zeros((0, len(RATIONALE_INPUTS)), numpy.float32)
-    top_similarity = max(s.similarity for s in sentences)
-    top_coverage = max(s.context_coverage for s in sentences)
-    last = max(s.position for s in sentences)
-    rows = []
-    for s in sentences:
-        text = s.candidate.sentence
-        rows.append([
-            s.similarity, s.coverage, s.context_coverage, s.similarity - top_similarity,
-            s.context_coverage - top_coverage, s.position / max(last, 1),
-            float(s.position == last), float(s.position == 0),
-            float(len(_FINDING.findall(text))), float(text.lstrip().upper().startswith(("CONCLUSION", "INTERPRETATION"))),
-            math.log1p(len(s.candidate.tokens)), float(bool(_NUMBER.search(text))),
-        ])
-    return numpy.asarray(rows, dtype=numpy.float32)
-
-
-@dataclasses.dataclass(frozen=True)
-class RationaleScorer:
-    """Logistic regression: is this sentence the evidence for or against the claim?
-
-    Trained on SciFact train's rationale sentences by ``bench/train_judge.py`` (never on
-    dev) and shipped as its coefficients inside the judge's artifact (``rationale``), so
-    the two always come from the same training run.
-    """
-
-    mean: Vector
-    scale: Vector
-    weight: Vector
-    bias: float
-
-    def probabilities(self, inputs: Vector) -> Vector:
-        z = ((inputs - self.mean) / self.scale) @ self.weight + self.bias
-        return (1.0 / (1.0 + numpy.exp(-z))).astype(numpy.float32)
-
-    def as_json(self) -> dict[str, typing.Any]:
-        def floats(a: typing.Any) -> typing.Any:
-            return numpy.round(numpy.asarray(a, dtype=numpy.float64), 6).tolist()
-
-        return {"names": list(RATIONALE_INPUTS), "mean": floats(self.mean), "scale": floats(self.scale),
-                "weight": floats(self.weight), "bias": round(float(self.bias), 6)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, typing.Any]) -> RationaleScorer:
-        if tuple(data["names"]) != RATIONALE_INPUTS:
-            raise ValueError("the rationale model was trained on other inputs; retrain it")
-        return cls(numpy.asarray(data["mean"], numpy.float32), numpy.asarray(data["scale"], numpy.float32),
-                   numpy.asarray(data["weight"], numpy.float32), float(data["bias"]))
-
-
-@functools.cache
-def shipped_rationale_scorer() -> RationaleScorer:
-    """The scorer of the shipped artifact (``judge_model.json`` beside this module)."""
-    data = json.loads(pathlib.Path(__file__).with_name("judge_model.json").read_text(encoding="utf-8"))
-    return RationaleScorer.from_json(data["rationale"])
 
 
 def _normalised(vectors: typing.Any) -> Vector:
@@ -335,9 +244,8 @@ def _effective(p: language.Polarity) -> int:
 class Featurizer:
     """Turns (claim, passages) into :data:`NAMES`-ordered vectors."""
 
-    def __init__(self, embedder: Embedder, rationale: RationaleScorer | None = None) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
-        self._rationale = rationale
 
     def features(self, claim: str, passages: collections.abc.Sequence[Passage]) -> PairFeatures | None:
         """The pair's features, or ``None`` when there is nothing to compare."""
@@ -368,10 +276,7 @@ class Featurizer:
             in_context = sum(1 for w in words if not found(w, candidate.tokens)
                              and found(w, candidate.context))
             sentences.append(Sentence(candidate, max(float(similarity), 0.0), matched / len(words),
-                                      (matched + 0.5 * in_context) / len(words), len(sentences)))
-        rationale_p = (self._rationale or shipped_rationale_scorer()).probabilities(rationale_inputs(sentences))
-        by_rationale = [sentences[i] for i in numpy.argsort(-rationale_p, kind="stable")[:2]]
-        rationale_top = sorted(rationale_p.tolist(), reverse=True)
+                                      (matched + 0.5 * in_context) / len(words)))
         sentences.sort(key=lambda s: -s.score)
         first = sentences[0]
         second = sentences[1] if len(sentences) > 1 else first
@@ -446,34 +351,6 @@ class Featurizer:
             float(_numbers_apart(claim_numbers, near_numbers)),
             float(bool(claim_groups - evidence_groups) and bool(evidence_groups - claim_groups)),
             float(len(claim_groups - evidence_groups)),
-        ]
-        claim_null = bool(_NULL.search(whole.text))
-        null_top = any(_NULL.search(s.candidate.sentence) for s in top)
-        r_first = by_rationale[0]
-        r_anchors = language.anchors_of(whole.text, r_first.candidate.sentence)
-        r_claim = language.polarity_of(whole.text, r_anchors)
-        r_sentence = language.polarity_of(r_first.candidate.sentence, r_anchors)
-        r_effects = []
-        for sentence in by_rationale:
-            claim_anchors = {w for w in content if found(w, sentence.candidate.tokens)}
-            sentence_anchors = {t for t in sentence.candidate.tokens
-                                if any(t in matches[w] for w in claim_anchors)}
-            r_effects.append((_effect(_near(claim_tokens, claim_anchors)),
-                              _effect(_near(language.tokenize(sentence.candidate.sentence), sentence_anchors))))
-        r_conflict = sum(1 for c, e in r_effects if c and e and c != e)
-        r_null = any(_NULL.search(s.candidate.sentence) for s in by_rationale)
-        r_numbers = _numbers(" ".join(s.candidate.sentence for s in by_rationale))
-        scalars += [
-            float(claim_null), float(null_top), float(claim_null != null_top),
-            rationale_top[0], rationale_top[1] if len(rationale_top) > 1 else 0.0,
-            float(r_first.candidate.sentence == first.candidate.sentence),
-            float(r_claim.negated != r_sentence.negated), float(not language.agree(r_claim, r_sentence)),
-            float(sum(1 for c, e in r_effects if c and e and c == e)), float(r_conflict),
-            float(r_conflict) * rationale_top[0],
-            float(_antonym_conflicts(_stems(claim_tokens), _stems(
-                t for s in by_rationale for t in s.candidate.tokens))),
-            float(_numbers_apart(claim_numbers, r_numbers)),
-            float(r_null), float(claim_null != r_null),
         ]
         claim_cues = _cues(claim_tokens)
         near_cues = _cues(top_tokens)

@@ -45,7 +45,6 @@ class Model:
     temperature: float = 1.0
     offsets: Array = dataclasses.field(default_factory=lambda: numpy.zeros(3, numpy.float32))
     trees: Trees | None = None
-    rationale: features.RationaleScorer | None = None
 
     def logits(self, x: Array) -> Array:
         if self.trees is not None:
@@ -78,8 +77,6 @@ class Model:
         }
         if self.trees is not None:
             data["trees"] = self.trees.as_json()
-        if self.rationale is not None:
-            data["rationale"] = self.rationale.as_json()
         path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
 
     @classmethod
@@ -102,8 +99,7 @@ class Model:
         return cls(tuple(data["names"]), array(data["mean"]), array(data["scale"]),
                    tuple((array(layer["weight"]), array(layer["bias"])) for layer in data["layers"]),
                    float(data["temperature"]), array(data["offsets"]),
-                   Trees.from_json(data["trees"]) if data["format"] == 2 else None,
-                   features.RationaleScorer.from_json(data["rationale"]) if "rationale" in data else None)
+                   Trees.from_json(data["trees"]) if data["format"] == 2 else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,9 +136,8 @@ class Trees:
         return out
 
     @classmethod
-    def from_lightgbm(cls, dump: dict[str, typing.Any], scale: float = 1.0) -> Trees:
-        """From ``Booster.dump_model()`` of a 3-class model (training time only); the leaf
-        values times ``scale`` (1 / the number of boosters whose trees are averaged)."""
+    def from_lightgbm(cls, dump: dict[str, typing.Any]) -> Trees:
+        """From ``Booster.dump_model()`` of a 3-class model (training time only)."""
         flat: list[list[tuple[int, float, int, int, float]]] = []
         for info in dump["tree_info"]:
             nodes: list[tuple[int, float, int, int, float]] = []
@@ -151,7 +146,7 @@ class Trees:
                 index = len(nodes)
                 nodes.append((-1, 0.0, 0, 0, 0.0))
                 if "leaf_value" in node or "split_feature" not in node:
-                    nodes[index] = (-1, 0.0, index, index, scale * float(node.get("leaf_value", 0.0)))
+                    nodes[index] = (-1, 0.0, index, index, float(node.get("leaf_value", 0.0)))
                     return index
                 if node["decision_type"] != "<=":
                     raise ValueError(f"unsupported split {node['decision_type']}")
@@ -184,37 +179,22 @@ class Trees:
 
 
 def fit_trees(x: Array, y: Array, weights: Array, *, rounds: int = 200, leaves: int = 7,
-              seed: int = 0, bags: int = 1, class_weight: Array | None = None) -> Model:
-    """Class-balanced gradient boosting with LightGBM (a training-time dependency only).
-
-    ``bags`` > 1 trains that many boosters with seeds ``seed``, ``seed + 1``, ... (each
-    with its own row and feature subsamples) and averages their scores: their trees are
-    concatenated with the leaf values divided by ``bags``. ``class_weight`` multiplies
-    the balanced weights per class (``LABELS`` order).
-    """
+              seed: int = 0) -> Model:
+    """Class-balanced gradient boosting with LightGBM (a training-time dependency only)."""
     import lightgbm  # noqa: PLC0415 - not needed, and not installed, in a worker
 
     totals = numpy.array([weights[y == k].sum() for k in range(len(LABELS))])
-    balance = totals.sum() / (len(LABELS) * numpy.maximum(totals, 1e-9))
-    if class_weight is not None:
-        balance = balance * numpy.asarray(class_weight, dtype=numpy.float64)
-    sample = weights * balance[y]
-    features64 = numpy.asarray(x, dtype=numpy.float64)
-    dumps, boosters = [], []
-    for bag in range(bags):
-        params = {"objective": "multiclass", "num_class": len(LABELS), "num_leaves": leaves,
-                  "learning_rate": 0.05, "bagging_fraction": 0.8, "bagging_freq": 1,
-                  "feature_fraction": 0.5, "min_data_in_leaf": 10, "lambda_l2": 1.0,
-                  "seed": seed + bag, "verbose": -1, "num_threads": 1, "deterministic": True}
-        booster = lightgbm.train(params, lightgbm.Dataset(features64, y, weight=sample),
-                                 num_boost_round=rounds)
-        boosters.append(booster)
-        dumps.append(booster.dump_model())
-    trees = Trees.from_lightgbm({"tree_info": [info for dump in dumps for info in dump["tree_info"]]},
-                                scale=1.0 / bags)
-    sample_rows = features64[:100]
-    expected = sum(b.predict(sample_rows, raw_score=True) for b in boosters) / bags
-    if not numpy.allclose(trees.raw_scores(sample_rows), expected, atol=1e-6):
+    sample = weights * (totals.sum() / (len(LABELS) * numpy.maximum(totals, 1e-9)))[y]
+    params = {"objective": "multiclass", "num_class": len(LABELS), "num_leaves": leaves,
+              "learning_rate": 0.05, "bagging_fraction": 0.8, "bagging_freq": 1,
+              "feature_fraction": 0.5, "min_data_in_leaf": 10, "lambda_l2": 1.0, "seed": seed,
+              "verbose": -1, "num_threads": 1, "deterministic": True}
+    booster = lightgbm.train(params, lightgbm.Dataset(numpy.asarray(x, dtype=numpy.float64), y,
+                                                      weight=sample), num_boost_round=rounds)
+    trees = Trees.from_lightgbm(booster.dump_model())
+    sample_rows = numpy.asarray(x[:100], dtype=numpy.float64)
+    if not numpy.allclose(trees.raw_scores(sample_rows), booster.predict(sample_rows, raw_score=True),
+                          atol=1e-6):
         raise AssertionError("the flattened trees do not reproduce LightGBM's scores")
     width = x.shape[1]
     return Model(features.NAMES, numpy.zeros(width, numpy.float32), numpy.ones(width, numpy.float32),
