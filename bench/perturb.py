@@ -81,6 +81,16 @@ def _case(like: str, word: str) -> str:
     return word[:1].upper() + word[1:] if like[:1].isupper() else word
 
 
+def _swap_first(claim: str, pattern: re.Pattern[str], table: dict[str, str]) -> str | None:
+    """``claim`` with the first word ``pattern`` finds replaced by its entry in ``table``
+    (in the word's case), or ``None`` when there is none."""
+    match = pattern.search(claim)
+    if not match:
+        return None
+    word = match.group(1)
+    return claim[: match.start()] + _case(word, table[word.casefold()]) + claim[match.end():]
+
+
 def negate(claim: str) -> str | None:
     """The claim with its main statement negated, or ``None``.
 
@@ -128,20 +138,12 @@ def unnegate(claim: str) -> str | None:
 
 def flip(claim: str) -> str | None:
     """The claim with its first direction word replaced by its opposite, or ``None``."""
-    match = _FLIP.search(claim)
-    if not match:
-        return None
-    word = match.group(1)
-    return claim[: match.start()] + _case(word, _FLIPS[word.casefold()]) + claim[match.end():]
+    return _swap_first(claim, _FLIP, _FLIPS)
 
 
 def swap_group(claim: str) -> str | None:
     """The claim about another group (men -> women, mice -> humans), or ``None``."""
-    match = _GROUP.search(claim)
-    if not match:
-        return None
-    word = match.group(1)
-    return claim[: match.start()] + _case(word, _GROUP_SWAPS[word.casefold()]) + claim[match.end():]
+    return _swap_first(claim, _GROUP, _GROUP_SWAPS)
 
 
 def renumber(claim: str) -> str | None:
@@ -159,8 +161,4 @@ def renumber(claim: str) -> str | None:
 
 def antonym(claim: str) -> str | None:
     """The claim with an effect word not in :func:`flip` replaced by its opposite, or ``None``."""
-    match = _MORE_FLIP.search(claim)
-    if not match:
-        return None
-    word = match.group(1)
-    return claim[: match.start()] + _case(word, _MORE_FLIPS[word.casefold()]) + claim[match.end():]
+    return _swap_first(claim, _MORE_FLIP, _MORE_FLIPS)

@@ -165,7 +165,7 @@ class Retriever:
         among a word's translations by the passages found)."""
         if not digests:
             return []
-        query = await asyncio.to_thread(german.to_english, claim) if german.is_german(claim) else claim
+        query = await asyncio.to_thread(german.gloss, claim) if german.is_german(claim) else claim
         by_vector, by_bm25 = await self.rankings(pool, query, digests)
         fused = self.fuse(by_vector, by_bm25)[: self.config.top_k]
         rows = {r["id"]: r for r in await pool.fetch(_Q["chunk_get_many"],

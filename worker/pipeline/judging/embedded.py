@@ -154,10 +154,7 @@ class TrainedJudge:
             if part is not None:
                 # Unsure, and one item of "A and B" is stated: the doubt may be the other
                 # item, which the source need not mention at all; say "part of it".
-                verdict, confidence = Verdict.PARTIALLY_SUPPORTED, min(p_contradict, 0.5)
-                how = (f'covers only part of the claim ("{part}")' if part != claim
-                       else "states some of the claim's items, not all")
-                evidence = [s for s in found.sentences if _states(s, part)][:1] or [best]
+                verdict, confidence, how, evidence = _part_stated(claim, part, found, p_contradict)
         else:
             verdict, confidence, how = Verdict.UNSUPPORTED, p_nei, "is the closest, but does not state the claim"
             evidence = [best]
@@ -166,10 +163,7 @@ class TrainedJudge:
                     if either or p_support >= config.coordination_support_min else None)
             if part is not None:
                 # Support for one part of "A or B" is not what the model was trained to see.
-                verdict, confidence = Verdict.PARTIALLY_SUPPORTED, min(p_nei, 0.5)
-                how = (f'covers only part of the claim ("{part}")' if part != claim
-                       else "states some of the claim's items, not all")
-                evidence = [s for s in found.sentences if _states(s, part)][:1] or [best]
+                verdict, confidence, how, evidence = _part_stated(claim, part, found, p_nei)
         doubt = " The judge is unsure: check this citation." if confidence < config.abstain_below else ""
         cues = _cues(claim, best)
         return Judgement(
@@ -188,6 +182,16 @@ _EITHER = re.compile(r"\s(?:or|oder)\s", re.IGNORECASE)
 @functools.lru_cache(maxsize=4)
 def _load(path: pathlib.Path) -> model.Model:
     return model.Model.load(path)
+
+
+def _part_stated(claim: str, part: str, found: features.PairFeatures, probability: float
+                 ) -> tuple[Verdict, float, str, list[features.Sentence]]:
+    """``partially_supported`` for a claim of several items of which the source states
+    ``part``: confidence capped at 0.5, the sentence stating it as the evidence."""
+    how = (f'covers only part of the claim ("{part}")' if part != claim
+           else "states some of the claim's items, not all")
+    stating = [s for s in found.sentences if _states(s, part)][:1] or [found.sentences[0]]
+    return Verdict.PARTIALLY_SUPPORTED, min(probability, 0.5), how, stating
 
 
 def _states(sentence: features.Sentence, part: str) -> bool:

@@ -340,10 +340,9 @@ class Featurizer:
         agree_top = sum(1 for c, e in effects if c and e and c == e)
         conflict_top = sum(1 for c, e in effects if c and e and c != e)
         conflict_first = float(bool(effects) and effects[0][0] * effects[0][1] < 0)
-        top_token_set = frozenset().union(*(s.candidate.tokens for s in top))
+        top_set = frozenset().union(*(s.candidate.tokens for s in top))
         claim_set = set(claim_tokens)
         near_numbers = _numbers(" ".join(s.candidate.sentence for s in top))
-        top_set = set(top_token_set)
         claim_groups, evidence_groups = _groups(claim_set), _groups(top_set)
         scalars += [
             float(claim_effect), float(agree_top), float(conflict_top), conflict_first * score1,
