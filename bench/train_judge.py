@@ -25,6 +25,11 @@ Model: the features of :mod:`citerun.worker.pipeline.judging.features` into grad
 boosted trees (LightGBM, a training-time dependency: ``pip install lightgbm``; the trees
 are flattened into the JSON artifact and evaluated in numpy) or, with ``--learner
 linear``, a multinomial logistic regression (numpy, full-batch Adam with L2).
+The cross-encoder experiment (docs/benchmarks.md; not shipped): ``--write-pairs`` writes
+its training data (SciFact train's rationale sentences; ``--tokenizer``) and stops,
+``train_cross_encoder.py`` and ``quantise_cross_encoder.py`` make it and its
+out-of-fold features, and ``--cross-encoder-oof`` gives the trees those as three more
+columns, for the out-of-fold comparison.
 Five-fold cross-validation grouped by claim gives out-of-fold
 probabilities on the real train pairs; on those alone the script fits the temperature
 (calibration, by log-loss) and the per-class decision offsets (by macro-F1). The final model is fitted on all train pairs. Seeded (``--seed``): two runs
@@ -42,6 +47,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import collections
+import collections.abc
 import dataclasses
 import hashlib
 import json
@@ -49,15 +55,17 @@ import pathlib
 import random
 import sys
 import time
+import typing
 
 import numpy
 
 from citerun.worker.pipeline import embed, pdf
-from citerun.worker.pipeline.judging import features, model
+from citerun.worker.pipeline.judging import features, language, model
 from citerun.worker.pipeline.judging.types import Passage
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))  # run as a script with -P: perturb.py is beside it
+import cross_encoder  # noqa: E402  (the experiment's reader, beside this script too)
 import perturb  # noqa: E402
 
 LABELS = model.LABELS
@@ -125,12 +133,87 @@ def examples(claims: list[dict[str, object]], corpus: dict[int, dict[str, object
 
 
 def featurize(items: list[Example], corpus: dict[int, dict[str, object]],
-              featurizer: features.Featurizer) -> numpy.ndarray:
+              featurizer: features.Featurizer) -> list[tuple[list[float], list[list[str]]]]:
+    """Each item's :data:`features.NAMES` vector and its cross-encoder pairs (the claim as
+    the features read it, with each of its best sentences)."""
     rows = []
     for item in items:
         found = featurizer.features(item.claim, passages_of(corpus[item.doc_id]))
-        rows.append(found.vector if found is not None else numpy.zeros(len(features.NAMES), numpy.float32))
-    return numpy.stack(rows) if rows else numpy.zeros((0, len(features.NAMES)), numpy.float32)
+        if found is None:
+            rows.append(([0.0] * len(features.NAMES), []))
+            continue
+        claim = language.claim_parts(item.claim)[0].text
+        pairs = cross_encoder.pairs_of(claim, [s.candidate.sentence for s in found.sentences])
+        rows.append((found.vector.tolist(), [list(p) for p in pairs]))
+    return rows
+
+
+def folds_of(groups: collections.abc.Iterable[int], seed: int, k: int = 5) -> dict[int, int]:
+    """Fold per claim (seeded): 5 for the trees, 3 for the cross-encoder (see
+    train_cross_encoder.py for what one fine-tuning costs)."""
+    unique_groups = sorted(set(groups))
+    random.Random(seed).shuffle(unique_groups)
+    return {g: i % k for i, g in enumerate(unique_groups)}
+
+
+def sentence_examples(claims: list[dict[str, object]], corpus: dict[int, dict[str, object]],
+                      rng: random.Random, aug_weight: float) -> list[tuple[str, str, str, int, float]]:
+    """The cross-encoder's training pairs (claim, sentence, label, claim id, weight): each
+    gold rationale sentence of SciFact train with its label, the same sentence with the
+    claim perturbed as for the trees (a negated supported claim is contradicted by it), and
+    up to :data:`NEI_SENTENCES` other sentences of each cited abstract as NEI."""
+    out = []
+    for claim in claims:
+        text, group = str(claim["claim"]), int(claim["id"])  # type: ignore[call-overload]
+        for doc_id in (int(d) for d in claim["cited_doc_ids"]):  # type: ignore[attr-defined]
+            abstract = [str(s).strip() for s in corpus[doc_id]["abstract"]]  # type: ignore[attr-defined]
+            rationale: dict[int, str] = {}
+            for evidence in claim["evidence"].get(str(doc_id), []):  # type: ignore[attr-defined]
+                for index in evidence["sentences"]:
+                    rationale[int(index)] = str(evidence["label"])
+            for index, label in sorted(rationale.items()):
+                out.append((text, abstract[index], label, group, 1.0))
+                swaps = ((perturb.negate(text), perturb.flip(text)) if label == "SUPPORT"
+                         else (perturb.unnegate(text), perturb.negate(text), perturb.flip(text)))
+                other = "CONTRADICT" if label == "SUPPORT" else "SUPPORT"
+                out.extend((v, abstract[index], other, group, aug_weight) for v in swaps if v)
+            rest = [i for i in range(len(abstract)) if i not in rationale and abstract[i]]
+            for index in sorted(rng.sample(rest, min(NEI_SENTENCES, len(rest)))):
+                out.append((text, abstract[index], "NEI", group, 1.0))
+    return out
+
+
+NEI_SENTENCES = 2
+
+
+def write_pairs(path: pathlib.Path, items: list[Example], pairs: list[list[list[str]]],
+                claims: list[dict[str, object]], corpus: dict[int, dict[str, object]],
+                args: argparse.Namespace) -> None:
+    """The cross-encoder's data: its tokenised training pairs (``train_*``: rationale
+    sentences, labels, weights, folds) and each example's pairs as the judge makes them
+    (``read_*``: the example's index, its fold), which the fold models predict for the
+    trees' out-of-fold columns; ``keys`` are the examples'."""
+    fold_of = folds_of((e.group for e in items), args.seed, 3)
+    train = sentence_examples(claims, corpus, random.Random(args.seed), args.aug_weight)
+    ids, types, mask = cross_encoder.encode([(c, s) for c, s, *_ in train], args.tokenizer)
+    read = [(i, pair) for i, item_pairs in enumerate(pairs) for pair in item_pairs]
+    read_ids, read_types, read_mask = cross_encoder.encode([(p[0], p[1]) for _, p in read], args.tokenizer)
+    numpy.savez_compressed(
+        path, ids=ids, types=types, mask=mask,
+        labels=numpy.array([LABELS.index(t[2]) for t in train]),
+        weights=numpy.array([t[4] for t in train], dtype=numpy.float64),
+        folds=numpy.array([fold_of.get(t[3], -2) for t in train]),
+        read_ids=read_ids, read_types=read_types, read_mask=read_mask,
+        read_item=numpy.array([i for i, _ in read]),
+        read_folds=numpy.array([fold_of[items[i].group] for i, _ in read]),
+        keys=numpy.array([key_of(e) for e in items]))
+    print(f"wrote {path}: {len(train)} training pairs ("
+          + ", ".join(f"{k} {v}" for k, v in sorted(collections.Counter(t[2] for t in train).items()))
+          + f"), {len(read)} pairs of {len(items)} examples to predict", file=sys.stderr)
+
+
+def key_of(item: Example) -> str:
+    return f"{item.doc_id}\t{item.claim}"
 
 
 def macro_f1(gold: numpy.ndarray, predicted: numpy.ndarray) -> tuple[float, list[float]]:
@@ -190,7 +273,19 @@ def main() -> None:
                         "supported claims as CONTRADICT")
     parser.add_argument("--cache", type=pathlib.Path, default=None,
                         help="directory for a feature cache (keyed by the examples and features.py)")
+    parser.add_argument("--write-pairs", type=pathlib.Path, default=None,
+                        help="cross-encoder experiment: write its tokenised pairs (.npz) and stop")
+    parser.add_argument("--tokenizer", type=pathlib.Path, default=None,
+                        help="with --write-pairs: all-MiniLM-L6-v2's tokenizer.json")
+    parser.add_argument("--cross-encoder-oof", type=pathlib.Path, default=None,
+                        help="cross-encoder experiment: its out-of-fold features (oof.npz of "
+                        "quantise_cross_encoder.py) as three more columns of the trees; the model "
+                        "written is for comparison only (the judge does not load it)")
     args = parser.parse_args()
+    if args.write_pairs is not None and args.tokenizer is None:
+        parser.error("--write-pairs needs --tokenizer")
+    if args.cross_encoder_oof is not None and args.out.resolve() == model.ARTIFACT.resolve():
+        parser.error("--cross-encoder-oof writes a comparison model: give --out outside the package")
     started = time.perf_counter()
     data = evaldata() / "scifact"
     claims = [json.loads(line) for line in (data / "claims_train.jsonl").open(encoding="utf-8")]
@@ -205,25 +300,31 @@ def main() -> None:
         f"{k} {v}" for k, v in sorted(collections.Counter((e.label, e.real) for e in items).items())),
         file=sys.stderr)
     key = hashlib.sha256(pathlib.Path(features.__file__).read_bytes()).hexdigest()[:16]
-    cache_file = args.cache / f"features-{key}.json" if args.cache else None
-    cache: dict[str, list[float]] = (json.loads(cache_file.read_text()) if cache_file is not None
-                                     and cache_file.exists() else {})
-    todo = [e for e in items if f"{e.doc_id}\t{e.claim}" not in cache]
-    for item, row in zip(todo, featurize(todo, corpus, features.Featurizer(embedder))):
-        cache[f"{item.doc_id}\t{item.claim}"] = row.tolist()
+    cache_file = args.cache / f"features-pairs-{key}.json" if args.cache else None
+    cache: dict[str, list[typing.Any]] = (json.loads(cache_file.read_text()) if cache_file is not None
+                                          and cache_file.exists() else {})
+    todo = [e for e in items if key_of(e) not in cache]
+    for item, (row, pairs) in zip(todo, featurize(todo, corpus, features.Featurizer(embedder))):
+        cache[key_of(item)] = [row, pairs]
     if cache_file is not None and todo:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         cache_file.write_text(json.dumps(cache))
-    x = numpy.asarray([cache[f"{e.doc_id}\t{e.claim}"] for e in items], dtype=numpy.float32)
+    x = numpy.asarray([cache[key_of(e)][0] for e in items], dtype=numpy.float32)
+    fold_of = folds_of((e.group for e in items), args.seed)
+    folds = numpy.array([fold_of[e.group] for e in items])
+    if args.write_pairs is not None:
+        write_pairs(args.write_pairs, items, [cache[key_of(e)][1] for e in items], claims, corpus, args)
+        return
+    names = features.NAMES
+    if args.cross_encoder_oof is not None:
+        read = numpy.load(args.cross_encoder_oof)
+        column = {str(k): row for k, row in zip(read["keys"], read["log_probabilities"])}
+        x = numpy.concatenate([x, numpy.asarray([column[key_of(e)] for e in items], numpy.float32)], axis=1)
+        names = features.NAMES + cross_encoder.NAMES
     featured = time.perf_counter()
     y = numpy.array([LABELS.index(e.label) for e in items])
     w = numpy.array([e.weight for e in items], dtype=numpy.float64)
     real = numpy.array([e.real for e in items])
-    groups = numpy.array([e.group for e in items])
-    unique_groups = sorted(set(groups.tolist()))
-    random.Random(args.seed).shuffle(unique_groups)
-    fold_of = {g: i % 5 for i, g in enumerate(unique_groups)}
-    folds = numpy.array([fold_of[g] for g in groups])
     oof = numpy.zeros((len(items), 3))
     for fold in range(5):
         train = folds != fold
@@ -237,7 +338,8 @@ def main() -> None:
           f"(argmax) -> {macro:.3f} with offsets {offsets.round(2).tolist()}, T {temperature:.2f}; "
           + " ".join(f"F1 {k} {v:.3f}" for k, v in zip(LABELS, f1s)))
     final = learn(x, y, w, args)
-    final = dataclasses.replace(final, temperature=temperature, offsets=offsets.astype(numpy.float32))
+    final = dataclasses.replace(final, names=names, temperature=temperature,
+                                offsets=offsets.astype(numpy.float32))
     final.save(args.out)
     digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB, sha256 {digest}); features "

@@ -6,6 +6,8 @@ import hashlib
 import importlib.util
 import json
 import pathlib
+import sys
+import typing
 
 import numpy
 import pytest
@@ -167,12 +169,21 @@ def test_the_contradiction_cues_of_the_features() -> None:
     assert named("Omnivorous women produced more TMAO than vegans.")["group_swap"] == 0
 
 
-def test_the_perturbations_that_make_training_contradictions() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "perturb", pathlib.Path(__file__).resolve().parents[2] / "bench" / "perturb.py")
+def _bench(name: str) -> typing.Any:
+    """A script of bench/ as a module (bench/ is no package; its scripts import each other)."""
+    bench = pathlib.Path(__file__).resolve().parents[2] / "bench"
+    if str(bench) not in sys.path:
+        sys.path.insert(0, str(bench))
+    spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
     assert spec is not None and spec.loader is not None
-    perturb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(perturb)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_perturbations_that_make_training_contradictions() -> None:
+    perturb = _bench("perturb")
     assert perturb.negate("Statins reduce the risk of stroke.") == "Statins do not reduce the risk of stroke."
     assert perturb.swap_group("Women with low birth weight develop cancer.") == (
         "Men with low birth weight develop cancer.")
@@ -181,3 +192,35 @@ def test_the_perturbations_that_make_training_contradictions() -> None:
     assert perturb.renumber("In 2010 deaths fell.") is None  # a year is left alone
     assert perturb.antonym("Microcin J25 encourages NTP binding.") == "Microcin J25 inhibits NTP binding."
     assert perturb.antonym("Nothing to change here.") is None
+
+
+def test_the_cross_encoder_experiment_reads_a_claim_sentence_by_sentence() -> None:
+    cross_encoder = _bench("cross_encoder")
+    claim = "Statin therapy reduces the risk of myocardial infarction."
+    sentences = [f"Sentence {i} about statins." for i in range(6)]
+    pairs = cross_encoder.pairs_of(claim, sentences)
+    assert pairs == tuple((claim, s) for s in sentences[:cross_encoder.SENTENCES])
+    rows = numpy.log(numpy.array([[0.7, 0.1, 0.2], [0.1, 0.3, 0.6], [0.05, 0.05, 0.9]], numpy.float32))
+    # The strongest support, the strongest contradiction, the least NEI of any sentence.
+    assert numpy.allclose(cross_encoder.aggregate(rows), numpy.log([0.7, 0.3, 0.2]))
+    assert numpy.allclose(cross_encoder.aggregate(rows[:0]), numpy.log([1 / 3] * 3))
+
+
+def test_the_cross_encoder_experiment_trains_on_rationale_sentences() -> None:
+    import random
+
+    train_judge = _bench("train_judge")
+    abstract = ["Background sentence.", "Statins reduced infarctions by 27%.", "Methods were used.",
+                "Funding came from grants.", "Tables are shown."]
+    corpus = {7: {"doc_id": 7, "title": "T", "abstract": abstract},
+              8: {"doc_id": 8, "title": "U", "abstract": ["Other text here.", "More other text."]}}
+    claims = [{"id": 1, "claim": "Statins reduce infarctions.", "cited_doc_ids": [7, 8],
+               "evidence": {"7": [{"sentences": [1], "label": "SUPPORT"}]}}]
+    made = train_judge.sentence_examples(claims, corpus, random.Random(0), 0.5)
+    labelled = {(c, s): (label, w) for c, s, label, group, w in made}
+    assert labelled[("Statins reduce infarctions.", abstract[1])] == ("SUPPORT", 1.0)
+    assert labelled[("Statins do not reduce infarctions.", abstract[1])] == ("CONTRADICT", 0.5)
+    nei = [(c, s) for (c, s), (label, _) in labelled.items() if label == "NEI"]
+    # Two other sentences of each cited abstract, never the rationale; all of claim 1.
+    assert len(nei) == 2 * train_judge.NEI_SENTENCES and abstract[1] not in {s for _, s in nei}
+    assert {group for *_, group, _ in made} == {1}
