@@ -74,6 +74,16 @@ def encode(pairs: collections.abc.Sequence[tuple[str, str]], path: pathlib.Path
     return ids, types, mask
 
 
+def batches(data: collections.abc.Mapping[str, Array], rows: Array, prefix: str = "read_",
+            size: int = 32) -> collections.abc.Iterator[tuple[Array, tuple[Array, Array, Array]]]:
+    """``rows`` of a ``write_pairs`` file, ``size`` at a time, each cut to its longest pair:
+    (the rows, (ids, types, mask))."""
+    for start in range(0, len(rows), size):
+        batch = rows[start:start + size]
+        length = int(data[f"{prefix}mask"][batch].sum(1).max())
+        yield batch, tuple(data[f"{prefix}{k}"][batch, :length] for k in ("ids", "types", "mask"))  # type: ignore[misc]
+
+
 class CrossEncoder:
     """The int8 ONNX model in an onnxruntime session of one thread."""
 

@@ -51,10 +51,8 @@ def main() -> None:
         quantise(args.dir / f"fold-{fold}.fp32.onnx", target)
         reader = cross_encoder.CrossEncoder(target)
         rows = numpy.flatnonzero(folds == fold)
-        for start in range(0, len(rows), 32):
-            batch = rows[start:start + 32]
-            length = int(data["read_mask"][batch].sum(1).max())
-            each[batch] = reader.run(*(data[f"read_{k}"][batch, :length] for k in ("ids", "types", "mask")))
+        for batch, tokens in cross_encoder.batches(data, rows):
+            each[batch] = reader.run(*tokens)
     # Each example's sentences into its three features, as the judge aggregates them.
     merged = numpy.stack([cross_encoder.aggregate(each[items == i]) for i in range(len(data["keys"]))])
     numpy.savez_compressed(args.dir / "oof.npz", keys=data["keys"], log_probabilities=merged)

@@ -40,6 +40,9 @@ import numpy
 import torch
 from torch import nn
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # run with -P: beside it
+import cross_encoder  # noqa: E402
+
 _DTYPES = {"F32": numpy.float32, "I64": numpy.int64}
 
 
@@ -199,10 +202,8 @@ def predict(model: CrossEncoder, data: dict[str, numpy.ndarray], rows: numpy.nda
     """Log-probabilities of the ``read_*`` pairs ``rows``, 32 at a time."""
     out = []
     with torch.no_grad():
-        for start in range(0, len(rows), 32):
-            batch = rows[start:start + 32]
-            length = int(data["read_mask"][batch].sum(1).max())
-            logits = model(*(torch.from_numpy(data[f"read_{k}"][batch, :length]) for k in ("ids", "types", "mask")))
+        for _, tokens in cross_encoder.batches(data, rows):
+            logits = model(*(torch.from_numpy(t) for t in tokens))
             out.append(torch.log_softmax(logits, dim=-1).numpy())
     return numpy.concatenate(out)
 

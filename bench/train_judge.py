@@ -99,6 +99,21 @@ def gold_label(claim: dict[str, object], doc_id: int) -> str:
     return str(collections.Counter(s["label"] for s in sets).most_common(1)[0][0])
 
 
+def opposites(text: str, label: str, extra: bool = False) -> tuple[str, list[str]]:
+    """The other label and the perturbed claims that take it against the same evidence:
+    a supported claim negated or flipped (with ``extra`` also group-swapped, renumbered,
+    antonym-swapped) is contradicted; a contradicted claim un-negated, negated or flipped
+    is supported (the same cue, the other label, so a model learns the claim's negation
+    against the evidence, not alone). None for NEI."""
+    if label == "SUPPORT":
+        more = (perturb.swap_group(text), perturb.renumber(text), perturb.antonym(text)) if extra else ()
+        made = (perturb.negate(text), perturb.flip(text), *more)
+        return "CONTRADICT", [v for v in made if v]
+    if label == "CONTRADICT":
+        return "SUPPORT", [v for v in (perturb.unnegate(text), perturb.negate(text), perturb.flip(text)) if v]
+    return label, []
+
+
 def examples(claims: list[dict[str, object]], corpus: dict[int, dict[str, object]],
              embedder: embed.WordLlamaEmbedder, rng: random.Random, aug_weight: float,
              extra: bool = False) -> list[Example]:
@@ -114,17 +129,8 @@ def examples(claims: list[dict[str, object]], corpus: dict[int, dict[str, object
         for doc_id in cited:
             label = gold_label(claim, doc_id)
             out.append(Example(text, doc_id, label, group, 1.0, True))
-            if label == "SUPPORT":
-                more = (perturb.swap_group(text), perturb.renumber(text), perturb.antonym(text)) if extra else ()
-                for variant in (perturb.negate(text), perturb.flip(text), *more):
-                    if variant:
-                        out.append(Example(variant, doc_id, "CONTRADICT", group, aug_weight, False))
-            elif label == "CONTRADICT":
-                # Not X is supported where X is contradicted: the same cue, the other label,
-                # so the model learns the claim's negation against the evidence, not alone.
-                for variant in (perturb.unnegate(text), perturb.negate(text), perturb.flip(text)):
-                    if variant:
-                        out.append(Example(variant, doc_id, "SUPPORT", group, aug_weight, False))
+            other, variants = opposites(text, label, extra)
+            out.extend(Example(v, doc_id, other, group, aug_weight, False) for v in variants)
         other = rng.choice([d for d in doc_ids if d not in cited])
         out.append(Example(text, other, "NEI", group, aug_weight, False))
         hard = next(doc_ids[j] for j in nearest[index] if doc_ids[j] not in cited)
@@ -173,10 +179,8 @@ def sentence_examples(claims: list[dict[str, object]], corpus: dict[int, dict[st
                     rationale[int(index)] = str(evidence["label"])
             for index, label in sorted(rationale.items()):
                 out.append((text, abstract[index], label, group, 1.0))
-                swaps = ((perturb.negate(text), perturb.flip(text)) if label == "SUPPORT"
-                         else (perturb.unnegate(text), perturb.negate(text), perturb.flip(text)))
-                other = "CONTRADICT" if label == "SUPPORT" else "SUPPORT"
-                out.extend((v, abstract[index], other, group, aug_weight) for v in swaps if v)
+                other, variants = opposites(text, label)
+                out.extend((v, abstract[index], other, group, aug_weight) for v in variants)
             rest = [i for i in range(len(abstract)) if i not in rationale and abstract[i]]
             for index in sorted(rng.sample(rest, min(NEI_SENTENCES, len(rest)))):
                 out.append((text, abstract[index], "NEI", group, 1.0))
@@ -202,7 +206,7 @@ def write_pairs(path: pathlib.Path, items: list[Example], pairs: list[list[list[
         path, ids=ids, types=types, mask=mask,
         labels=numpy.array([LABELS.index(t[2]) for t in train]),
         weights=numpy.array([t[4] for t in train], dtype=numpy.float64),
-        folds=numpy.array([fold_of.get(t[3], -2) for t in train]),
+        folds=numpy.array([fold_of[t[3]] for t in train]),
         read_ids=read_ids, read_types=read_types, read_mask=read_mask,
         read_item=numpy.array([i for i, _ in read]),
         read_folds=numpy.array([fold_of[items[i].group] for i, _ in read]),

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import pathlib
-import sys
-import typing
 
 import numpy
 import pytest
 
 from citerun.worker.pipeline import embed, judge
 from citerun.worker.pipeline.judging import features, german, model
+from tests.support import bench
 
 Verdict = judge.Verdict
 
@@ -169,21 +167,8 @@ def test_the_contradiction_cues_of_the_features() -> None:
     assert named("Omnivorous women produced more TMAO than vegans.")["group_swap"] == 0
 
 
-def _bench(name: str) -> typing.Any:
-    """A script of bench/ as a module (bench/ is no package; its scripts import each other)."""
-    bench = pathlib.Path(__file__).resolve().parents[2] / "bench"
-    if str(bench) not in sys.path:
-        sys.path.insert(0, str(bench))
-    spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_perturbations_that_make_training_contradictions() -> None:
-    perturb = _bench("perturb")
+    perturb = bench.load("perturb")
     assert perturb.negate("Statins reduce the risk of stroke.") == "Statins do not reduce the risk of stroke."
     assert perturb.swap_group("Women with low birth weight develop cancer.") == (
         "Men with low birth weight develop cancer.")
@@ -195,7 +180,7 @@ def test_the_perturbations_that_make_training_contradictions() -> None:
 
 
 def test_the_cross_encoder_experiment_reads_a_claim_sentence_by_sentence() -> None:
-    cross_encoder = _bench("cross_encoder")
+    cross_encoder = bench.load("cross_encoder")
     claim = "Statin therapy reduces the risk of myocardial infarction."
     sentences = [f"Sentence {i} about statins." for i in range(6)]
     pairs = cross_encoder.pairs_of(claim, sentences)
@@ -209,7 +194,7 @@ def test_the_cross_encoder_experiment_reads_a_claim_sentence_by_sentence() -> No
 def test_the_cross_encoder_experiment_trains_on_rationale_sentences() -> None:
     import random
 
-    train_judge = _bench("train_judge")
+    train_judge = bench.load("train_judge")
     abstract = ["Background sentence.", "Statins reduced infarctions by 27%.", "Methods were used.",
                 "Funding came from grants.", "Tables are shown."]
     corpus = {7: {"doc_id": 7, "title": "T", "abstract": abstract},

@@ -11,16 +11,15 @@ disagree on what a number means.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import pathlib
-import sys
 import types
 import typing
 
 import pytest
 
 from citerun.worker.pipeline import citations, pdf
+from tests.support import bench
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = pathlib.Path(os.environ.get("CITERUN_EVALDATA", ROOT.parent / "shared" / "evaldata")) / "realpdf"
@@ -35,14 +34,8 @@ def _need_data() -> pathlib.Path:
     return DATA
 
 
-@functools.cache
 def _bench() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_realpdf", ROOT / "bench" / "eval_realpdf.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look themselves up there
-    spec.loader.exec_module(module)
-    return module
+    return bench.load("eval_realpdf")
 
 
 @functools.cache
