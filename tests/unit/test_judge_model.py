@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pathlib
 
 import numpy
@@ -17,7 +18,7 @@ Verdict = judge.Verdict
 
 # The sha256 of the shipped artifact, as bench/train_judge.py wrote it. A retrain changes
 # it on purpose: update it together with docs/benchmarks.md and MODEL_CARD.md.
-ARTIFACT_SHA256 = "0f6b62e4321a5e9c467d60c0b2be1ed4b29b7787af55b1000d950ce8ae7f415b"
+ARTIFACT_SHA256 = "5238a726157623a91097bf605d6c79fa6bd894949bad85ba6b0ee96f617f591a"
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +166,55 @@ def test_the_contradiction_cues_of_the_features() -> None:
     assert inhibits["effect_agree_top"] >= 1
     assert named("Omnivorous men produced more TMAO than vegans.")["group_swap"] == 1
     assert named("Omnivorous women produced more TMAO than vegans.")["group_swap"] == 0
+
+
+def test_the_lexicon_and_alignment_cues_of_the_features() -> None:
+    featurizer = features.Featurizer(embed.WordLlamaEmbedder())
+
+    def named(claim: str, evidence: str) -> dict[str, float]:
+        found = featurizer.features(claim, [_passage(evidence)])
+        assert found is not None
+        return dict(zip(features.NAMES, found.vector.tolist()))
+
+    works = "In a trial of 46 older adults, cognitive behavioural therapy was effective for insomnia."
+    fails = "In a trial of 46 older adults, cognitive behavioural therapy was ineffective for insomnia."
+    claim = "Cognitive behavioural therapy is ineffective for insomnia in older adults."
+    against = named(claim, works)  # WordNet: effective/ineffective, the second negated by its prefix
+    assert against["wordnet_antonym_conflict"] >= 1 and against["affix_negative_claim_only"] == 1
+    agrees = named(claim, fails)
+    assert agrees["wordnet_antonym_conflict"] == 0 and agrees["affix_negative_claim_only"] == 0
+    assert named("Cognitive behavioural therapy is effective for insomnia.", fails)[
+        "affix_negative_evidence_only"] == 1
+    # A substitution: "slows" is missing from the evidence, its closest word there is
+    # "accelerated", missing from the claim, and their effects have opposite signs.
+    slows = named("In mice, IL-6 slows tumour growth.", "In mice, IL-6 accelerated tumour growth.")
+    assert slows["subst_sim"] > 0 and slows["subst_effect_conflict"] == 1
+    same = named("In mice, IL-6 accelerates tumour growth.", "In mice, IL-6 accelerated tumour growth.")
+    assert same["subst_sim"] == 0 and same["align_min"] > slows["align_min"]
+
+
+async def test_a_claim_negated_inside_a_word_is_contradicted(trained: judge.TrainedJudge) -> None:
+    source = _passage("Cognitive behavioural therapy for insomnia in older adults. In a randomised trial "
+                      "of 46 adults, cognitive behavioural therapy improved sleep efficiency and was "
+                      "effective in treating chronic insomnia, with benefits lasting six months.")
+    ineffective = await trained.judge("Cognitive behavioural therapy is ineffective for insomnia in older "
+                                      "adults.", [source])
+    effective = await trained.judge("Cognitive behavioural therapy is effective for insomnia in older "
+                                    "adults.", [source])
+    assert ineffective.verdict == Verdict.CONTRADICTED
+    assert effective.verdict == Verdict.SUPPORTED
+
+
+@pytest.mark.skipif(not (pathlib.Path("/usr/share/wordnet") / "data.adj").exists() and not os.environ.get("CI"),
+                    reason="Debian's wordnet-base is not installed (scripts/test installs it)")
+def test_the_antonym_lexicon_is_what_wordnet_gives() -> None:
+    make = bench.load("make_antonyms")
+    assert (features.ANTONYMS.read_text(encoding="utf-8")
+            == make.render(make.pairs())), "run bench/make_antonyms.py"
+    assert features.ANTONYMS.with_suffix(".LICENSE").read_text(encoding="utf-8") == make.licence()
+    rows = {(a, b): n for a, b, n in make.pairs()}
+    assert rows[("effective", "ineffective")] == 1 and rows[("decrease", "increase")] == 0
+    assert rows[("harmful", "harmless")] == 1
 
 
 def test_the_perturbations_that_make_training_contradictions() -> None:

@@ -76,14 +76,14 @@ class TrainedJudgeConfig(pydantic.BaseModel):
         ),
     )
     coordination_support_min: float = pydantic.Field(
-        default=0.2,
+        default=0.15,
         ge=0.0,
         le=1.0,
         description=(
             "Lowest probability of SUPPORT at which a NOT-ENOUGH-INFO decision on a "
             "coordination (\"A and B\") with one item stated becomes `partially_supported` "
-            "(a disjunction, \"A or B\", needs none). 0.2: the demo's claims that cite "
-            "several sources for their items score 0.24-0.44 (docs/benchmarks.md)."
+            "(a disjunction, \"A or B\", needs none). 0.15: the demo's claims that cite "
+            "several sources for their items score 0.19-0.37 (docs/benchmarks.md)."
         ),
     )
     max_evidence: int = pydantic.Field(default=3, ge=1, description="Most evidence sentences kept.")

@@ -23,6 +23,7 @@ import collections.abc
 import dataclasses
 import functools
 import math
+import pathlib
 import re
 import typing
 
@@ -94,6 +95,29 @@ _GROUPS = (
     frozenset("omnivores omnivorous".split()), frozenset("smokers".split()), frozenset("nonsmokers".split()),
 )
 _PREFIXES = ("un", "in", "im", "non", "ir", "il", "dis")
+ANTONYMS = pathlib.Path(__file__).with_name("antonyms.tsv")
+
+
+@functools.cache
+def _lexicon() -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    """WordNet's direct antonyms (``antonyms.tsv``, written by bench/make_antonyms.py) as
+    stem -> the stems of its antonyms, and the stems of the words that are another word
+    negated by an affix (ineffective, unrelated, harmless): they state an absence with no
+    "not" for the negation cues to see."""
+    opposite: dict[str, set[str]] = collections.defaultdict(set)
+    negative: set[str] = set()
+    for line in ANTONYMS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            continue
+        a, b, affix = line.split("\t")
+        x, y = language.stem(a), language.stem(b)
+        if x == y:
+            continue
+        opposite[x].add(y)
+        opposite[y].add(x)
+        if affix == "1":
+            negative.add(x if len(a) > len(b) else y)
+    return {k: frozenset(v) for k, v in opposite.items()}, frozenset(negative)
 
 _SCALARS = (
     "sim1", "sim2", "cov1", "cov2", "ctxcov1", "score1", "score2", "score_gap",
@@ -107,6 +131,9 @@ _SCALARS = (
     "unmatched_share", "unmatched_polarity",
     "effect_claim", "effect_agree_top", "effect_conflict_top", "effect_conflict1_x_score",
     "prefix_antonym", "number_conflict", "group_swap", "group_missing",
+    "wordnet_antonym_conflict", "affix_negative_claim", "affix_negative_claim_only",
+    "affix_negative_evidence_only", "affix_negative_claim_only_x_score",
+    "align_min", "align_second", "align_mean", "subst_sim", "subst_count", "subst_effect_conflict",
 )
 # Cue words whose presence on one side only the model weighs (prefixes of tokens; the
 # negations whole). A fixed list, so each cue gets its own learned weight.
@@ -218,6 +245,19 @@ def _prefix_antonyms(claim: collections.abc.Set[str], evidence: collections.abc.
             if len(word) > 4 and word not in b and any(p + word in b and p + word not in a for p in _PREFIXES):
                 count += 1
     return count
+
+
+def _lexicon_cues(claim: collections.abc.Set[str], top: collections.abc.Set[str],
+                  first: collections.abc.Set[str], score: float) -> list[float]:
+    """WordNet antonyms with one side in the claim only and the other in the best
+    sentences only; affix-negated words in the claim and not near it in the evidence, and
+    the other way round (stems on both sides)."""
+    opposite, negative = _lexicon()
+    conflicts = sum(1 for stem in claim - top for other in opposite.get(stem, ()) if other in top - claim)
+    claim_negative = claim & negative
+    claim_only = float(bool(claim_negative - top))
+    return [float(conflicts), float(bool(claim_negative)), claim_only,
+            float(bool((first & negative) - claim)), claim_only * score]
 
 
 def _groups(tokens: collections.abc.Set[str]) -> set[int]:
@@ -351,6 +391,8 @@ class Featurizer:
             float(bool(claim_groups - evidence_groups) and bool(evidence_groups - claim_groups)),
             float(len(claim_groups - evidence_groups)),
         ]
+        scalars += _lexicon_cues(_stems(claim_set), _stems(top_set), _stems(first.candidate.tokens), score1)
+        scalars += self._alignment(own, top, found)
         claim_cues = _cues(claim_tokens)
         near_cues = _cues(top_tokens)
         best_cues = _cues(first.candidate.tokens)
@@ -358,3 +400,37 @@ class Featurizer:
             float(c in best_cues and c not in claim_cues) for c in CUES]
         vector = numpy.asarray(scalars + cue_flags, dtype=numpy.float32)
         return PairFeatures(vector.astype(numpy.float32), tuple(sentences))
+
+    def _alignment(self, own: list[str], top: list[Sentence],
+                   found: typing.Callable[[str, frozenset[str]], bool]) -> list[float]:
+        """Each claim word against the words of the best sentences by their vectors: how
+        well the least-aligned words are met (a paraphrase counts, which the same-word
+        coverage misses), and substitutions: a claim word missing from the evidence whose
+        closest evidence word is itself missing from the claim (increases/reduces,
+        scarce/expanded), with the signs of their effects."""
+        claim_words = [w for w in own if w not in language.NEGATIONS and not w.isdigit()]
+        evidence = sorted({t for s in top for t in s.candidate.tokens
+                           if t not in language.STOPWORDS and not t.isdigit()})
+        if not claim_words or not evidence:
+            return [0.0] * 6
+        vectors = _normalised(self._embedder.embed(claim_words + evidence))
+        cos = vectors[:len(claim_words)] @ vectors[len(claim_words):].T
+        best = cos.max(axis=1)
+        ranked = numpy.sort(best)
+        claim_set = frozenset(claim_words)
+        top_tokens = frozenset(evidence)
+        subst_sim, subst_count, conflict = 0.0, 0, 0.0
+        for i, word in enumerate(claim_words):
+            if found(word, top_tokens):
+                continue
+            j = int(cos[i].argmax())
+            other = evidence[j]
+            if any(language.same_word(other, w) for w in claim_set):
+                continue
+            similarity = float(cos[i, j])
+            subst_count += similarity >= 0.5
+            if similarity > subst_sim:
+                subst_sim = similarity
+                conflict = float(_effect_sign(word) * _effect_sign(other) < 0)
+        return [float(ranked[0]), float(ranked[1] if len(ranked) > 1 else ranked[0]),
+                float(best.mean()), subst_sim, float(subst_count), conflict]
