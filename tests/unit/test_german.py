@@ -86,3 +86,8 @@ def test_the_installed_ding_dictionary() -> None:
     glossed = german.to_english("Open-Access-Artikel werden häufiger zitiert als Artikel in "
                                 "traditionellen Zeitschriften.", source)
     assert "cited" in glossed and "journals" in glossed and "traditional" in glossed
+    # "-reich" makes an adjective ("leukocyte-rich"), not the noun Reich ("empire"); a
+    # female carrier of an allele keeps her sex in the gloss.
+    rich = german.to_english("Leukozytenreiches Blut erhöht die Zahl der Komplikationen.").split()
+    assert "rich" in rich and "empire" not in rich
+    assert german.to_english("Trägerinnen des Allels haben ein erhöhtes Risiko.").startswith("female carriers")
