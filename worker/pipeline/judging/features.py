@@ -3,11 +3,15 @@
 One vector per pair, made of three groups:
 
 - *closeness*: cosine similarity (WordLlama) and content-word coverage of the claim by
-  its best sentences, by the best two together and by the whole evidence;
+  its best sentences, by the best two together and by the whole evidence, and the
+  alignment of each claim word with the evidence's words by their WordLlama vectors
+  (the least-aligned words; substitutions, a claim word whose closest evidence word is
+  missing from the claim);
 - *cues* of what a similarity cannot see, each measured on the claim and on its best
   sentences and compared: negation near the words both share (its scope, not a "not"
   anywhere), direction words with the words they govern, hedging, antonym pairs
-  (young/old, activates/inhibits), numbers present on one side only;
+  (young/old, activates/inhibits, and WordNet's, ``antonyms.tsv``), words negated by an
+  affix (ineffective, unrelated), numbers present on one side only;
 - *cue words on one side only*: a fixed list (negations, direction and effect words,
   hedges, quantifiers), each flagged when the claim has it and its best sentences do not,
   and the other way round, so the model weighs each cue on its own. (A mean word vector
@@ -19,6 +23,7 @@ them and refuses to load against other names, so a feature change forces a retra
 
 from __future__ import annotations
 
+import collections
 import collections.abc
 import dataclasses
 import functools
