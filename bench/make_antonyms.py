@@ -12,9 +12,9 @@ effective/ineffective, increase/decrease, presence/absence), lower-cased, once p
 unordered pair, sorted. The pairs are WordNet's as they stand: no pair was added, dropped
 or chosen by looking at any claim, so the lexicon is general English and not tuned to the
 judge's training data. Multi-word entries ("take_away") are dropped: claims are matched
-word by word. A third column marks the pairs where one word is the other with a negating
-prefix (un-, in-, im-, ir-, il-, non-, dis-) or where ``-less`` replaces ``-ful``: the
-negated word states an absence by itself ("ineffective", "harmless"), which the judge's
+word by word. A third column names, where one word of the pair is the other with a
+negating prefix (un-, in-, im-, ir-, il-, non-, dis-) or with ``-less`` for ``-ful``, that
+negated word (empty otherwise): it states an absence by itself ("ineffective", "harmless"), which the judge's
 negation cues, looking for "not", do not see.
 
 Licence: WordNet 3.0, Copyright 2006 by Princeton University, under the WordNet licence
@@ -39,7 +39,7 @@ PARTS = ("adj", "adv", "noun", "verb")
 _NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "non", "dis")
 _WORD = re.compile(r"^[a-z][a-z-]*[a-z]$")
 HEADER = ("# WordNet 3.0 direct antonyms (bench/make_antonyms.py; WordNet licence in "
-          "antonyms.LICENSE): word, word, 1 when one is the other negated by a prefix or -less\n")
+          "antonyms.LICENSE): word, word, the one that is the other negated by a prefix or -less\n")
 
 
 def _synsets(path: pathlib.Path) -> dict[str, tuple[list[str], list[tuple[str, str, int, int]]]]:
@@ -78,7 +78,7 @@ def negated(a: str, b: str) -> bool:
             or (b.endswith("ful") and a == b[:-3] + "less"))
 
 
-def pairs(wordnet: pathlib.Path = WORDNET) -> list[tuple[str, str, int]]:
+def pairs(wordnet: pathlib.Path = WORDNET) -> list[tuple[str, str, str]]:
     found: set[tuple[str, str]] = set()
     for part in PARTS:
         synsets = _synsets(wordnet / f"data.{part}")
@@ -89,10 +89,10 @@ def pairs(wordnet: pathlib.Path = WORDNET) -> list[tuple[str, str, int]]:
                 a, b = words[source - 1], synsets[target][0][target_word - 1]
                 if a != b and _WORD.match(a) and _WORD.match(b):
                     found.add((min(a, b), max(a, b)))
-    return [(a, b, int(negated(a, b) or negated(b, a))) for a, b in sorted(found)]
+    return [(a, b, a if negated(a, b) else b if negated(b, a) else "") for a, b in sorted(found)]
 
 
-def render(rows: list[tuple[str, str, int]]) -> str:
+def render(rows: list[tuple[str, str, str]]) -> str:
     return HEADER + "".join(f"{a}\t{b}\t{n}\n" for a, b, n in rows)
 
 
@@ -112,8 +112,8 @@ def main() -> None:
         return
     args.out.write_text(text, encoding="utf-8")
     licence_path.write_text(notice, encoding="utf-8")
-    rows = text.count("\n") - 1
-    print(f"wrote {args.out}: {rows} pairs, {text.count(chr(9) + '1' + chr(10))} negated by affix",
+    rows = pairs(args.wordnet)
+    print(f"wrote {args.out}: {len(rows)} pairs, {sum(1 for *_, n in rows if n)} negated by affix",
           file=sys.stderr)
 
 

@@ -114,14 +114,14 @@ def _lexicon() -> tuple[dict[str, frozenset[str]], frozenset[str]]:
     for line in ANTONYMS.read_text(encoding="utf-8").splitlines():
         if line.startswith("#"):
             continue
-        a, b, affix = line.split("\t")
+        a, b, negated = line.split("\t")
         x, y = language.stem(a), language.stem(b)
         if x == y:
             continue
         opposite[x].add(y)
         opposite[y].add(x)
-        if affix == "1":
-            negative.add(x if len(a) > len(b) else y)
+        if negated:
+            negative.add(language.stem(negated))
     return {k: frozenset(v) for k, v in opposite.items()}, frozenset(negative)
 
 _SCALARS = (
