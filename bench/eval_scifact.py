@@ -40,6 +40,7 @@ import json
 import math
 import os
 import pathlib
+import random
 import sys
 import time
 import typing
@@ -226,6 +227,31 @@ def metrics(gold: list[str], predicted: list[str]) -> tuple[float, float, dict[s
     return accuracy, sum(f1s.values()) / len(f1s), f1s
 
 
+RESAMPLES = 2000
+
+
+def bootstrap(pairs: list[Pair], predicted: list[str], seed: int = 20261201
+              ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """2.5th and 97.5th percentiles of (macro-F1, F1 CONTRADICT) over resamples of the
+    claims with replacement (a claim's pairs go together: they share its wording), seeded:
+    how far the figures would move on another 300 claims like these."""
+    by_claim: dict[str, list[int]] = collections.defaultdict(list)
+    for index, pair in enumerate(pairs):
+        by_claim[pair.claim].append(index)
+    groups = list(by_claim.values())
+    rng = random.Random(seed)
+    macros, contradictions = [], []
+    for _ in range(RESAMPLES):
+        chosen = [i for _ in groups for i in rng.choice(groups)]
+        _, macro, f1s = metrics([pairs[i].gold for i in chosen], [predicted[i] for i in chosen])
+        macros.append(macro)
+        contradictions.append(f1s["CONTRADICT"])
+    macros.sort()
+    contradictions.sort()
+    low, high = int(0.025 * RESAMPLES), int(0.975 * RESAMPLES) - 1
+    return (macros[low], contradictions[low]), (macros[high], contradictions[high])
+
+
 def print_judge(pairs: list[Pair], judgements: list[judge.Judgement], partial: str,
                 timing: Timing, title: str = "") -> None:
     gold = [p.gold for p in pairs]
@@ -237,6 +263,9 @@ def print_judge(pairs: list[Pair], judgements: list[judge.Judgement], partial: s
           f"({timing.pairs / max(timing.wall_s, 1e-9):.1f} pairs/s wall)")
     print(f"| accuracy | macro-F1 | F1 SUPPORT | F1 CONTRADICT | F1 NEI |\n|---:|---:|---:|---:|---:|\n"
           f"| {accuracy:.3f} | {macro:.3f} | " + " | ".join(f"{v:.3f}" for v in f1s.values()) + " |")
+    low, high = bootstrap(pairs, predicted)
+    print(f"(95% intervals, bootstrap over the {len({p.claim for p in pairs})} claims, {RESAMPLES} resamples: "
+          f"macro-F1 {low[0]:.3f}-{high[0]:.3f}, F1 CONTRADICT {low[1]:.3f}-{high[1]:.3f})")
     print("\n| gold \\ verdict | " + " | ".join(v.value for v in _JUDGE_VERDICTS) + " |\n|---|"
           + "---:|" * len(_JUDGE_VERDICTS))
     counts = collections.Counter(zip(gold, verdicts))

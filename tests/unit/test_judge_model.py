@@ -259,3 +259,18 @@ def test_the_cross_encoder_experiment_trains_on_rationale_sentences() -> None:
     # Two other sentences of each cited abstract, never the rationale; all of claim 1.
     assert len(nei) == 2 * train_judge.NEI_SENTENCES and abstract[1] not in {s for _, s in nei}
     assert {group for *_, group, _ in made} == {1}
+
+
+def test_the_dev_figures_carry_a_bootstrap_interval_over_claims() -> None:
+    evaluate = bench.load("eval_scifact")
+    pairs = [evaluate.Pair(f"claim {i // 2}", i, gold, ()) for i, gold in
+             enumerate(["SUPPORT", "CONTRADICT", "NEI", "SUPPORT"] * 25)]
+    perfect = [p.gold for p in pairs]
+    assert evaluate.bootstrap(pairs, perfect) == ((1.0, 1.0), (1.0, 1.0))
+    noisy = perfect[:]
+    for i in range(0, len(noisy), 7):
+        noisy[i] = "NEI"
+    low, high = evaluate.bootstrap(pairs, noisy)
+    assert low == evaluate.bootstrap(pairs, noisy)[0]  # seeded
+    _, macro, f1s = evaluate.metrics(perfect, noisy)
+    assert low[0] <= macro <= high[0] and low[1] <= f1s["CONTRADICT"] <= high[1] and low[0] < high[0]
