@@ -38,9 +38,8 @@ def rss_mib() -> float:
     return float("nan")
 
 
-def pairs_of(split: str, limit: int) -> list[tuple[str, tuple[Passage, ...]]]:
+def pairs_of(split: str, corpus: dict[int, dict[str, object]], limit: int) -> list[tuple[str, tuple[Passage, ...]]]:
     data = train_judge.evaldata() / "scifact"
-    corpus = {d["doc_id"]: d for d in map(json.loads, (data / "corpus.jsonl").open(encoding="utf-8"))}
     out = []
     for line in (data / f"claims_{split}.jsonl").open(encoding="utf-8"):
         claim = json.loads(line)
@@ -67,8 +66,10 @@ def main() -> None:
     started = cpu()
     judge = embedded.TrainedJudge(embedder)
     rows.append(("trained judge loaded", "", f"{cpu() - started:.2f}", "", f"{rss_mib():.0f}"))
-    dev = pairs_of("dev", args.limit)
-    train = pairs_of("train", len(dev))
+    corpus_file = train_judge.evaldata() / "scifact" / "corpus.jsonl"
+    corpus = {d["doc_id"]: d for d in map(json.loads, corpus_file.open(encoding="utf-8"))}
+    dev = pairs_of("dev", corpus, args.limit)
+    train = pairs_of("train", corpus, len(dev))
     passages = sum(len(p) for _, p in dev)
     for what, pairs in (("340 dev pairs", dev), ("the same pairs again", dev), ("340 train pairs", train)):
         started = cpu()

@@ -33,7 +33,6 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 OUT = REPO / "worker" / "pipeline" / "judging" / "antonyms.tsv"
-LICENCE = OUT.with_suffix(".LICENSE")
 WORDNET = pathlib.Path("/usr/share/wordnet")
 PARTS = ("adj", "adv", "noun", "verb")
 _NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "non", "dis")

@@ -346,8 +346,10 @@ class Featurizer:
 
         claim_hedge = float(any(t in _HEDGES for t in claim_tokens))
         sentence_hedge = float(any(t in _HEDGES for t in first.candidate.tokens))
-        antonyms = _antonym_conflicts(_stems(claim_tokens), _stems(
-            t for s in top for t in s.candidate.tokens))
+        claim_set = frozenset(claim_tokens)
+        top_set = frozenset().union(*(s.candidate.tokens for s in top))
+        claim_stems, top_stems = _stems(claim_set), _stems(top_set)
+        antonyms = _antonym_conflicts(claim_stems, top_stems)
         claim_numbers = _numbers(whole.text)
         evidence_numbers = _numbers(" ".join(s.candidate.sentence for s in sentences))
         unmatched = [t for t in own if not found(t, top_tokens)]
@@ -385,8 +387,6 @@ class Featurizer:
         agree_top = sum(1 for c, e in effects if c and e and c == e)
         conflict_top = sum(1 for c, e in effects if c and e and c != e)
         conflict_first = float(bool(effects) and effects[0][0] * effects[0][1] < 0)
-        top_set = frozenset().union(*(s.candidate.tokens for s in top))
-        claim_set = set(claim_tokens)
         near_numbers = _numbers(" ".join(s.candidate.sentence for s in top))
         claim_groups, evidence_groups = _groups(claim_set), _groups(top_set)
         scalars += [
@@ -396,8 +396,8 @@ class Featurizer:
             float(bool(claim_groups - evidence_groups) and bool(evidence_groups - claim_groups)),
             float(len(claim_groups - evidence_groups)),
         ]
-        scalars += _lexicon_cues(_stems(claim_set), _stems(top_set), _stems(first.candidate.tokens), score1)
-        scalars += self._alignment(own, top, found)
+        scalars += _lexicon_cues(claim_stems, top_stems, _stems(first.candidate.tokens), score1)
+        scalars += self._alignment(own, top_set, found)
         claim_cues = _cues(claim_tokens)
         near_cues = _cues(top_tokens)
         best_cues = _cues(first.candidate.tokens)
@@ -406,7 +406,7 @@ class Featurizer:
         vector = numpy.asarray(scalars + cue_flags, dtype=numpy.float32)
         return PairFeatures(vector.astype(numpy.float32), tuple(sentences))
 
-    def _alignment(self, own: list[str], top: list[Sentence],
+    def _alignment(self, own: list[str], top_set: frozenset[str],
                    found: typing.Callable[[str, frozenset[str]], bool]) -> list[float]:
         """Each claim word against the words of the best sentences by their vectors: how
         well the least-aligned words are met (a paraphrase counts, which the same-word
@@ -414,8 +414,7 @@ class Featurizer:
         closest evidence word is itself missing from the claim (increases/reduces,
         scarce/expanded), with the signs of their effects."""
         claim_words = [w for w in own if w not in language.NEGATIONS and not w.isdigit()]
-        evidence = sorted({t for s in top for t in s.candidate.tokens
-                           if t not in language.STOPWORDS and not t.isdigit()})
+        evidence = sorted(t for t in top_set if t not in language.STOPWORDS and not t.isdigit())
         if not claim_words or not evidence:
             return [0.0] * 6
         vectors = _normalised(self._embedder.embed(claim_words + evidence))
