@@ -11,8 +11,6 @@ FROM ${BASE_IMAGE} AS build
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
-# Before WORKDIR: `python3 -m` puts the working directory on sys.path, where the
-# repository's operator/ folder would shadow the standard library's operator module.
 RUN python3 -m venv /opt/citerun
 WORKDIR /src
 # The runtime dependencies first, from pyproject.toml's list alone, in a layer of their
@@ -22,12 +20,9 @@ COPY pyproject.toml ./
 RUN python3 -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' \
         >/tmp/requirements.txt \
     && /opt/citerun/bin/pip install --only-binary=:all: -r /tmp/requirements.txt
-# Only what the distribution is built from (see [tool.setuptools] in pyproject.toml).
+# Only what the distribution is built from (src/, see [tool.setuptools] in pyproject.toml).
 COPY README.md ./
-COPY citerun/ citerun/
-COPY operator/ operator/
-COPY worker/ worker/
-COPY migrations/ migrations/
+COPY src/ src/
 # Not editable, so /src stays behind in this stage; --no-deps: they are in the layer
 # above, and pip checks them below.
 RUN /opt/citerun/bin/pip install --only-binary=:all: --no-deps . \

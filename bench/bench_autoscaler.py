@@ -72,7 +72,7 @@ NAMESPACE = "bench"
 DEPLOYMENT = "citerun-worker"
 POLL_S = 30.0
 
-# The worker defaults (citerun/settings.py), spelled out: WorkerProcess starts from the
+# The worker defaults (src/citerun/settings.py), spelled out: WorkerProcess starts from the
 # tests' fast settings, and the rolling restart should cost what it costs in production.
 DEFAULT_WORKER_ENV = {
     "CITERUN_QUEUE__LEASE_S": "30", "CITERUN_QUEUE__HEARTBEAT_S": "10",

@@ -205,7 +205,7 @@ def report(outcomes: dict[str, Outcome], args: argparse.Namespace, info: dict[st
              f"= {slots} slots. A run: {args.sources + 1} parse tasks (thesis "
              f"{args.thesis_parse_s:g} s, each source {args.source_parse_s:g} s), extract "
              f"{args.extract_s:g} s, {args.citations} judges of {args.judge_s:g} s, finalize "
-             f"{args.finalize_s:g} s: the stage graph of the pipeline (worker/tasks.py) with "
+             f"{args.finalize_s:g} s: the stage graph of the pipeline (src/citerun/worker/tasks.py) with "
              "sleeps for the work, so the comparison is of the queue's scheduling alone.",
              "- Submission: tenant `dept`'s 40 runs one after another, then tenant `lone`'s "
              "run (its worst place under FIFO). `fifo` zeroes the fair-share key by a "

@@ -22,9 +22,9 @@ import pathlib
 import resource
 import sys
 
-from citerun.worker.pipeline import embed, pdf
-from citerun.worker.pipeline.judging import embedded
-from citerun.worker.pipeline.judging.types import Passage
+from citerun.pipeline import embed, pdf
+from citerun.pipeline.judging import embedded
+from citerun.pipeline.judging.types import Passage
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import machine  # noqa: E402  (beside this script)

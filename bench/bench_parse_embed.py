@@ -15,7 +15,7 @@ import platform
 import time
 import typing
 
-from citerun.worker.pipeline import embed, pdf
+from citerun.pipeline import embed, pdf
 
 T = typing.TypeVar("T")
 

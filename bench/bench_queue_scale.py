@@ -10,7 +10,7 @@ Two databases on one embedded Postgres hold the same rows: ``--rows`` succeeded 
 ``--rows`` due tasks of a kind the measured worker does not serve, and 100 due tasks of
 the kind it does. ``before`` has only migration 0001 and runs the statements as they were
 in 0001's time (quoted below, the baseline of issue 12); ``after`` has every migration and
-runs the statements of ``citerun/queries/queue.sql`` through ``citerun.queue``. Each
+runs the statements of ``src/citerun/queries/queue.sql`` through ``citerun.queue``. Each
 statement runs ``--repeat`` times; a claim runs in a transaction that is rolled back, so
 every repetition sees the same rows. Then the same for the claim behind ``--rows`` queued
 tasks of the served kind itself (one tenant's backlog, plus one run of another tenant),
@@ -123,7 +123,7 @@ def _rolled_back(conn: asyncpg.Connection,
 async def measure_before(url: str, rows: int, repeat: int) -> dict[str, list[float]]:
     conn = await asyncpg.connect(url)
     try:
-        await conn.execute((ROOT / "migrations" / "0001_initial.sql").read_text())
+        await conn.execute((ROOT / "src" / "citerun" / "migrations" / "0001_initial.sql").read_text())
         await _fill(conn, rows)
         await conn.execute("INSERT INTO tasks (kind, max_attempts) "
                            "SELECT $1, 5 FROM generate_series(1, 100)", KIND)

@@ -6,7 +6,7 @@ parallel; the last parse enqueues ``extract``; ``extract`` enqueues one ``judge`
 citation; the last judge enqueues ``finalize``. Each handler sleeps for its stage's time
 (the bench passes them; the defaults are this machine's pipeline timings at the scale of
 a remote judge), then records progress and enqueues the next stage in one fenced
-transaction, exactly as worker/tasks.py does. Sleeping keeps the workers' CPU out of the
+transaction, exactly as src/citerun/worker/tasks.py does. Sleeping keeps the workers' CPU out of the
 measurement: what is compared is the queue's scheduling of the same work.
 
 Served by ``python -m citerun worker --tasks bench.deadline_tasks:registry``.

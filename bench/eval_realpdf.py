@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import machine  # noqa: E402
 
-from citerun.worker.pipeline import citations, pdf  # noqa: E402
+from citerun.pipeline import citations, pdf  # noqa: E402
 
 # Not looked at while the rules were written; reported separately.
 HELD_OUT = frozenset({"longeval_krishna2023.pdf", "paper_plain_august2022.pdf", "cermine_test5.pdf"})
@@ -531,7 +531,7 @@ def layout_cost(path: pathlib.Path) -> list[tuple[str, float]]:
     ``parse_pdf`` and ``extract``."""
     import pymupdf  # noqa: PLC0415 (only this measurement needs it directly)
 
-    from citerun.worker.pipeline import layout  # noqa: PLC0415
+    from citerun.pipeline import layout  # noqa: PLC0415
 
     data = path.read_bytes()
     timings: list[tuple[str, float]] = []
@@ -563,7 +563,7 @@ def time_pymupdf4llm(count: int, write: bool) -> int:
     import pymupdf  # noqa: PLC0415
     import pymupdf4llm  # type: ignore[import-not-found]  # noqa: PLC0415
 
-    from citerun.worker.pipeline import layout  # noqa: PLC0415
+    from citerun.pipeline import layout  # noqa: PLC0415
 
     paths = sorted((evaldata() / "realpdf" / "pdfs").glob("*.pdf"), key=lambda p: p.stat().st_size)
     lines = [
@@ -571,7 +571,7 @@ def time_pymupdf4llm(count: int, write: bool) -> int:
         "",
         "`python bench/eval_realpdf.py --pymupdf4llm 3 --write`: pymupdf 2's own layout",
         "analysis (`pymupdf4llm.to_markdown(doc, use_ocr=False)`, an ONNX model shipped in",
-        "the wheel) against `worker/pipeline/layout.py` (`get_text(\"dict\")` lines, columns,",
+        "the wheel) against `src/citerun/pipeline/layout.py` (`get_text(\"dict\")` lines, columns,",
         "paragraphs) on the smallest real PDFs, same process, same machine.",
         "",
         "| document | pages | pymupdf4llm s/page | layout step s/page |",

@@ -48,8 +48,8 @@ import typing
 import numpy as np
 
 from citerun import db, embedded, sql
-from citerun.worker.pipeline import embed, judge, pdf, retrieval
-from citerun.worker.pipeline.settings import RetrievalConfig
+from citerun.pipeline import embed, judge, pdf, retrieval
+from citerun.pipeline.settings import RetrievalConfig
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("CITERUN_EVALDATA", REPO.parent / "shared" / "evaldata")) / "scifact"

@@ -3,7 +3,7 @@
 Usage::
 
     apt-get install wordnet-base      # Debian's WordNet 3.0 database, /usr/share/wordnet
-    python -P bench/make_antonyms.py  # writes worker/pipeline/judging/antonyms.tsv
+    python -P bench/make_antonyms.py  # writes src/citerun/pipeline/judging/antonyms.tsv
     python -P bench/make_antonyms.py --check   # exit 1 when the committed file differs
 
 Each line is a pair of single words that WordNet marks as direct antonyms of each other
@@ -32,7 +32,7 @@ import re
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-OUT = REPO / "worker" / "pipeline" / "judging" / "antonyms.tsv"
+OUT = REPO / "src" / "citerun" / "pipeline" / "judging" / "antonyms.tsv"
 WORDNET = pathlib.Path("/usr/share/wordnet")
 PARTS = ("adj", "adv", "noun", "verb")
 _NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "non", "dis")

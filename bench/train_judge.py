@@ -23,7 +23,7 @@ abstracts ODC-By 1.0):
   (``--nei-aug-weight``) are off by default: on train they lowered out-of-fold macro-F1
   (0.665 -> 0.651), the real NEI pairs suffice.
 
-Model: the features of :mod:`citerun.worker.pipeline.judging.features` into gradient-
+Model: the features of :mod:`citerun.pipeline.judging.features` into gradient-
 boosted trees (LightGBM, a training-time dependency: ``pip install lightgbm``; the trees
 are flattened into the JSON artifact and evaluated in numpy) or, with ``--learner
 linear``, a multinomial logistic regression (numpy, full-batch Adam with L2).
@@ -63,9 +63,9 @@ import typing
 
 import numpy
 
-from citerun.worker.pipeline import embed, pdf
-from citerun.worker.pipeline.judging import features, language, model
-from citerun.worker.pipeline.judging.types import Passage
+from citerun.pipeline import embed, pdf
+from citerun.pipeline.judging import features, language, model
+from citerun.pipeline.judging.types import Passage
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))  # run as a script with -P: perturb.py is beside it

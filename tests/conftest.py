@@ -7,7 +7,6 @@ test starts in milliseconds from the real schema.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import os
 import shutil
 import signal
@@ -26,21 +25,13 @@ from citerun import db, embedded
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = "citerun_template"
 
-# The repository root must never be on a sys.path: its operator/ folder (installed as
-# citerun.operator) would shadow the standard library's operator. Exported once, here,
-# for every child process the tests start (pytest itself runs with -P and
-# --import-mode=importlib). `tests` stays importable (for `worker --tasks
-# tests.support.tasks:registry`) through a directory that holds nothing but a link to it.
-os.environ["PYTHONSAFEPATH"] = "1"
-if "CITERUN_TESTS_IMPORT_ROOT" not in os.environ:
-    _root = Path(tempfile.mkdtemp(prefix="citerun-tests-path-"))
-    (_root / "tests").symlink_to(REPO / "tests", target_is_directory=True)
-    os.environ["CITERUN_TESTS_IMPORT_ROOT"] = str(_root)
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(_root), os.environ.get("PYTHONPATH")) if p)
-    atexit.register(shutil.rmtree, _root, True)
-if os.environ["CITERUN_TESTS_IMPORT_ROOT"] not in sys.path:
-    sys.path.insert(0, os.environ["CITERUN_TESTS_IMPORT_ROOT"])
+# `tests` is importable in every child process the tests start (e.g. `worker --tasks
+# tests.support.tasks:registry`): the repository root goes on their PYTHONPATH. The
+# package itself lives under src/, so nothing at the root shadows a module.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in dict.fromkeys((str(REPO), *os.environ.get("PYTHONPATH", "").split(os.pathsep))) if p)
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 
 def citerun_command() -> list[str]:

@@ -152,7 +152,7 @@ async def test_ten_processes_migrate_an_empty_database_once(fresh_database_url: 
     from tests.conftest import REPO, citerun_command
     procs = [subprocess.Popen([*citerun_command(), "migrate"], cwd=REPO,
                               env={"CITERUN_DATABASE_URL": fresh_database_url,
-                                   "PATH": "/usr/bin:/bin", "PYTHONSAFEPATH": "1"},
+                                   "PATH": "/usr/bin:/bin"},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(10)]
     outputs = [p.communicate(timeout=120) for p in procs]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from citerun import runs
-from citerun.worker.pipeline import embed, reembed, retrieval
-from citerun.worker.pipeline.settings import RetrievalConfig
+from citerun.pipeline import embed, reembed, retrieval
+from citerun.pipeline.settings import RetrievalConfig
 
 REPO = Path(__file__).resolve().parents[2]
 TEXTS = ["Aspirin lowers the risk of a second heart attack in adults.",
@@ -40,7 +40,7 @@ async def test_the_vector_column_has_the_embedders_width(pool: asyncpg.Pool) -> 
 
 
 def test_the_migration_names_the_default_embedder_for_old_rows() -> None:
-    text = next((REPO / "migrations").glob("0002_*.sql")).read_text(encoding="utf-8")
+    text = next((REPO / "src" / "citerun" / "migrations").glob("0002_*.sql")).read_text(encoding="utf-8")
     assert f"embedding_model = '{embed.WordLlamaEmbedder.name}'" in text
 
 

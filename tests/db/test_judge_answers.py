@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from citerun.worker.pipeline import judge
-from citerun.worker.pipeline.judging import cache
+from citerun.pipeline import judge
+from citerun.pipeline.judging import cache
 
 _ANSWER = '{"verdict": "supported", "confidence": 0.8, "evidence": [1], "rationale": "[1] states it."}'
 

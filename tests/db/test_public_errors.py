@@ -11,9 +11,9 @@ import asyncpg
 from citerun import errors, flow, queue, runs
 
 STORED = """Traceback (most recent call last):
-  File "/app/worker/pipeline/judging/client.py", line 88, in _complete
+  File "/app/src/citerun/pipeline/judging/client.py", line 88, in _complete
     raise JudgeRequestError(f"{resp.status_code}: {resp.text}")
-citerun.worker.pipeline.judging.JudgeRequestError: 401: {"error": "internal-admin-token=s3cr3t"}"""
+citerun.pipeline.judging.JudgeRequestError: 401: {"error": "internal-admin-token=s3cr3t"}"""
 
 
 async def test_a_dead_judge_task_fails_the_run_with_a_code_only(pool: asyncpg.Pool) -> None:

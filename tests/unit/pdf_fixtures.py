@@ -1,7 +1,7 @@
 """PDFs built at test time, good and bad, so that no binary test data is checked in.
 
 Each builder returns bytes and is deterministic; the bad ones are the inputs that
-:func:`citerun.worker.pipeline.pdf.parse_pdf` must turn into a ``DocumentError`` with
+:func:`citerun.pipeline.pdf.parse_pdf` must turn into a ``DocumentError`` with
 the right ``reason``.
 """
 

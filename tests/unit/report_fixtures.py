@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime
 import functools
 
-from citerun.worker.pipeline import judge, pdf, report
-from citerun.worker.pipeline import layout as pdf_layout
+from citerun.pipeline import judge, pdf, report
+from citerun.pipeline import layout as pdf_layout
 from tests.unit import pdf_fixtures
 
 XSS_CLAIM = 'Exercise <script>alert("x")</script> & "quotes" reduce anxiety.'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citerun.worker.pipeline import citations
+from citerun.pipeline import citations
 
 
 def _extract(body: str, references: str = "", heading: str = "References") -> citations.Extraction:

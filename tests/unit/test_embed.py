@@ -17,7 +17,7 @@ import numpy
 import pydantic
 import pytest
 
-from citerun.worker.pipeline import embed
+from citerun.pipeline import embed
 
 # --- WordLlama -------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ def test_wordllama_model_is_loaded_once_per_process() -> None:
 def test_importing_wordllama_leaves_root_logging_alone() -> None:
     script = (
         "import logging\n"
-        "from citerun.worker.pipeline import embed\n"
+        "from citerun.pipeline import embed\n"
         "embed._wordllama_model()\n"
         "root = logging.getLogger()\n"
         "print(len(root.handlers), logging.getLevelName(root.level))\n"
@@ -90,7 +90,7 @@ _OFFLINE_SCRIPT = textwrap.dedent(
     socket.create_connection = refuse
     socket.getaddrinfo = refuse
 
-    from citerun.worker.pipeline import embed
+    from citerun.pipeline import embed
 
     vectors = embed.WordLlamaEmbedder().embed(["offline works", "still offline"])
     print(vectors.shape, len(attempts))

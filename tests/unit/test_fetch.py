@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from citerun.worker.pipeline import fetch
+from citerun.pipeline import fetch
 
 BODY = b"%PDF-1.7\n" + b"x" * 5000
 LOCAL = fetch.AddressPolicy.from_strings(allow=["127.0.0.1/32"])

@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from citerun.worker.pipeline.judging import german
+from citerun.pipeline.judging import german
 
 # Lines in Ding's format (written for this test: a noun with its plural, a verb with its
 # participles and several senses, an adjective, an abbreviation, a noun that is also a

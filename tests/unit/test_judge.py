@@ -15,8 +15,8 @@ import typing
 import pytest
 
 from citerun import errors
-from citerun.worker.pipeline import embed, judge
-from citerun.worker.pipeline.judging import language
+from citerun.pipeline import embed, judge
+from citerun.pipeline.judging import language
 
 Verdict = judge.Verdict
 

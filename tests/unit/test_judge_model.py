@@ -10,8 +10,8 @@ import pathlib
 import numpy
 import pytest
 
-from citerun.worker.pipeline import embed, judge
-from citerun.worker.pipeline.judging import features, german, model
+from citerun.pipeline import embed, judge
+from citerun.pipeline.judging import features, german, model
 from tests.support import bench
 
 Verdict = judge.Verdict

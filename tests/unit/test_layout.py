@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from citerun.worker.pipeline import citations, pdf
+from citerun.pipeline import citations, pdf
 from tests.unit import pdf_fixtures
 
 LIMIT = 50 * 1024 * 1024
@@ -470,7 +470,7 @@ def test_a_near_miss_that_is_no_heading(line: str) -> None:
 
 def test_dotless_i_under_an_accent_is_the_accented_i() -> None:
     # TeX sets "í" as "ı" and a combining acute: "Ası́n Achá", "Melı́cio".
-    from citerun.worker.pipeline import layout  # noqa: PLC0415
+    from citerun.pipeline import layout  # noqa: PLC0415
 
     assert layout.normalize_spaces("Roberto Ası\u0301n Achá and Fernando Melı\u0301cio") == (
         "Roberto Asín Achá and Fernando Melício")

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from citerun.worker.pipeline import pdf
+from citerun.pipeline import pdf
 from tests.unit import pdf_fixtures
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"

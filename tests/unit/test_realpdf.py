@@ -18,7 +18,7 @@ import typing
 
 import pytest
 
-from citerun.worker.pipeline import citations, pdf
+from citerun.pipeline import citations, pdf
 from tests.support import bench
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

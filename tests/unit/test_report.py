@@ -10,7 +10,7 @@ import re
 import pydantic
 import pytest
 
-from citerun.worker.pipeline import judge, report
+from citerun.pipeline import judge, report
 from tests.unit import report_fixtures
 
 _SCHEMA_FILE = pathlib.Path(__file__).parents[2] / "docs" / "report.schema.json"
@@ -58,7 +58,7 @@ def test_json_round_trip() -> None:
 def test_schema_file_is_current() -> None:
     assert _SCHEMA_FILE.read_text(encoding="utf-8") == report.schema_json(), (
         "docs/report.schema.json is stale: "
-        "python -m citerun.worker.pipeline.report docs/report.schema.json"
+        "python -m citerun.pipeline.report docs/report.schema.json"
     )
 
 

@@ -13,7 +13,7 @@ import typing
 
 import pytest
 
-from citerun.worker.pipeline import report
+from citerun.pipeline import report
 from tests.unit import report_fixtures
 
 pytestmark = pytest.mark.browser

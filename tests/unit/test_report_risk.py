@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from citerun.worker.pipeline import judge, report
+from citerun.pipeline import judge, report
 
 from tests.unit import report_fixtures
 

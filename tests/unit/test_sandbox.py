@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from citerun.worker import sandbox
-from citerun.worker.pipeline.settings import LimitSettings, TaskLimits
+from citerun.pipeline.settings import LimitSettings, TaskLimits
 from tests.support import sandbox_jobs
 
 

@@ -14,8 +14,8 @@ from pydantic_settings import BaseSettings
 from citerun import db, localdb
 from citerun.operator import settings as op_settings
 from citerun.settings import Settings
-from citerun.worker.pipeline import report
-from citerun.worker.pipeline.settings import PipelineSettings
+from citerun.pipeline import report
+from citerun.pipeline.settings import PipelineSettings
 
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / "charts" / "citerun" / "templates" / "_helpers.tpl"

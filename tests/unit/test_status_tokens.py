@@ -33,7 +33,7 @@ def test_the_crd_declares_judge_tokens() -> None:
 
 
 def test_the_report_shows_the_judge_tokens() -> None:
-    from citerun.worker.pipeline import report
+    from citerun.pipeline import report
 
     from tests.unit import report_fixtures
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from citerun import verdicts
-from citerun.worker.pipeline import judge, report
+from citerun.pipeline import judge, report
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = [REPO / "crds" / "citationrun.yaml", REPO / "charts" / "citerun" / "crds" / "citationrun.yaml"]

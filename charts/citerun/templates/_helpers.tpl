@@ -164,7 +164,7 @@ The database URL the chart puts in its own Secret.
 
 {{/*
 Pipeline settings of the workers (tests/unit/test_single_sources.py checks each name
-against worker/pipeline/settings.py):
+against src/citerun/pipeline/settings.py):
 EmbeddingConfig is flat (CITERUN_EMBEDDING__BASE_URL, ...); JudgeConfig nests openai
 (CITERUN_JUDGE__OPENAI__BASE_URL, ...) and reads its key from the env var named by
 api_key_env, CITERUN_JUDGE_API_KEY. This is the default judge of runs that choose none;
@@ -215,7 +215,7 @@ a run that chooses the openai judge gets a judge profile (judgeProfiles) instead
 
 {{/*
 Judge profiles as the operator and the workers read them (CITERUN_JUDGE_PROFILES, a JSON
-object; see citerun/runspec.py JudgeProfile). Each profile's key is the worker env var
+object; see src/citerun/runspec.py JudgeProfile). Each profile's key is the worker env var
 CITERUN_JUDGE_PROFILE_KEY_<NAME> (upper case, - as _), filled from its Secret.
 */}}
 {{- define "citerun.judgeProfileKeyEnv" -}}

@@ -60,9 +60,9 @@ def test_image_runs_non_root_without_compilers_with_the_models(node: node_mod.No
         "set -e; id -u; citerun --help | head -n 1; "
         "for c in gcc cc c++ g++ clang; do command -v $c && exit 3 || true; done; "
         "echo no-compiler; "
-        "python -c 'from citerun.worker.pipeline.embed import _wordllama_model as m; "
+        "python -c 'from citerun.pipeline.embed import _wordllama_model as m; "
         "print(\"wordllama\", m().embed([\"urban heat\"]).shape)'; "
-        "python -c 'from citerun.worker.pipeline.judging import german; "
+        "python -c 'from citerun.pipeline.judging import german; "
         "print(\"german\", len(german.ding()) > 100000, "
         "german.to_english(\"Die Thrombosen wurden nicht behandelt.\"))'"
     )

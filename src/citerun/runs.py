@@ -1,0 +1,265 @@
+"""Runs: staging documents, creating a run idempotently, locking and finishing it.
+
+A run is created in one transaction with its documents and its first tasks, keyed by
+the run id (a CitationRun's uid on a cluster), so a retried or duplicated create
+changes nothing. This module knows no stage of the pipeline: which tasks a run starts
+with and which follow is :mod:`citerun.flow`'s, handed in as ``start``. Transitions
+that involve several tasks lock the run's row first (:func:`lock`,
+:func:`lock_by_documents`), so two tasks finishing at once cannot both miss, or both
+take, the transition. See ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from citerun import errors, queue, sql
+
+_Q = sql.load("citerun", "queries/runs.sql")
+
+#: Enqueues a new run's first tasks; called inside the create transaction with the run's
+#: row locked (see :meth:`citerun.flow.Flow.start`).
+StartHook = Callable[[asyncpg.Connection, "RunRequest"], Awaitable[None]]
+
+
+class RunError(errors.CiterunError):
+    """The run could not be created or changed."""
+
+
+@dataclass(frozen=True)
+class StagedDocument:
+    digest: str
+    filename: str
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    """A document a worker downloads for the run (it has no digest until then)."""
+
+    url: str
+    filename: str
+    role: str = "source"
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Per-tenant admission limits (None: unlimited)."""
+
+    max_active_runs: int | None = None
+    max_staged_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Admission:
+    created: bool
+    over_capacity: str | None = None
+    missing: tuple[str, ...] = ()  # required digests that are not stored
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything needed to start a run."""
+
+    id: uuid.UUID
+    name: str
+    thesis: StagedDocument
+    sources: tuple[StagedDocument, ...]
+    spec: dict[str, Any] = field(default_factory=dict)
+    tenant: str = "default"
+    namespace: str | None = None
+    generation: int = 1
+    priority: int = 0
+    resource_uid: uuid.UUID | None = None
+    fetches: tuple[FetchRequest, ...] = ()
+    # Bytes to stage in the same transaction as the run (ConfigMap/Secret documents).
+    payloads: tuple[tuple[bytes, str], ...] = ()
+    # Digests that must already be stored (documents referenced by digest).
+    required_digests: tuple[str, ...] = ()
+    # The run's own judge API key (spec.judge.openai.apiKeySecretRef), after the access check.
+    judge_api_key: str | None = field(default=None, repr=False)
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, filename: str,
+                         *, tenant: str = "default") -> StagedDocument:
+    """Store a PDF's bytes under its sha256 (a document seen before is reused); the
+    tenant owns the digest from now on (see src/citerun/migrations/0003_tenancy.sql)."""
+    digest = digest_of(data)
+    await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant,
+                        "upload")
+    return StagedDocument(digest, filename)
+
+
+async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
+                 caps: Caps | None = None) -> Admission:
+    """Admit and create the run with its first tasks (``start``) in one transaction.
+
+    Idempotent by run id: an existing run is left alone (``created=False``). With
+    ``caps``, the tenant's active runs and staged bytes are checked under a per-tenant
+    advisory lock, so two operators admitting at once cannot overshoot; a run over a cap
+    is not created and ``over_capacity`` says why.
+    """
+    async with pool.acquire() as conn, conn.transaction():
+        if await conn.fetchrow(_Q["run_get"], request.id) is not None:
+            return Admission(created=False)
+        if request.required_digests:
+            # Only digests this tenant owns: another tenant's document is "missing" in
+            # exactly the words a digest nobody stored gets.
+            owned = {r["digest"] for r in await conn.fetch(
+                _Q["documents_owned_touch"], request.tenant, list(request.required_digests))}
+            missing = sorted(set(request.required_digests) - owned)
+            if missing:
+                return Admission(created=False, missing=tuple(missing))
+        payloads = [(digest_of(data), data, filename) for data, filename in request.payloads]
+        if caps is not None:
+            reason = await _over_capacity(conn, request, payloads, caps)
+            if reason is not None:
+                return Admission(created=False, over_capacity=reason)
+        for digest, data, filename in payloads:
+            await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data,
+                                request.tenant, "run")
+        created = await conn.fetchval(
+            _Q["run_insert"], request.id, request.name, request.namespace, request.tenant,
+            request.generation, request.spec, request.priority, request.resource_uid,
+            caps.max_staged_bytes if caps is not None else None)
+        if created is None:
+            return Admission(created=False)
+        if request.judge_api_key is not None:
+            await conn.execute(_Q["run_secret_insert"], request.id, request.judge_api_key)
+        rows = [(request.id, request.thesis.digest, "thesis", request.thesis.filename,
+                 list(request.thesis.keys))] if request.thesis.digest else []
+        rows += [(request.id, s.digest, "source", s.filename, list(s.keys))
+                 for s in request.sources]
+        await conn.executemany(_Q["run_source_insert"], rows)
+        await conn.fetchrow(_Q["run_lock"], request.id)
+        await start(conn, request)
+        await conn.execute(_Q["run_touch"], request.id)
+    return Admission(created=True)
+
+
+async def _over_capacity(conn: asyncpg.Connection, request: RunRequest,
+                         payloads: list[tuple[str, bytes, str]], caps: Caps) -> str | None:
+    await conn.execute(_Q["tenant_admission_lock"], request.tenant)
+    usage = await conn.fetchrow(_Q["tenant_usage"], request.tenant)
+    if caps.max_active_runs is not None and usage["active_runs"] >= caps.max_active_runs:
+        return (f"tenant {request.tenant!r} has {usage['active_runs']} active run(s), "
+                f"the cap is {caps.max_active_runs}")
+    if caps.max_staged_bytes is not None:
+        owned = {r["digest"] for r in await conn.fetch(
+            _Q["documents_owned"], request.tenant, [digest for digest, _, _ in payloads])}
+        new_bytes = sum(len(data) for digest, data, _ in payloads if digest not in owned)
+        if usage["staged_bytes"] + new_bytes > caps.max_staged_bytes:
+            return (f"tenant {request.tenant!r} would stage {usage['staged_bytes'] + new_bytes} "
+                    f"bytes, the cap is {caps.max_staged_bytes}")
+    return None
+
+
+async def documents_pending(conn: asyncpg.Connection, run_id: uuid.UUID) -> list[str]:
+    """Digests of the run's documents that are neither parsed nor failed."""
+    return [r["digest"] for r in await conn.fetch(_Q["run_documents_pending"], run_id)]
+
+
+async def tasks_open(conn: asyncpg.Connection, run_id: uuid.UUID, kinds: Sequence[str]) -> bool:
+    """Whether the run has a queued or running task of one of ``kinds``."""
+    return bool(await conn.fetchval(_Q["run_tasks_open"], run_id, list(kinds)))
+
+
+async def lock_by_documents(conn: asyncpg.Connection,
+                            digests: Sequence[str]) -> list[tuple[uuid.UUID, int]]:
+    """Lock every running run that uses one of ``digests`` (in id order, so two callers
+    cannot deadlock); return their ids and priorities."""
+    return [(r["id"], r["priority"])
+            for r in await conn.fetch(_Q["run_lock_by_documents"], list(digests))]
+
+
+async def fail_document(conn: asyncpg.Connection, digest: str, reason: str,
+                        error: str) -> None:
+    """Record why a document cannot be used (unless it was parsed meanwhile) and drop its
+    staged bytes."""
+    await conn.execute(_Q["document_mark_failed"], digest, reason, error[:2000])
+
+
+async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, state: str,
+                 error: str | None = None, *, release: bool = True) -> None:
+    """Move the run to ``state`` (succeeded, failed, cancelled) and notify.
+
+    With ``release``, the run's tenant stops owning the documents no other active run of
+    the tenant needs, and documents nobody owns lose their bytes, pages and chunks; the
+    run's own judge key is deleted either way.
+    """
+    await conn.execute(_Q["run_finish"], run_id, state, error)
+    await conn.execute(_Q["run_secret_delete"], run_id)
+    if release:
+        released = [r["digest"] for r in await conn.fetch(_Q["run_release_documents"], run_id)]
+        if released:
+            await conn.execute(_Q["documents_erase_unowned"], released)
+
+
+async def touch(conn: asyncpg.Connection, run_id: uuid.UUID) -> None:
+    """Tell ``citerun_runs`` listeners that the run's progress changed."""
+    await conn.execute(_Q["run_touch"], run_id)
+
+
+async def lock(conn: asyncpg.Connection, run_id: uuid.UUID) -> asyncpg.Record | None:
+    return await conn.fetchrow(_Q["run_lock"], run_id)
+
+
+async def get(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID) -> asyncpg.Record | None:
+    return await conn.fetchrow(_Q["run_get"], run_id)
+
+
+async def progress(conn: asyncpg.Connection | asyncpg.Pool,
+                   run_id: uuid.UUID) -> asyncpg.Record | None:
+    """State and counts of a run (citations, judged, per verdict, open tasks)."""
+    return await conn.fetchrow(_Q["run_progress"], run_id)
+
+
+async def report(conn: asyncpg.Connection | asyncpg.Pool,
+                 run_id: uuid.UUID) -> asyncpg.Record | None:
+    return await conn.fetchrow(_Q["report_get"], run_id)
+
+
+async def active_of_resource(conn: asyncpg.Connection | asyncpg.Pool,
+                             resource_uid: uuid.UUID) -> list[uuid.UUID]:
+    """The unfinished runs of one CitationRun."""
+    return [r["id"] for r in await conn.fetch(_Q["run_active_of_resource"], resource_uid)]
+
+
+async def active_with_resource(conn: asyncpg.Connection | asyncpg.Pool) -> list[asyncpg.Record]:
+    """Unfinished runs that belong to a CitationRun."""
+    return list(await conn.fetch(_Q["run_active_with_resource"]))
+
+
+async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str, *,
+                 drop_bytes: bool = True) -> list[int]:
+    """Cancel a run: its open tasks, its state, and (with ``drop_bytes``) the staged bytes
+    only it needed. A run replaced by a new generation keeps them for its successor."""
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.fetchrow(_Q["run_lock"], run_id)
+        cancelled = await queue.cancel_run(conn, run_id, reason)
+        await finish(conn, run_id, "cancelled", reason, release=drop_bytes)
+        if drop_bytes:
+            await conn.fetch(_Q["run_drop_staged_bytes"], run_id)
+    return cancelled
+
+
+async def drop_expired_bytes(conn: asyncpg.Connection | asyncpg.Pool, ttl_s: float) -> int:
+    """The staging TTL, a safety net: drop bytes staged over ``ttl_s`` ago that no active
+    run needs (uploads never used, runs replaced and never restarted); end ownership by
+    upload unused for ``ttl_s`` and erase the documents nobody owns any more."""
+    dropped = len(await conn.fetch(_Q["document_drop_expired_bytes"], ttl_s))
+    expired = [r["digest"] for r in await conn.fetch(_Q["owners_expire_uploads"], ttl_s)]
+    if expired:
+        await conn.execute(_Q["documents_erase_unowned"], expired)
+    return dropped

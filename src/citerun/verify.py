@@ -1,0 +1,306 @@
+"""``citerun verify``: one thesis, its sources, local workers, one report.
+
+The same pipeline as on a cluster: the CLI stages the PDFs in Postgres, creates a run,
+starts ``--workers`` ordinary ``citerun worker`` processes against the same database and
+follows the run's progress until it ends. Documents are content-addressed, so verifying
+the same files again reuses what was parsed before.
+
+The workers live and die with the verify: they claim only its run
+(``CITERUN_WORKER__RUN_ID``), ask the kernel for SIGTERM when the verify dies
+(``PR_SET_PDEATHSIG``, see :func:`citerun.cli.cmd_worker`) and then cancel the run
+themselves. A run the verify leaves early (Ctrl-C, ``--timeout``, an error) is cancelled,
+not left ``running``; a run whose verify and workers were all killed at once is cancelled
+by the next verify on the same database (the run's spec names the process that owns it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from citerun import db, errors, flow, runs, sql
+from citerun.settings import Settings
+
+_Q = sql.load("citerun", "queries/local.sql")
+
+
+class UsageError(errors.CiterunError):
+    """The command line is not usable."""
+
+
+#: Set for the workers of a verify: the pid they must die with (see cli.cmd_worker).
+VERIFY_PID_ENV = "CITERUN_VERIFY_PID"
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    run_id: uuid.UUID
+    state: str
+    html_path: Path | None
+    json_path: Path | None
+    verdicts: dict[str, int]
+    error: str | None
+
+
+def collect_sources(items: list[str]) -> list[Path]:
+    """PDF files named directly or found in named directories (sorted, no duplicates)."""
+    found: list[Path] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.iterdir()
+                                if p.is_file() and p.suffix.lower() == ".pdf"))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise UsageError(f"source {item!r} is neither a file nor a directory")
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    if not unique:
+        raise UsageError(f"no PDF sources found in {', '.join(items)}")
+    return unique
+
+
+MAX_WORKERS = 64
+MAX_CONCURRENCY = 256  # WorkerSettings.concurrency's upper bound
+
+
+def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: int = 1,
+                    timeout_s: float = 1.0) -> tuple[Path, list[Path]]:
+    thesis_path = Path(thesis)
+    if not thesis_path.is_file():
+        raise UsageError(f"thesis {thesis!r} is not a file")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise UsageError(
+            f"--concurrency must be between 1 and {MAX_CONCURRENCY}, got {concurrency}")
+    if not timeout_s > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
+    source_paths = [p for p in collect_sources(sources) if p != thesis_path.resolve()]
+    return thesis_path, source_paths
+
+
+def parse_keys(pairs: list[str]) -> dict[str, list[str]]:
+    """``KEY=FILE`` pairs -> {file name: [keys]} (explicit citation keys)."""
+    keys: dict[str, list[str]] = {}
+    for pair in pairs:
+        key, sep, name = pair.partition("=")
+        if not sep or not key or not name:
+            raise UsageError(f"--key expects KEY=FILE, got {pair!r}")
+        keys.setdefault(Path(name).name, []).append(key)
+    return keys
+
+
+def process_identity(pid: int) -> str | None:
+    """``pid`` plus its start time (so a reused pid is another process), or None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":
+        return None
+    return f"{pid}:{fields[19]}"
+
+
+async def cancel_orphans(pool: asyncpg.Pool) -> list[uuid.UUID]:
+    """Cancel unfinished local runs whose verify process is gone (all of its processes
+    were killed at once, so none could cancel the run)."""
+    cancelled = []
+    for row in await pool.fetch(_Q["local_runs_open"]):
+        owner = row["local"] or {}
+        pid = int(owner.get("pid", 0))
+        if pid and process_identity(pid) == owner.get("process"):
+            continue  # that verify is still running
+        await runs.cancel(pool, row["id"], f"interrupted: citerun verify (pid {pid}) is gone")
+        cancelled.append(row["id"])
+    return cancelled
+
+
+async def cancel_run(url: str, run_id: uuid.UUID, reason: str) -> None:
+    """Cancel the run (its open tasks and its state); a finished run stays as it is."""
+    pool = await db.create_pool(url, min_size=1, max_size=1)
+    try:
+        await runs.cancel(pool, run_id, reason)
+    finally:
+        await pool.close()
+
+
+async def start_run(url: str, thesis: Path, sources: list[Path],
+                    keys: dict[str, list[str]]) -> uuid.UUID:
+    await db.migrate(url)
+    pool = await db.create_pool(url, min_size=1, max_size=2)
+    try:
+        await cancel_orphans(pool)
+        staged_thesis = await runs.stage_document(pool, thesis.read_bytes(), thesis.name)
+        staged_sources = []
+        for path in sources:
+            doc = await runs.stage_document(pool, path.read_bytes(), path.name)
+            staged_sources.append(runs.StagedDocument(doc.digest, doc.filename,
+                                                      tuple(keys.get(path.name, ()))))
+        run_id = uuid.uuid4()
+        await flow.create(pool, runs.RunRequest(
+            id=run_id, name=thesis.stem, thesis=staged_thesis, sources=tuple(staged_sources),
+            spec={"thesis": thesis.name, "sources": [s.name for s in sources],
+                  "local": {"pid": os.getpid(),
+                            "process": process_identity(os.getpid())}}))
+        return run_id
+    finally:
+        await pool.close()
+
+
+class LocalWorkers:
+    """``n`` worker processes on this machine serving one run, logging to ``log_dir``.
+
+    With the embedded database (``url`` None) the workers find it in ``data_dir`` as
+    users of their own, so the last process to leave stops it, even when that is a
+    worker whose verify was killed.
+    """
+
+    def __init__(self, url: str | None, n: int, log_dir: Path, concurrency: int,
+                 run_id: uuid.UUID, data_dir: Path) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.logs = [log_dir / f"worker-{i}.log" for i in range(n)]
+        env = {k: v for k, v in os.environ.items() if k != "CITERUN_DATABASE_URL"}
+        env.update({"CITERUN_DATA_DIR": str(data_dir),
+                    "CITERUN_WORKER__CONCURRENCY": str(concurrency),
+                    "CITERUN_WORKER__RUN_ID": str(run_id),
+                    # Nothing of another run is in flight: a stop need not wait long.
+                    "CITERUN_WORKER__DRAIN_TIMEOUT_S": "3",
+                    VERIFY_PID_ENV: str(os.getpid())})
+        if url is not None:
+            env["CITERUN_DATABASE_URL"] = url
+        self.procs = []
+        for i, log in enumerate(self.logs):
+            with open(log, "wb") as out:
+                self.procs.append(subprocess.Popen(
+                    # -P: the caller's working directory stays off the workers' sys.path (a
+                    # file there named like a module citerun imports would shadow it).
+                    [sys.executable, "-P", "-m", "citerun", "--log-level", "WARNING", "worker"],
+                    env={**env, "CITERUN_WORKER__ID": f"local-{os.getpid()}-{i}"},
+                    stdout=out, stderr=subprocess.STDOUT))
+
+    def dead(self) -> list[int]:
+        return [p.returncode for p in self.procs if p.poll() is not None]
+
+    def tails(self, lines: int = 20) -> str:
+        return "\n".join(f"--- {log}\n" + "\n".join(
+            log.read_text(errors="replace").splitlines()[-lines:]) for log in self.logs)
+
+    def stop(self, timeout: float = 30) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for p in self.procs:
+            try:
+                p.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+async def follow(url: str, run_id: uuid.UUID, workers: LocalWorkers, console: Console,
+                 timeout_s: float) -> asyncpg.Record:
+    """Show a progress bar until the run ends; return its final progress row."""
+    conn = await db.connect(url)
+    deadline = time.monotonic() + timeout_s
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=False) as bar:
+            docs = bar.add_task("parsing documents", total=None)
+            judged = bar.add_task("judging citations", total=None)
+            while True:
+                row = await runs.progress(conn, run_id)
+                assert row is not None
+                bar.update(docs, total=row["documents"], completed=row["documents_done"])
+                bar.update(judged, total=row["citations"] or None, completed=row["judged"])
+                if row["state"] not in ("pending", "running"):
+                    return row
+                if len(workers.dead()) == len(workers.procs):
+                    raise errors.CiterunError(
+                        f"every local worker exited; their logs end with:\n{workers.tails()}")
+                if time.monotonic() > deadline:
+                    raise errors.CiterunError(f"the run did not finish within {timeout_s:.0f}s")
+                await asyncio.sleep(0.3)
+    finally:
+        await conn.close()
+
+
+async def save_report(url: str, run_id: uuid.UUID, html_path: Path) -> Path:
+    conn = await db.connect(url)
+    try:
+        row = await runs.report(conn, run_id)
+    finally:
+        await conn.close()
+    if row is None:
+        raise errors.CiterunError(f"run {run_id} finished without a report")
+    import json
+    json_path = html_path.with_suffix(".json")
+    try:
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        html_path.write_text(row["html"], encoding="utf-8")
+        json_path.write_text(json.dumps(row["json"], indent=2, ensure_ascii=False),
+                             encoding="utf-8")
+    except OSError as err:
+        raise errors.CiterunError(
+            f"run {run_id} succeeded, but its report could not be written to {html_path}: "
+            f"{err.strerror or err}") from err
+    return json_path
+
+
+def print_summary(console: Console, report_json: dict[str, object]) -> None:
+    citations = report_json.get("citations", [])
+    assert isinstance(citations, list)
+    table = Table(title="Citations", show_lines=False)
+    for column in ("#", "marker", "page", "verdict", "source"):
+        table.add_column(column)
+    for c in citations[:100]:
+        source = c.get("source") or {}  # null for an unresolved citation
+        table.add_row(str(c.get("ordinal")), str(c.get("marker")), str(c.get("page")),
+                      str(c.get("verdict")), str(source.get("filename", "-")))
+    console.print(table)
+
+
+def verify(settings: Settings, url: str, thesis: Path, sources: list[Path], *,
+           keys: dict[str, list[str]], out: Path, workers: int, concurrency: int,
+           timeout_s: float, console: Console) -> VerifyResult:
+    run_id = asyncio.run(start_run(url, thesis, sources, keys))
+    console.print(f"run {run_id}: {thesis.name} against {len(sources)} source(s), "
+                  f"{workers} worker(s)")
+    local = LocalWorkers(settings.database_url, workers, settings.data_dir / "logs",
+                         concurrency, run_id, settings.data_dir)
+    reason = "interrupted: citerun verify stopped before the run ended"
+    row = None
+    try:
+        row = asyncio.run(follow(url, run_id, local, console, timeout_s))
+    except KeyboardInterrupt:
+        reason = "interrupted: citerun verify was stopped (Ctrl-C or SIGTERM)"
+        raise
+    except errors.CiterunError as err:
+        reason = f"interrupted: {err}".splitlines()[0]
+        raise
+    finally:
+        if row is None:
+            try:
+                asyncio.run(cancel_run(url, run_id, reason))
+            except (OSError, asyncpg.PostgresError, errors.CiterunError) as err:
+                console.print(f"could not cancel run {run_id}: {err}")
+        local.stop()
+    verdicts = dict(row["verdicts"] or {})
+    if row["state"] != "succeeded":
+        return VerifyResult(run_id, row["state"], None, None, verdicts, row["error"])
+    json_path = asyncio.run(save_report(url, run_id, out))
+    return VerifyResult(run_id, row["state"], out, json_path, verdicts, None)

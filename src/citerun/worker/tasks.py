@@ -1,0 +1,453 @@
+"""The handlers of the pipeline's task kinds (the order of the stages, their dedupe keys
+and what a dead task does are :mod:`citerun.flow`'s; see docs/architecture.md).
+
+Each handler does its slow work first (parsing, embedding, retrieval, judging), then
+records its results and enqueues the next stage in ONE fenced transaction, so a worker
+that lost its lease writes nothing and a crash between stages loses nothing. Stage
+transitions that depend on several tasks (the last document parsed, the last citation
+judged) lock the run's row, so exactly one task takes them. A per-document problem (a
+corrupt or scanned PDF) is a result, not a task failure: the run goes on and the
+citations that need the document get ``source_unavailable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import json
+import logging
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+import asyncpg
+import httpx
+import numpy as np
+import pydantic
+
+from citerun import flow, runs, runspec, sql
+from citerun.worker import registry as registry_mod
+from citerun.worker import sandbox
+from citerun.pipeline import (citations, embed, fetch, judge, layout, pdf, report,
+                                     retrieval)
+from citerun.settings import Settings
+from citerun.pipeline.settings import PipelineSettings, RetrievalConfig
+
+logger = logging.getLogger(__name__)
+
+_Q = sql.load("citerun.worker", "queries/pipeline.sql")
+
+registry = registry_mod.Registry()
+
+
+# -- per-process caches (rebuilt from Postgres or the package on a miss) -----------------
+
+@functools.cache
+def pipeline_settings() -> PipelineSettings:
+    return PipelineSettings()
+
+
+@functools.cache
+def embedder() -> embed.Embedder:
+    return embed.make_embedder(pipeline_settings().embedding)
+
+
+_bm25_cache = retrieval.Bm25Cache()
+
+
+@functools.cache
+def _http_client() -> httpx.AsyncClient:
+    """One HTTP client per worker process for the OpenAI-compatible judge (pooled
+    connections; the worker runs one event loop for its whole life)."""
+    return httpx.AsyncClient()
+
+
+def _run_config(spec: Any, api_key: str | None = None) -> tuple[judge.JudgeConfig,
+                                                                 RetrievalConfig]:
+    """The run's judge and retrieval settings: its typed spec over the process defaults.
+
+    An openai judge takes its endpoint and model from the judge profile the run names
+    (never from the spec), and the run's own key (``api_key``, read by the operator after
+    the access check) or else the profile's key.
+    """
+    base = pipeline_settings()
+    run = runspec.RunSpec.from_json(spec)
+    if run is None:
+        return base.judge, base.retrieval
+    judge_config = base.judge
+    if run.judge is not None:
+        judge_config = judge_config.model_copy(update={"kind": run.judge.kind})
+        if run.judge.kind == "openai":
+            chosen = run.judge.openai or runspec.OpenAISpec()
+            profile = runspec.judge_profiles().get(chosen.profile)
+            if profile is None:
+                raise registry_mod.PermanentError(
+                    f"judge profile {chosen.profile!r} is not configured on the workers")
+            update: dict[str, Any] = {
+                "base_url": profile.base_url, "model": profile.model,
+                "api_key_env": profile.api_key_env, "api_key_file": None,
+                "api_key": pydantic.SecretStr(api_key) if api_key else None}
+            if chosen.token_budget is not None:
+                update["token_budget"] = chosen.token_budget or None
+            if chosen.timeout_seconds is not None:
+                update["timeout_s"] = chosen.timeout_seconds
+            judge_config = judge_config.model_copy(
+                update={"openai": judge_config.openai.model_copy(update=update)})
+    retrieval_config = base.retrieval
+    if run.retrieval is not None:
+        overrides = run.retrieval.model_dump(exclude_none=True)
+        retrieval_config = RetrievalConfig.model_validate(
+            {**base.retrieval.model_dump(), **overrides})
+    return judge_config, retrieval_config
+
+
+# -- parse_document ----------------------------------------------------------------------
+
+class ParsePayload(pydantic.BaseModel):
+    digest: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
+
+
+@registry.task(flow.PARSE_DOCUMENT, payload=ParsePayload)
+async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -> None:
+    """Parse, chunk and embed one document; store pages and chunks; advance its runs."""
+    row = await ctx.pool.fetchrow(_Q["document_claim_bytes"], payload.digest)
+    if row is None:
+        raise registry_mod.PermanentError(f"document {payload.digest} does not exist")
+    if row["state"] in ("parsed", "failed"):
+        async with ctx.fenced() as conn:  # parsed for another run meanwhile
+            await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
+        return
+    if row["raw"] is None:
+        async with ctx.fenced() as conn:
+            await runs.fail_document(conn, payload.digest, "missing",
+                                     "the document's bytes are gone (staging expired or dropped)")
+            await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
+        return
+    settings = pipeline_settings().documents
+    limits = pipeline_settings().limits
+    try:  # in a child process under the parse limits (see src/citerun/worker/sandbox.py)
+        outcome = await sandbox.run(limits.parse, sandbox.parse_job, bytes(row["raw"]),
+                                    settings.max_bytes, settings.chunk_chars,
+                                    settings.overlap_chars, limits,
+                                    slots=limits.max_children)
+    except sandbox.DocumentTooComplex as err:
+        outcome = sandbox.Rejected(err.reason, str(err))
+    if isinstance(outcome, sandbox.Rejected):
+        logger.info("document %s (%s) rejected: %s", row["filename"], payload.digest[:12],
+                    outcome.message, extra={"action": "parse", "reason": outcome.reason})
+        async with ctx.fenced() as conn:
+            await runs.fail_document(conn, payload.digest, outcome.reason, outcome.message)
+            await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
+        return
+    parsed, chunks = outcome.document, list(outcome.chunks)
+    the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
+    vectors: Any = (await ctx.run_cpu(the_embedder.embed, [c.text for c in chunks])
+                    if chunks else [])
+    async with ctx.fenced() as conn:
+        await conn.executemany(_Q["document_page_insert"], [
+            (payload.digest, p.number, p.text, p.width, p.height, layout.line_rows(p.lines),
+             p.image)
+            for p in parsed.pages])
+        await conn.executemany(_Q["chunk_insert"], [
+            (payload.digest, c.ordinal, c.page_start, c.page_end, c.text,
+             np.asarray(v, dtype=np.float32), the_embedder.name, the_embedder.dim)
+            for c, v in zip(chunks, vectors)])
+        await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
+                           list(parsed.authors), parsed.year, parsed.page_count, parsed.doi,
+                           parsed.arxiv_id)
+        await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
+
+
+# -- fetch_document ----------------------------------------------------------------------
+
+class FetchPayload(pydantic.BaseModel):
+    run_id: uuid.UUID
+    url: str
+    filename: str
+    role: str = pydantic.Field(pattern="^(thesis|source)$")
+    keys: list[str] = []
+
+
+class FetchError(registry_mod.PermanentError):
+    """The document cannot be downloaded."""
+
+
+@registry.task(flow.FETCH_DOCUMENT, payload=FetchPayload)
+async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -> None:
+    """Download a document of a run (http/https, size and time caps), then stage it.
+
+    A download that cannot succeed (bad scheme, too large, a 4xx) or that failed on its
+    last attempt is recorded as a failed document, so the run goes on and its citations
+    get ``source_unavailable``; a transient failure is retried with backoff.
+    """
+    settings = pipeline_settings().documents
+    policy = fetch.AddressPolicy.from_strings(settings.fetch_allow_networks,
+                                              settings.fetch_deny_networks)
+    try:
+        data = await fetch.download(payload.url, max_bytes=settings.max_bytes,
+                                    timeout_s=settings.fetch_timeout_s, policy=policy)
+        if not pdf_magic(data):  # rejected before hashing or storing
+            raise fetch.DownloadError("not_pdf", "the URL did not return a PDF", permanent=True)
+    except fetch.DownloadError as err:
+        if not err.permanent and not ctx.task.last_attempt:
+            raise
+        logger.info("fetch of a document of run %s failed: %s", payload.run_id, err.reason)
+        await _record_fetch_failure(ctx, payload, err)
+        return
+    digest = runs.digest_of(data)
+    async with ctx.fenced() as conn:
+        run = await runs.lock(conn, payload.run_id)
+        if await conn.fetchval(_Q["tenant_over_byte_cap"], payload.run_id, len(data), digest):
+            await _record_fetch_failure(ctx, payload, fetch.DownloadError(
+                "over_quota", "the run's namespace is over its byte cap", permanent=True),
+                conn=conn)
+            return
+        await conn.fetchval(_Q["document_stage_fetched"], digest, payload.filename, len(data),
+                            data, payload.run_id)
+        await conn.execute(_Q["run_source_attach"], payload.run_id, digest, payload.role,
+                           payload.filename, payload.keys)
+        await flow.of(ctx.settings).advance(conn, payload.run_id,
+                                            priority=run["priority"] if run else 0,
+                                            parse_pending=True)
+
+
+def pdf_magic(data: bytes) -> bool:
+    """Whether ``data`` starts like a PDF (``%PDF-`` within the first 1024 bytes, as
+    readers accept)."""
+    return b"%PDF-" in data[:1024]
+
+
+async def _record_fetch_failure(ctx: registry_mod.TaskContext, payload: FetchPayload,
+                                err: fetch.DownloadError,
+                                conn: asyncpg.Connection | None = None) -> None:
+    """The document failed: the run goes on, its citations get source_unavailable. The
+    user sees one generic reason (a stable code) and message, never the server's answer."""
+    failed = runs.digest_of(b"url:" + payload.url.encode())
+    reason = err.reason if err.reason in ("too_large", "over_quota", "not_pdf") else "download_failed"
+
+    async def record(conn: asyncpg.Connection) -> None:
+        run = await runs.lock(conn, payload.run_id)
+        await conn.execute(_Q["document_record_failure"], failed, payload.filename,
+                           reason, str(err), payload.run_id)
+        await conn.execute(_Q["run_source_attach"], payload.run_id, failed, payload.role,
+                           payload.filename, payload.keys)
+        await flow.of(ctx.settings).advance(conn, payload.run_id,
+                                            priority=run["priority"] if run else 0)
+
+    if conn is not None:
+        await record(conn)
+        return
+    async with ctx.fenced() as fenced:
+        await record(fenced)
+
+
+# -- extract_citations -------------------------------------------------------------------
+
+class RunPayload(pydantic.BaseModel):
+    run_id: uuid.UUID
+
+
+@registry.task(flow.EXTRACT_CITATIONS, payload=RunPayload)
+async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
+    """Find the thesis's cited claims, map them to sources, enqueue one judge each."""
+    docs = await ctx.pool.fetch(_Q["run_documents"], payload.run_id)
+    thesis = next((d for d in docs if d["role"] == "thesis"), None)
+    if thesis is None:
+        raise registry_mod.PermanentError(f"run {payload.run_id} has no thesis")
+    run = await runs.get(ctx.pool, payload.run_id)
+    assert run is not None
+    if thesis["state"] != "parsed":
+        async with ctx.fenced() as conn:
+            await runs.finish(conn, payload.run_id, "failed",
+                              f"the thesis {thesis['filename']} could not be read: "
+                              f"{thesis['error']}")
+        return
+    pages = await ctx.pool.fetch(_Q["document_pages_all"], thesis["digest"])
+    sources = [d for d in docs if d["role"] == "source"]
+    infos = [citations.SourceInfo(document_id=d["digest"], filename=d["filename"],
+                                  title=d["title"], authors=tuple(d["authors"] or ()),
+                                  year=d["year"], explicit_keys=tuple(d["keys"] or ()),
+                                  doi=d["doi"], arxiv_id=d["arxiv_id"])
+             for d in sources]
+    try:  # in a child process under the extract limits (see src/citerun/worker/sandbox.py)
+        extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
+                                           pipeline_settings().limits)
+    except sandbox.DocumentTooComplex as err:
+        logger.info("thesis of run %s rejected: %s", payload.run_id, err,
+                    extra={"action": "extract", "reason": err.reason})
+        async with ctx.fenced() as conn:
+            await runs.finish(conn, payload.run_id, "failed",
+                              f"the thesis {thesis['filename']} could not be read: {err}")
+        return
+    mapped = citations.map_citations(extraction, infos, pipeline_settings().match)
+    state = {d["digest"]: d for d in sources}
+    judge_ids: list[int] = []
+    async with ctx.fenced() as conn:
+        for m in mapped:
+            c = m.citation
+            citation_id = await conn.fetchval(
+                _Q["citation_insert"], payload.run_id, c.ordinal, c.key, c.marker, c.claim,
+                c.page, c.locator, m.document_id, m.reference.text if m.reference else None,
+                m.method, m.score, m.reason)
+            if m.document_id is None:
+                await _record(conn, citation_id, payload.run_id, judge.Verdict.UNRESOLVED_CITATION,
+                              f"no source document matches the citation {c.marker!r}"
+                              + (f" (reference: {m.reference.text[:200]})" if m.reference else
+                                 " and the reference list has no entry for it"))
+            elif state[m.document_id]["state"] != "parsed":
+                doc = state[m.document_id]
+                await _record(conn, citation_id, payload.run_id, judge.Verdict.SOURCE_UNAVAILABLE,
+                              f"the source {doc['filename']} could not be read: {doc['error']}")
+            else:
+                judge_ids.append(citation_id)
+        await flow.of(ctx.settings).judge(conn, payload.run_id, judge_ids,
+                                          priority=run["priority"])
+        await runs.touch(conn, payload.run_id)
+
+
+async def _record(conn: asyncpg.Connection, citation_id: int, run_id: uuid.UUID,
+                  verdict: judge.Verdict, rationale: str, *, confidence: float = 1.0,
+                  evidence: list[dict[str, Any]] | None = None, judge_name: str = "citerun") -> None:
+    await conn.execute(_Q["verdict_insert"], citation_id, run_id, str(verdict), confidence,
+                       rationale, evidence or [], judge_name)
+
+
+# -- judge_citation ----------------------------------------------------------------------
+
+class JudgePayload(pydantic.BaseModel):
+    citation_id: int
+
+
+@registry.task(flow.JUDGE_CITATION, payload=JudgePayload)
+async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -> None:
+    """Retrieve the cited source's passages for the claim and judge the citation."""
+    row = await ctx.pool.fetchrow(_Q["citation_get"], payload.citation_id)
+    if row is None:
+        raise registry_mod.PermanentError(f"citation {payload.citation_id} does not exist")
+    judge_config, retrieval_config = _run_config(
+        row["spec"] or {}, await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
+    the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
+    finder = retrieval.Retriever(the_embedder, retrieval_config, _bm25_cache)
+    passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
+    the_judge = judge.make_judge(judge_config, the_embedder, client=_http_client(),
+                                 budget=judge.TokenBudget(judge_config.openai.token_budget,
+                                                          row["tokens_spent"]),
+                                 cache=judge.PostgresAnswerCache(ctx.pool))
+    try:
+        verdict = await the_judge.judge(row["claim"], passages)
+    except judge.BudgetExhausted as err:
+        raise registry_mod.PermanentError(str(err)) from err
+    evidence = [{"quote": e.quote, "page_start": e.page_start, "page_end": e.page_end,
+                 "score": round(float(e.score), 4), "chunk_id": e.chunk_id}
+                for e in verdict.evidence]
+    async with ctx.fenced() as conn:
+        run = await runs.lock(conn, row["run_id"])
+        await _record(conn, payload.citation_id, row["run_id"], verdict.verdict,
+                      verdict.rationale, confidence=float(verdict.confidence),
+                      evidence=evidence, judge_name=judge_config.kind)
+        if verdict.tokens_used:
+            await conn.execute(_Q["run_add_tokens"], row["run_id"], verdict.tokens_used)
+        if await conn.fetchval(_Q["run_unjudged_count"], row["run_id"]) == 0:
+            await flow.of(ctx.settings).finalize(conn, row["run_id"],
+                                                 priority=run["priority"] if run else 0)
+        await runs.touch(conn, row["run_id"])
+
+
+# -- finalize_run ------------------------------------------------------------------------
+
+@registry.task(flow.FINALIZE_RUN, payload=RunPayload)
+async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
+    """Build the report (JSON and HTML), store it, and mark the run succeeded."""
+    run = await runs.get(ctx.pool, payload.run_id)
+    if run is None:
+        raise registry_mod.PermanentError(f"run {payload.run_id} does not exist")
+    docs = await ctx.pool.fetch(_Q["run_documents"], payload.run_id)
+    rows = await ctx.pool.fetch(_Q["run_report_rows"], payload.run_id)
+    pages = await _evidence_pages(ctx.pool, rows)
+    built = build_report(run, docs, rows, pages)
+    images = {key: bytes(page["image"]) for key, page in pages.items() if page["image"]}
+    html = await ctx.run_cpu(report.render_html, built, images)
+    async with ctx.fenced() as conn:
+        await conn.execute(_Q["report_insert"], payload.run_id,
+                           json.loads(built.model_dump_json()), html)
+        await runs.finish(conn, payload.run_id, "succeeded")
+
+
+async def _evidence_pages(pool: asyncpg.Pool, rows: list[asyncpg.Record]
+                          ) -> dict[tuple[str, int], asyncpg.Record]:
+    """Line boxes and renderings of the source pages that the evidence quotes come from."""
+    wanted: dict[str, set[int]] = {}
+    for r in rows:
+        for e in r["evidence"] or []:
+            if r["digest"]:
+                wanted.setdefault(r["digest"], set()).update(
+                    range(e["page_start"], e["page_end"] + 1))
+    pages: dict[tuple[str, int], asyncpg.Record] = {}
+    for digest, numbers in wanted.items():
+        for page in await pool.fetch(_Q["document_pages_evidence"], digest, sorted(numbers)):
+            pages[(digest, page["number"])] = page
+    return pages
+
+
+def _evidence(digest: str | None, e: dict[str, Any],
+              pages: dict[tuple[str, int], asyncpg.Record]) -> report.EvidenceEntry:
+    """An evidence quote, located on the first of its pages whose lines hold it."""
+    for number in range(e["page_start"], e["page_end"] + 1):
+        page = pages.get((digest or "", number))
+        boxes = layout.find_boxes(page["lines"], e["quote"]) if page and page["lines"] else []
+        if page is not None and boxes:
+            return report.EvidenceEntry(
+                quote=e["quote"], page_start=e["page_start"], page_end=e["page_end"],
+                score=e["score"], page=number, page_width=page["width"],
+                page_height=page["height"],
+                boxes=[report.Box(x0=b[0], y0=b[1], x1=b[2], y1=b[3]) for b in boxes])
+    return report.EvidenceEntry(quote=e["quote"], page_start=e["page_start"],
+                                page_end=e["page_end"], score=e["score"])
+
+
+def build_report(run: asyncpg.Record, docs: list[asyncpg.Record], rows: list[asyncpg.Record],
+                 pages: dict[tuple[str, int], asyncpg.Record] | None = None) -> report.Report:
+    """The report of a run from its rows (documents, citations with verdicts) and the
+    evidence pages' line boxes."""
+    thesis = next(d for d in docs if d["role"] == "thesis")
+    entries = [report.CitationEntry(
+        ordinal=r["ordinal"], key=r["key"], marker=r["marker"], claim=r["claim"],
+        page=r["page"], locator=r["locator"],
+        source=(report.CitationSource(document_id=r["digest"], filename=r["source_filename"],
+                                      title=r["source_title"]) if r["digest"] else None),
+        verdict=judge.Verdict(r["verdict"]), confidence=float(r["confidence"]),
+        rationale=r["rationale"],
+        evidence=[_evidence(r["digest"], e, pages or {}) for e in r["evidence"] or []],
+        reference=r["reference"],
+        match=report.MatchInfo(method=r["match_method"], score=r["match_score"],
+                               reason=r["match_reason"]))
+        for r in rows if r["verdict"] is not None]
+    cited = collections.Counter(e.source.document_id for e in entries if e.source)
+    sources = [report.SourceEntry(
+        document_id=d["digest"], filename=d["filename"], title=d["title"],
+        status=(report.SourceStatus.PARSED if d["state"] == "parsed"
+                else report.SourceStatus.FAILED),
+        error=d["error"], cited_by=cited[d["digest"]]) for d in docs if d["role"] == "source"]
+    return report.Report(
+        run_id=str(run["id"]), name=run["name"], created_at=datetime.now(timezone.utc),
+        thesis=report.ThesisInfo(filename=thesis["filename"], title=thesis["title"],
+                                 pages=thesis["page_count"] or 0),
+        sources=sources, summary=report.summarize(entries), citations=entries,
+        unused_sources=report.unused(sources), judge_tokens=int(run["tokens_spent"] or 0))
+
+
+# -- dead-lettered tasks -----------------------------------------------------------------
+
+async def on_dead(pool: asyncpg.Pool, task_ids: list[int]) -> None:
+    """A pipeline task ran out of attempts: the flow decides what that means for its run."""
+    await flow.of(core_settings()).on_dead(pool, task_ids)
+
+
+@functools.cache
+def core_settings() -> Settings:
+    """The process's core settings (queue attempts), read once."""
+    return Settings()
+
+
+registry.on_dead = on_dead
