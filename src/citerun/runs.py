@@ -92,12 +92,12 @@ def digest_of(data: bytes) -> str:
 
 
 async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, filename: str,
-                         *, tenant: str = "default") -> StagedDocument:
+                         *, tenant: str = "default", via: str = "upload") -> StagedDocument:
     """Store a PDF's bytes under its sha256 (a document seen before is reused); the
-    tenant owns the digest from now on (see src/citerun/migrations/0003_tenancy.sql)."""
+    tenant owns the digest from now on (see src/citerun/migrations/0003_tenancy.sql), by
+    upload or for a run (``via`` ``"run"``: a downloaded source)."""
     digest = digest_of(data)
-    await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant,
-                        "upload")
+    await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant, via)
     return StagedDocument(digest, filename)
 
 

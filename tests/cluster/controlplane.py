@@ -129,6 +129,21 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
+def spawn_logged(binary: pathlib.Path, args: list[str], workdir: pathlib.Path,
+                 logs: dict[str, pathlib.Path], name: str,
+                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``binary`` in ``workdir``, its output appended to ``workdir/NAME.log`` (recorded
+    in ``logs``); it dies with this process."""
+    log_path = workdir / f"{name}.log"
+    logs[name] = log_path
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [str(binary), *args], stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, cwd=workdir, env=env,
+            # prctl only, no locks taken: safe even if the parent has threads.
+            preexec_fn=_die_with_parent)
+
+
 def _call(api: k8s.ApiClient, method: str, path: str) -> Any:
     """A raw JSON request through ``api`` (its credentials, its TLS settings);
     raises ``ApiException`` on a non-2xx answer like the typed methods do."""
@@ -571,18 +586,7 @@ class ControlPlane:
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         assert self.workdir is not None
-        log_path = self.workdir / f"{name}.log"
-        self._logs[name] = log_path
-        with log_path.open("ab") as log:
-            proc = subprocess.Popen(
-                [str(self.bin_dir / name), *args],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.workdir,
-                # prctl only, no locks taken: safe even if the parent has threads.
-                preexec_fn=_die_with_parent,
-            )
+        proc = spawn_logged(self.bin_dir / name, args, self.workdir, self._logs, name)
         self._procs[name] = proc
         return proc
 

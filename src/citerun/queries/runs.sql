@@ -39,7 +39,7 @@ ON CONFLICT DO NOTHING;
 
 -- name: run_lock --
 -- Lock a run's row: serialises the stage transitions of one run.
-SELECT id, state, priority FROM runs WHERE id = $1 FOR UPDATE;
+SELECT id, state, priority, tenant FROM runs WHERE id = $1 FOR UPDATE;
 
 -- name: run_lock_by_documents --
 -- Lock every running run that uses one of these documents, in a fixed order.

@@ -425,18 +425,8 @@ class Node:
             (STATE / f"{name}.pid").write_text(f"{proc.pid} {_start_time(proc.pid)}")
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
-        log_path = self.workdir / f"{name}.log"
-        self._logs[name] = log_path
-        with log_path.open("ab") as log:
-            proc = subprocess.Popen(
-                [str(self.bin_dir / name), *args],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.workdir,
-                env=env,
-                preexec_fn=controlplane._die_with_parent,
-            )
+        proc = controlplane.spawn_logged(self.bin_dir / name, args, self.workdir, self._logs,
+                                         name, env)
         self._procs[name] = proc
         self._record_pids({name: proc})
 

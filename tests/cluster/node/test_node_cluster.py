@@ -28,6 +28,7 @@ import asyncpg
 import pytest
 
 import node as node_mod
+import operator_support
 import support
 from support import NAMESPACE, RELEASE
 
@@ -295,15 +296,7 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
 
     async def until(check: Any, timeout: float, what: str) -> None:
         loads.append(os.getloadavg()[0])
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = check()
-            if asyncio.iscoroutine(value):
-                value = await value
-            if value:
-                return
-            await asyncio.sleep(0.3)
-        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{logs()}")
+        await operator_support.wait_for(check, timeout, what, logs)
 
     def ready_workers() -> list[str]:
         return [p["metadata"]["name"] for p in support.pods(node, "worker")

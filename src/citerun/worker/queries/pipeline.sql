@@ -124,23 +124,6 @@ SELECT set_config('hnsw.ef_search', $1::text, true);
 INSERT INTO run_sources (run_id, digest, role, filename, keys) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT DO NOTHING;
 
--- name: document_stage_fetched --
--- Stage downloaded bytes under their digest (a known document keeps its state); the
--- run's tenant owns the digest from now on.
-WITH doc AS (
-    INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
-    VALUES ($1, $2, $3, $4, (SELECT tenant FROM runs WHERE id = $5))
-    ON CONFLICT (digest) DO UPDATE
-    SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
-                   THEN excluded.raw ELSE documents.raw END
-    RETURNING digest, state
-), owner AS (
-    INSERT INTO document_owners (tenant, digest, size_bytes, via)
-    SELECT (SELECT tenant FROM runs WHERE id = $5), digest, $3, 'run' FROM doc
-    ON CONFLICT (tenant, digest) DO UPDATE SET owned_at = now()
-)
-SELECT state FROM doc;
-
 -- name: tenant_over_byte_cap --
 -- Whether $2 more bytes (a download of run $1) would take the run's tenant over the byte
 -- cap the operator admitted the run with (NULL cap: never). Bytes the tenant already
