@@ -203,8 +203,9 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
                 "over_quota", "the run's namespace is over its byte cap", permanent=True),
                 conn=conn)
             return
-        await conn.fetchval(_Q["document_stage_fetched"], digest, payload.filename, len(data),
-                            data, payload.run_id)
+        if run is None:  # the run is gone: nothing to attach the download to
+            return
+        await runs.stage_document(conn, data, payload.filename, tenant=run["tenant"], via="run")
         await conn.execute(_Q["run_source_attach"], payload.run_id, digest, payload.role,
                            payload.filename, payload.keys)
         await flow.of(ctx.settings).advance(conn, payload.run_id,
