@@ -1271,22 +1271,8 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> Extraction:
     body_pages, reference_text, reference_page = _find_reference_section(list(pages))
     references = parse_reference_list(reference_text) if reference_text else ()
 
-    parts: list[str] = []
-    page_starts: list[int] = []
-    page_numbers: list[int] = []
-    offset = 0
-    for number, text in body_pages:
-        text = text.strip()
-        if not text:
-            continue
-        if parts:
-            parts.append(" ")
-            offset += 1
-        page_starts.append(offset)
-        page_numbers.append(number)
-        parts.append(text)
-        offset += len(text)
-    body = "".join(parts)
+    joined = pdf.join_pages(body_pages)
+    body = joined.text
     if not body:
         return Extraction((), references, reference_page)
 
@@ -1334,7 +1320,7 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> Extraction:
     previous: _Ref | None = None
     for marker, index in zip(markers, sentence_of):
         claim = claim_of(index)
-        page = page_numbers[max(bisect.bisect_right(page_starts, marker.start) - 1, 0)]
+        page = joined.page_at(marker.start)
         for ref in marker.refs:
             if ref.ibid:
                 ref = previous if previous is not None else ref
