@@ -4,6 +4,9 @@
   1 pt type), the input that made claim extraction and sentence splitting quadratic.
 * :func:`operator_bomb` - about 51 KB on disk, one ``Tj`` operator of 50 MB, the input that
   made the parser allocate gigabytes.
+
+:func:`raw_pdf` writes any such file object by object; ``tests/unit/pdf_fixtures.py``
+uses it too, for a PDF pymupdf refuses to save.
 """
 
 from __future__ import annotations
@@ -11,17 +14,9 @@ from __future__ import annotations
 import zlib
 
 
-def _pdf(content: bytes) -> bytes:
-    stream = zlib.compress(content, 9)
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-        b"/Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream
-        + b"\nendstream",
-    ]
+def raw_pdf(objects: list[bytes]) -> bytes:
+    """A PDF of the given objects (numbered from 1, the first is the catalog), with its
+    cross-reference table and trailer, written byte by byte."""
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -34,6 +29,20 @@ def _pdf(content: bytes) -> bytes:
     out += (b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n"
             % (len(objects) + 1, xref))
     return bytes(out)
+
+
+def _pdf(content: bytes) -> bytes:
+    """A one-page PDF whose page shows ``content`` (a content stream) in Helvetica."""
+    stream = zlib.compress(content, 9)
+    return raw_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream
+        + b"\nendstream",
+    ])
 
 
 def regex_bomb(text_bytes: int = 120 * 1024) -> bytes:

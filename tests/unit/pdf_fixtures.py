@@ -15,6 +15,8 @@ import typing
 
 import pymupdf
 
+from tests.support import hostile_pdfs
+
 A4_WIDTH, A4_HEIGHT = pymupdf.paper_size("a4")
 _MARGIN = 72.0
 
@@ -90,24 +92,10 @@ def encrypted_pdf() -> bytes:
 
 def zero_page_pdf() -> bytes:
     """A well-formed PDF whose page tree is empty (pymupdf refuses to save one)."""
-    objects = [
+    return hostile_pdfs.raw_pdf([
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [] /Count 0 >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    ])
 
 
 def scanned_pdf(pages: int = 2, *, text_on_last: str | None = None) -> bytes:

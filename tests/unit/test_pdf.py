@@ -217,6 +217,18 @@ def test_pdf_header_after_leading_junk_is_accepted() -> None:
     assert parse(data).pages[0].text == "Fine."
 
 
+def test_one_magic_check_for_parser_operator_and_worker() -> None:
+    from citerun import pdfmagic
+
+    assert pdfmagic.is_pdf(b"%PDF-1.7\n")
+    assert pdfmagic.is_pdf(b"x" * 1019 + b"%PDF-")  # the header ends at byte 1024
+    assert not pdfmagic.is_pdf(b"x" * 1020 + b"%PDF-")
+    assert not pdfmagic.is_pdf(pdf_fixtures.not_pdf())
+    with pytest.raises(pdf.DocumentError) as caught:
+        parse(b"x" * 1020 + b"%PDF-")
+    assert caught.value.reason == "not_pdf"
+
+
 def test_document_error_is_a_citerun_error_with_default_message() -> None:
     from citerun import errors
 
@@ -330,6 +342,18 @@ def test_sentence_across_a_page_break_carries_both_pages() -> None:
 def test_word_hyphenated_across_a_page_break_is_joined() -> None:
     pages = [pdf.Page(1, "The tempera-"), pdf.Page(2, "ture rose.")]
     assert [c.text for c in pdf.chunk_pages(pages)] == ["The temperature rose."]
+
+
+def test_joined_pages_know_the_page_of_each_offset() -> None:
+    pages = [(3, "  The tempera-\n"), (4, "   "), (5, "ture rose."), (6, "Next page.")]
+    plain = pdf.join_pages(pages)
+    assert plain.text == "The tempera- ture rose. Next page."
+    assert [plain.page_at(plain.text.index(w)) for w in ("The", "ture", "Next")] == [3, 5, 6]
+    mended = pdf.join_pages(pages, mend_hyphens=True)
+    assert mended.text == "The temperature rose. Next page."
+    assert mended.page_at(mended.text.index("ture")) == 5
+    assert mended.page_at(mended.text.index("tempera")) == 3
+    assert pdf.join_pages([(1, " ")]).text == ""
 
 
 def test_overlong_sentence_is_cut_between_words() -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import kopf
 import pydantic
 
-from citerun import db, flow, retry, runs, runspec
+from citerun import db, flow, pdfmagic, retry, runs, runspec
 from citerun.operator import autoscaler, cleaner, kube, status, sync
 from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
@@ -187,10 +187,6 @@ async def _read_for_run(namespace: str, kind: str, ref: specs.KeyRef) -> bytes:
         raise kopf.TemporaryError(str(err), delay=30) from err
 
 
-def _is_pdf(data: bytes) -> bool:
-    return b"%PDF-" in data[:1024]
-
-
 async def _request(spec: specs.RunSpec, run_id: uuid.UUID, uid: str, name: str,
                    namespace: str, generation: int) -> runs.RunRequest:
     """Resolve the spec's documents into what ``runs.create`` needs.
@@ -211,7 +207,7 @@ async def _request(spec: specs.RunSpec, run_id: uuid.UUID, uid: str, name: str,
             return runs.StagedDocument(ref.digest, ref.name, keys)
         [(kind, key_ref)] = ref.key_refs()
         data = await _read_for_run(namespace, kind, key_ref)
-        if not _is_pdf(data):  # rejected before hashing or storing
+        if not pdfmagic.is_pdf(data):  # rejected before hashing or storing
             raise InvalidRun(f"document {ref.name!r}: the {kind} key is not a PDF")
         payloads.append((data, ref.name))
         return runs.StagedDocument(runs.digest_of(data), ref.name, keys)

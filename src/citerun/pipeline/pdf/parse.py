@@ -1,0 +1,123 @@
+"""PDF bytes into cleaned pages and what the document says about itself.
+
+Page numbers are the evidence the report shows, so they survive every step. The page's
+lines come from :mod:`citerun.pipeline.layout` in reading order (columns, no running
+heads, page numbers or margin stamps) with their boxes; the text keeps line starts and
+joins words hyphenated at line ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pymupdf
+
+from citerun.pipeline import layout
+from citerun.pipeline.pdf import identity, limits, render
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """The cleaned text of one page; ``number`` is 1-based, as printed in a report.
+
+    ``text`` keeps line starts (one line per line of the page, in reading order) and
+    separates paragraphs by a blank line; ``lines`` are the same lines with their boxes
+    (points, origin at the page's top-left), ``width`` and ``height`` the page's size;
+    ``image`` a small grey JPEG of the page (see :data:`~citerun.pipeline.pdf.render.RENDER_MAX_PAGES`),
+    which the report shows with the evidence highlighted.
+    """
+
+    number: int
+    text: str
+    lines: tuple[layout.Line, ...] = ()
+    width: float = 0.0
+    height: float = 0.0
+    image: bytes | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedDocument:
+    """What a PDF says about itself, and its cleaned text page by page.
+
+    ``title``, ``authors`` (as printed, "Given Surname"), ``year``, ``doi`` and
+    ``arxiv_id`` are read from the first page's layout; the PDF's info fields are used
+    only where they agree with the page (see :func:`~citerun.pipeline.pdf.identity.identify`).
+    """
+
+    title: str | None
+    authors: tuple[str, ...]
+    year: int | None
+    pages: tuple[Page, ...]
+    doi: str | None = None
+    arxiv_id: str | None = None
+
+    @property
+    def page_count(self) -> int:
+        return len(self.pages)
+
+
+def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
+    """Parse a PDF into cleaned pages and its title, authors and year.
+
+    Raises :class:`~citerun.pipeline.pdf.limits.DocumentError` with the matching
+    ``reason`` when the document is too large, not a PDF, damaged, password-protected,
+    has no pages or has no text layer.
+    """
+    limits.check_bytes(data, max_bytes=max_bytes)
+    try:
+        # pymupdf's annotations are partial: these calls are untyped upstream.
+        doc = pymupdf.open(stream=data, filetype="pdf")  # type: ignore[no-untyped-call]
+    except (pymupdf.FileDataError, RuntimeError) as err:
+        raise limits.DocumentError(
+            "corrupt", f"the PDF is damaged and cannot be opened: {err}") from err
+    with doc:
+        if doc.needs_pass:
+            raise limits.DocumentError("encrypted")
+        if doc.page_count == 0:
+            raise limits.DocumentError("empty")
+        try:
+            layouts = layout.read_document(doc)
+            first_page_raw = doc[0].get_text(flags=layout.TEXT_FLAGS)  # type: ignore[no-untyped-call]
+            images = render.render_pages(doc) if doc.page_count <= render.RENDER_MAX_PAGES else {}
+        except (pymupdf.FileDataError, RuntimeError) as err:
+            raise limits.DocumentError(
+                "corrupt", f"the PDF has an unreadable page: {err}") from err
+        metadata = doc.metadata or {}
+
+    if not any(page.lines for page in layouts):
+        raise limits.DocumentError(
+            "no_text",
+            f"none of the {len(layouts)} pages has a text layer (probably a scan); "
+            "run OCR on it first",
+        )
+    pages = tuple(
+        Page(number=p.number, text=_clean(p.text()), lines=p.lines, width=p.width, height=p.height,
+             image=images.get(p.number))
+        for p in layouts
+    )
+    found = identity.identify(layouts[0], str(first_page_raw), metadata)
+    return ParsedDocument(
+        title=found.title,
+        authors=found.authors,
+        year=found.year,
+        pages=pages,
+        doi=found.doi,
+        arxiv_id=found.arxiv_id,
+    )
+
+
+# --- page text ----------------------------------------------------------------------
+
+_LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=[^\W_])")
+
+
+def _join_hyphenated(match: re.Match[str]) -> str:
+    """ "exam-" + "ple" is one word; "post-" + "Soviet" and "Covid-" + "19" keep the hyphen."""
+    following = match.string[match.end()]
+    return "" if following.islower() else "-"
+
+
+def _clean(text: str) -> str:
+    """Words hyphenated at a line end are joined; line starts and paragraphs stay."""
+    return _LINE_END_HYPHEN.sub(_join_hyphenated, text)
