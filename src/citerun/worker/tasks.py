@@ -26,7 +26,7 @@ import httpx
 import numpy as np
 import pydantic
 
-from citerun import flow, runs, runspec, sql
+from citerun import flow, pdfmagic, runs, runspec, sql
 from citerun.worker import registry as registry_mod
 from citerun.worker import sandbox
 from citerun.pipeline import (citations, embed, fetch, judge, layout, pdf, report,
@@ -187,7 +187,7 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
     try:
         data = await fetch.download(payload.url, max_bytes=settings.max_bytes,
                                     timeout_s=settings.fetch_timeout_s, policy=policy)
-        if not pdf_magic(data):  # rejected before hashing or storing
+        if not pdfmagic.is_pdf(data):  # rejected before hashing or storing
             raise fetch.DownloadError("not_pdf", "the URL did not return a PDF", permanent=True)
     except fetch.DownloadError as err:
         if not err.permanent and not ctx.task.last_attempt:
@@ -211,12 +211,6 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
         await flow.of(ctx.settings).advance(conn, payload.run_id,
                                             priority=run["priority"] if run else 0,
                                             parse_pending=True)
-
-
-def pdf_magic(data: bytes) -> bool:
-    """Whether ``data`` starts like a PDF (``%PDF-`` within the first 1024 bytes, as
-    readers accept)."""
-    return b"%PDF-" in data[:1024]
 
 
 async def _record_fetch_failure(ctx: registry_mod.TaskContext, payload: FetchPayload,
