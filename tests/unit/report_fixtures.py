@@ -45,6 +45,12 @@ def _located(quote: str, page_start: int, score: float) -> report.EvidenceEntry:
     )
 
 
+# The order the HTML lists sample_report()'s citations in, written out by hand: the
+# contradiction (3), the unsupported claim (4), the part-support (2), the unresolved
+# citation (5), then the supports, the less sure (6, 0.8) before the surer (1, 0.91).
+SAMPLE_RISK_ORDER = [3, 4, 2, 5, 6, 1]
+
+
 def sample_report() -> report.Report:
     trial = report.CitationSource(document_id="a" * 64, filename="smith2020.pdf", title="Exercise and anxiety")
     cohort = report.CitationSource(document_id="b" * 64, filename="lee2019.pdf", title=None)

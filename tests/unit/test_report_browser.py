@@ -51,8 +51,8 @@ async def page(tmp_path: pathlib.Path) -> collections.abc.AsyncIterator[typing.A
             await browser.close()
 
 
-# The report lists the riskiest citations first (report.risk), not in reading order.
-RISK_ORDER = [c.ordinal for c in sorted(report_fixtures.sample_report().citations, key=report.risk)]
+# The report lists the riskiest citations first, not in reading order.
+RISK_ORDER = report_fixtures.SAMPLE_RISK_ORDER
 
 
 async def _visible_ordinals(tab: typing.Any) -> list[int]:

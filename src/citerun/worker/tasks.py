@@ -13,12 +13,10 @@ citations that need the document get ``source_unavailable``.
 from __future__ import annotations
 
 import asyncio
-import collections
 import functools
 import json
 import logging
 import uuid
-from datetime import datetime, timezone
 from typing import Any
 
 import asyncpg
@@ -353,83 +351,23 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
 
 @registry.task(flow.FINALIZE_RUN, payload=RunPayload)
 async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
-    """Build the report (JSON and HTML), store it, and mark the run succeeded."""
+    """Build the report (JSON and HTML, see :mod:`citerun.pipeline.report`), store it,
+    and mark the run succeeded."""
     run = await runs.get(ctx.pool, payload.run_id)
     if run is None:
         raise registry_mod.PermanentError(f"run {payload.run_id} does not exist")
     docs = await ctx.pool.fetch(_Q["run_documents"], payload.run_id)
     rows = await ctx.pool.fetch(_Q["run_report_rows"], payload.run_id)
-    pages = await _evidence_pages(ctx.pool, rows)
-    built = build_report(run, docs, rows, pages)
-    images = {key: bytes(page["image"]) for key, page in pages.items() if page["image"]}
-    html = await ctx.run_cpu(report.render_html, built, images)
+    pages: dict[tuple[str, int], asyncpg.Record] = {}
+    for digest, numbers in report.evidence_pages(rows).items():
+        for page in await ctx.pool.fetch(_Q["document_pages_evidence"], digest, numbers):
+            pages[(digest, page["number"])] = page
+    built = report.build(run, docs, rows, pages)
+    html = await ctx.run_cpu(report.render_html, built, report.page_images(pages))
     async with ctx.fenced() as conn:
         await conn.execute(_Q["report_insert"], payload.run_id,
                            json.loads(built.model_dump_json()), html)
         await runs.finish(conn, payload.run_id, "succeeded")
-
-
-async def _evidence_pages(pool: asyncpg.Pool, rows: list[asyncpg.Record]
-                          ) -> dict[tuple[str, int], asyncpg.Record]:
-    """Line boxes and renderings of the source pages that the evidence quotes come from."""
-    wanted: dict[str, set[int]] = {}
-    for r in rows:
-        for e in r["evidence"] or []:
-            if r["digest"]:
-                wanted.setdefault(r["digest"], set()).update(
-                    range(e["page_start"], e["page_end"] + 1))
-    pages: dict[tuple[str, int], asyncpg.Record] = {}
-    for digest, numbers in wanted.items():
-        for page in await pool.fetch(_Q["document_pages_evidence"], digest, sorted(numbers)):
-            pages[(digest, page["number"])] = page
-    return pages
-
-
-def _evidence(digest: str | None, e: dict[str, Any],
-              pages: dict[tuple[str, int], asyncpg.Record]) -> report.EvidenceEntry:
-    """An evidence quote, located on the first of its pages whose lines hold it."""
-    for number in range(e["page_start"], e["page_end"] + 1):
-        page = pages.get((digest or "", number))
-        boxes = layout.find_boxes(page["lines"], e["quote"]) if page and page["lines"] else []
-        if page is not None and boxes:
-            return report.EvidenceEntry(
-                quote=e["quote"], page_start=e["page_start"], page_end=e["page_end"],
-                score=e["score"], page=number, page_width=page["width"],
-                page_height=page["height"],
-                boxes=[report.Box(x0=b[0], y0=b[1], x1=b[2], y1=b[3]) for b in boxes])
-    return report.EvidenceEntry(quote=e["quote"], page_start=e["page_start"],
-                                page_end=e["page_end"], score=e["score"])
-
-
-def build_report(run: asyncpg.Record, docs: list[asyncpg.Record], rows: list[asyncpg.Record],
-                 pages: dict[tuple[str, int], asyncpg.Record] | None = None) -> report.Report:
-    """The report of a run from its rows (documents, citations with verdicts) and the
-    evidence pages' line boxes."""
-    thesis = next(d for d in docs if d["role"] == "thesis")
-    entries = [report.CitationEntry(
-        ordinal=r["ordinal"], key=r["key"], marker=r["marker"], claim=r["claim"],
-        page=r["page"], locator=r["locator"],
-        source=(report.CitationSource(document_id=r["digest"], filename=r["source_filename"],
-                                      title=r["source_title"]) if r["digest"] else None),
-        verdict=judge.Verdict(r["verdict"]), confidence=float(r["confidence"]),
-        rationale=r["rationale"],
-        evidence=[_evidence(r["digest"], e, pages or {}) for e in r["evidence"] or []],
-        reference=r["reference"],
-        match=report.MatchInfo(method=r["match_method"], score=r["match_score"],
-                               reason=r["match_reason"]))
-        for r in rows if r["verdict"] is not None]
-    cited = collections.Counter(e.source.document_id for e in entries if e.source)
-    sources = [report.SourceEntry(
-        document_id=d["digest"], filename=d["filename"], title=d["title"],
-        status=(report.SourceStatus.PARSED if d["state"] == "parsed"
-                else report.SourceStatus.FAILED),
-        error=d["error"], cited_by=cited[d["digest"]]) for d in docs if d["role"] == "source"]
-    return report.Report(
-        run_id=str(run["id"]), name=run["name"], created_at=datetime.now(timezone.utc),
-        thesis=report.ThesisInfo(filename=thesis["filename"], title=thesis["title"],
-                                 pages=thesis["page_count"] or 0),
-        sources=sources, summary=report.summarize(entries), citations=entries,
-        unused_sources=report.unused(sources), judge_tokens=int(run["tokens_spent"] or 0))
 
 
 # -- dead-lettered tasks -----------------------------------------------------------------

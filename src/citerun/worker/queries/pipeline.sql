@@ -65,14 +65,13 @@ WHERE c.run_id = $1 AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.citation_id
 UPDATE runs SET tokens_spent = tokens_spent + $2 WHERE id = $1;
 
 -- name: run_report_rows --
--- Every citation of a run with its verdict and source document, in reading order.
+-- Every citation of a run with its verdict, in reading order. Its source's name is the
+-- run's (run_documents), not the shared document row's.
 SELECT c.id, c.ordinal, c.key, c.marker, c.claim, c.page, c.locator, c.digest,
        c.reference, c.match_method, c.match_score, c.match_reason,
-       d.filename AS source_filename, d.title AS source_title,
        v.verdict, v.confidence, v.rationale, v.evidence, v.judge
 FROM citations AS c
 LEFT JOIN verdicts AS v ON v.citation_id = c.id
-LEFT JOIN documents AS d ON d.digest = c.digest
 WHERE c.run_id = $1 ORDER BY c.ordinal;
 
 -- name: report_insert --

@@ -1,0 +1,104 @@
+"""Assembling a run's report from what the run stored: its documents, its citations with
+their verdicts, and the line boxes of the source pages the evidence quotes come from.
+
+The worker loads the rows (``run_documents``, ``run_report_rows``,
+``document_pages_evidence`` of src/citerun/worker/queries/pipeline.sql) and records the
+result; everything between is here, so the report's shape has one owner. A document is
+content-addressed and shared by every run that gives the same bytes, under whatever
+name each run gave it: every name in a report comes from the run's own source list
+(``run_sources``), never from the document's row.
+"""
+
+from __future__ import annotations
+
+import collections
+import collections.abc
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from citerun.pipeline import judge, layout
+from citerun.pipeline.report.model import (
+    Box,
+    CitationEntry,
+    CitationSource,
+    EvidenceEntry,
+    MatchInfo,
+    Report,
+    SourceEntry,
+    SourceStatus,
+    ThesisInfo,
+    summarize,
+    unused,
+)
+
+
+class Row(Protocol):
+    """A stored row read by column name (an ``asyncpg.Record``, a dict in a test)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+#: Source pages by (document digest, page number): their size, line boxes and image.
+Pages = collections.abc.Mapping[tuple[str, int], Row]
+
+
+def evidence_pages(rows: collections.abc.Iterable[Row]) -> dict[str, list[int]]:
+    """The pages, by document digest, that the evidence quotes of ``rows`` come from."""
+    wanted: dict[str, set[int]] = {}
+    for r in rows:
+        for e in r["evidence"] or []:
+            if r["digest"]:
+                wanted.setdefault(r["digest"], set()).update(
+                    range(e["page_start"], e["page_end"] + 1))
+    return {digest: sorted(numbers) for digest, numbers in wanted.items()}
+
+
+def page_images(pages: Pages) -> dict[tuple[str, int], bytes]:
+    """The renderings of ``pages`` that have one, for :func:`~.render.render_html`."""
+    return {key: bytes(page["image"]) for key, page in pages.items() if page["image"]}
+
+
+def _evidence(digest: str | None, e: dict[str, Any], pages: Pages) -> EvidenceEntry:
+    """An evidence quote, located on the first of its pages whose lines hold it."""
+    for number in range(e["page_start"], e["page_end"] + 1):
+        page = pages.get((digest or "", number))
+        boxes = layout.find_boxes(page["lines"], e["quote"]) if page and page["lines"] else []
+        if page is not None and boxes:
+            return EvidenceEntry(
+                quote=e["quote"], page_start=e["page_start"], page_end=e["page_end"],
+                score=e["score"], page=number, page_width=page["width"],
+                page_height=page["height"],
+                boxes=[Box(x0=b[0], y0=b[1], x1=b[2], y1=b[3]) for b in boxes])
+    return EvidenceEntry(quote=e["quote"], page_start=e["page_start"],
+                         page_end=e["page_end"], score=e["score"])
+
+
+def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.Sequence[Row],
+          pages: Pages | None = None) -> Report:
+    """The report of a run from its rows (documents with the names the run gave them,
+    citations with verdicts) and the evidence pages' line boxes."""
+    thesis = next(d for d in docs if d["role"] == "thesis")
+    given = {d["digest"]: d for d in docs if d["role"] == "source"}
+    entries = [CitationEntry(
+        ordinal=r["ordinal"], key=r["key"], marker=r["marker"], claim=r["claim"],
+        page=r["page"], locator=r["locator"],
+        source=(CitationSource(document_id=r["digest"], filename=given[r["digest"]]["filename"],
+                               title=given[r["digest"]]["title"]) if r["digest"] else None),
+        verdict=judge.Verdict(r["verdict"]), confidence=float(r["confidence"]),
+        rationale=r["rationale"],
+        evidence=[_evidence(r["digest"], e, pages or {}) for e in r["evidence"] or []],
+        reference=r["reference"],
+        match=MatchInfo(method=r["match_method"], score=r["match_score"],
+                        reason=r["match_reason"]))
+        for r in rows if r["verdict"] is not None]
+    cited = collections.Counter(e.source.document_id for e in entries if e.source)
+    sources = [SourceEntry(
+        document_id=d["digest"], filename=d["filename"], title=d["title"],
+        status=SourceStatus.PARSED if d["state"] == "parsed" else SourceStatus.FAILED,
+        error=d["error"], cited_by=cited[d["digest"]]) for d in given.values()]
+    return Report(
+        run_id=str(run["id"]), name=run["name"], created_at=datetime.now(timezone.utc),
+        thesis=ThesisInfo(filename=thesis["filename"], title=thesis["title"],
+                          pages=thesis["page_count"] or 0),
+        sources=sources, summary=summarize(entries), citations=entries,
+        unused_sources=unused(sources), judge_tokens=int(run["tokens_spent"] or 0))
