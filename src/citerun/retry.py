@@ -5,10 +5,13 @@ A :class:`RetryPolicy` is a small frozen value (procrastinate's ``RetryStrategy`
 long to wait before retry number *n* (exponential from ``base_s``, capped at ``cap_s``,
 jittered by ``±jitter`` so many retries that failed together spread out), how many
 attempts to make, and which HTTP answers are worth another attempt. Callers hand it the
-attempt number and, for HTTP, the server's ``Retry-After``; :func:`retrying` runs an
-async call under a policy until it stops raising the given errors. "The database is
-unavailable" is defined once, as :data:`citerun.db.UNAVAILABLE`. See
-``docs/architecture.md`` ("Retries").
+attempt number and, for HTTP, the server's ``Retry-After``; :func:`retrying` (and
+:func:`retrying_sync`, for a blocking client) runs a call under a policy until it stops
+raising the given errors. An HTTP client raises :class:`TryAgain` from an attempt that
+got no answer or a retryable one (with the server's ``Retry-After``), so its requests
+are retried by the same loop as everything else. "The database is unavailable" is
+defined once, as :data:`citerun.db.UNAVAILABLE`. See ``docs/architecture.md``
+("Retries").
 """
 
 from __future__ import annotations
@@ -76,29 +79,84 @@ class RetryPolicy:
         return status in self.retryable_status
 
 
+class TryAgain(Exception):
+    """An attempt failed in a way the next one may not: no answer (a refused or reset
+    connection, a timeout) or an answer with a retryable status. ``str()`` says what
+    happened; ``retry_after`` is the server's ``Retry-After``, which wins over the
+    backoff."""
+
+    def __init__(self, problem: str, *, status: int | None = None,
+                 retry_after: str | None = None) -> None:
+        super().__init__(problem)
+        self.status = status
+        self.retry_after = retry_after
+
+    @classmethod
+    def no_answer(cls, err: BaseException) -> TryAgain:
+        """A request that got no answer at all, described by its error."""
+        return cls(f"{type(err).__name__}: {err}" if str(err) else type(err).__name__)
+
+
+def _next_delay(policy: RetryPolicy, what: str, attempt: int, err: BaseException,
+                deadline: float | None, rng: random.Random | None) -> float | None:
+    """Seconds to wait after failed attempt ``attempt``; None: give up (no attempts or
+    time left)."""
+    delay = policy.delay_s(attempt, retry_after=getattr(err, "retry_after", None), rng=rng)
+    if policy.exhausted(attempt) or (
+            deadline is not None and time.monotonic() + delay > deadline):
+        return None
+    logger.warning("%s failed (%s); retrying in %.1fs", what, err, delay,
+                   extra={"action": what, "error": str(err), "attempt": attempt,
+                          "delay_s": round(delay, 3)})
+    return delay
+
+
+def _deadline(give_up_after_s: float | None) -> float | None:
+    return None if give_up_after_s is None else time.monotonic() + give_up_after_s
+
+
 async def retrying(policy: RetryPolicy, what: str, call: Callable[[], Awaitable[T]], *,
                    errors: tuple[type[BaseException], ...],
                    give_up_after_s: float | None = None,
-                   sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> T:
+                   sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                   rng: random.Random | None = None) -> T:
     """Run ``call`` until it returns, retrying ``errors`` under ``policy``.
 
     Gives up (re-raising the last error) when the policy's attempts are used up or the
-    next wait would end after ``give_up_after_s`` seconds from now.
+    next wait would end after ``give_up_after_s`` seconds from now. An error with a
+    ``retry_after`` (:class:`TryAgain`) waits as the server asked.
     """
-    deadline = None if give_up_after_s is None else time.monotonic() + give_up_after_s
+    deadline = _deadline(give_up_after_s)
     attempt = 0
     while True:
         attempt += 1
         try:
             return await call()
         except errors as err:
-            delay = policy.delay_s(attempt)
-            if policy.exhausted(attempt) or (
-                    deadline is not None and time.monotonic() + delay > deadline):
+            delay = _next_delay(policy, what, attempt, err, deadline, rng)
+            if delay is None:
                 raise
-            logger.warning("%s failed (%s); retrying in %.1fs", what, err, delay,
-                           extra={"action": what, "error": str(err), "attempt": attempt})
             await sleep(delay)
+
+
+def retrying_sync(policy: RetryPolicy, what: str, call: Callable[[], T], *,
+                  errors: tuple[type[BaseException], ...],
+                  give_up_after_s: float | None = None,
+                  sleep: Callable[[float], None] = time.sleep,
+                  rng: random.Random | None = None) -> T:
+    """:func:`retrying` for a blocking ``call`` (the embedder's HTTP client runs in a
+    worker thread, off the event loop)."""
+    deadline = _deadline(give_up_after_s)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return call()
+        except errors as err:
+            delay = _next_delay(policy, what, attempt, err, deadline, rng)
+            if delay is None:
+                raise
+            sleep(delay)
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:

@@ -71,3 +71,41 @@ def test_database_unavailable_includes_a_closed_connection() -> None:
 
     assert asyncpg.InterfaceError in db.UNAVAILABLE
     assert asyncpg.PostgresConnectionError in db.UNAVAILABLE
+
+
+async def test_a_try_again_waits_as_the_server_asked() -> None:
+    waits: list[float] = []
+
+    async def sleep(s: float) -> None:
+        waits.append(s)
+
+    answers = iter([retry.TryAgain("HTTP 429", status=429, retry_after="7"),
+                    retry.TryAgain.no_answer(ConnectionResetError()), None])
+
+    async def call() -> str:
+        err = next(answers)
+        if err is not None:
+            raise err
+        return "ok"
+
+    policy = retry.RetryPolicy(base_s=0.0, cap_s=60.0, max_attempts=3)
+    assert await retry.retrying(policy, "test", call, errors=(retry.TryAgain,), sleep=sleep) == "ok"
+    assert waits == [7.0, 0.0]
+    assert str(retry.TryAgain.no_answer(ConnectionResetError())) == "ConnectionResetError"
+    assert str(retry.TryAgain.no_answer(OSError("refused"))) == "OSError: refused"
+
+
+def test_retrying_sync_retries_then_gives_up() -> None:
+    waits: list[float] = []
+    calls: list[int] = []
+
+    def down() -> str:
+        calls.append(1)
+        raise retry.TryAgain("HTTP 503", status=503)
+
+    policy = retry.RetryPolicy(base_s=1.0, cap_s=1.0, jitter=0.0, max_attempts=3)
+    with pytest.raises(retry.TryAgain, match="HTTP 503"):
+        retry.retrying_sync(policy, "test", down, errors=(retry.TryAgain,), sleep=waits.append)
+    assert len(calls) == 3 and waits == [1.0, 1.0]
+    assert retry.retrying_sync(policy, "test", lambda: "ok", errors=(retry.TryAgain,),
+                               sleep=waits.append) == "ok"

@@ -310,46 +310,35 @@ class OpenAIEmbedder:
 
     def _post_with_retries(self, body: dict[str, object]) -> httpx.Response:
         policy = self.config.retry_policy()
-        attempt = 0
-        while True:
-            attempt += 1
-            problem: str
-            retry_after: str | None = None
+
+        def attempt() -> httpx.Response:
             try:
                 response = self._client.post(self.url, json=body)
             except httpx.TransportError as err:
-                problem = f"{type(err).__name__}: {err}"
-                status = None
-            else:
-                status = response.status_code
-                if response.is_success:
-                    return response
-                problem = f"HTTP {status}: {response.text[:200]}"
-                if not policy.retryable(status):
-                    raise EmbeddingServiceError(
-                        f"the embedding service at {self.url} refused the request "
-                        f"with {problem}",
-                        status=status,
-                    )
-                retry_after = response.headers.get("retry-after")
-            if policy.exhausted(attempt):
+                raise retry.TryAgain.no_answer(err) from err
+            if response.is_success:
+                return response
+            problem = f"HTTP {response.status_code}: {response.text[:200]}"
+            if not policy.retryable(response.status_code):
                 raise EmbeddingServiceError(
-                    f"the embedding service at {self.url} failed {attempt} time(s); "
-                    f"last error: {problem}",
-                    status=status,
-                    retryable=True,
+                    f"the embedding service at {self.url} refused the request "
+                    f"with {problem}",
+                    status=response.status_code,
                 )
-            delay = policy.delay_s(attempt, retry_after=retry_after, rng=self._random)
-            logger.warning(
-                "embedding request failed, retrying",
-                extra={
-                    "action": "embed_retry",
-                    "attempt": attempt,
-                    "delay_s": round(delay, 3),
-                    "error": problem,
-                },
-            )
-            self._sleep(delay)
+            raise retry.TryAgain(problem, status=response.status_code,
+                                 retry_after=response.headers.get("retry-after"))
+
+        try:
+            return retry.retrying_sync(policy, "embed_request", attempt,
+                                       errors=(retry.TryAgain,), sleep=self._sleep,
+                                       rng=self._random)
+        except retry.TryAgain as err:
+            raise EmbeddingServiceError(
+                f"the embedding service at {self.url} failed {policy.max_attempts} time(s); "
+                f"last error: {err}",
+                status=err.status,
+                retryable=True,
+            ) from err
 
     def _vectors(self, response: httpx.Response, count: int) -> Vectors:
         try:

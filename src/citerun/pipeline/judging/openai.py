@@ -8,7 +8,6 @@ redeployed worker carries on counting where the last one stopped.
 
 from __future__ import annotations
 
-import asyncio
 import collections.abc
 import json
 import logging
@@ -325,36 +324,29 @@ class OpenAIJudge:
             "response_format": {"type": "json_object"},
         }
         policy = config.retry_policy()
-        last = ""
-        attempt = 0
-        while True:
-            attempt += 1
+
+        async def attempt() -> _ChatResponse:
             self._budget.check()
-            retry_after: str | None = None
             try:
                 response = await self._http().post(
                     config.url, json=body, headers=self._headers(), timeout=config.timeout_s
                 )
             except httpx.TransportError as err:
-                last = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-            else:
-                if response.status_code == 200:
-                    return self._parse(response)
-                last = f"HTTP {response.status_code}: {language.short(response.text)}"
-                if not policy.retryable(response.status_code):
-                    raise JudgeRequestError(f"the judge endpoint {config.url} refused the request: {last}")
-                retry_after = response.headers.get("retry-after")
-            if policy.exhausted(attempt):
-                break
-            delay = policy.delay_s(attempt, retry_after=retry_after)
-            logger.info(
-                "judge request failed, retrying",
-                extra={"action": "judge_retry", "attempt": attempt, "delay_s": delay, "error": last},
-            )
-            await asyncio.sleep(delay)
-        raise JudgeUnavailable(
-            f"the judge endpoint {config.url} failed {config.max_retries + 1} times; last: {last}"
-        )
+                raise retry.TryAgain.no_answer(err) from err
+            if response.status_code == 200:
+                return self._parse(response)
+            problem = f"HTTP {response.status_code}: {language.short(response.text)}"
+            if not policy.retryable(response.status_code):
+                raise JudgeRequestError(f"the judge endpoint {config.url} refused the request: {problem}")
+            raise retry.TryAgain(problem, status=response.status_code,
+                                 retry_after=response.headers.get("retry-after"))
+
+        try:
+            return await retry.retrying(policy, "judge_request", attempt, errors=(retry.TryAgain,))
+        except retry.TryAgain as err:
+            raise JudgeUnavailable(
+                f"the judge endpoint {config.url} failed {config.max_retries + 1} times; last: {err}"
+            ) from err
 
     def _parse(self, response: httpx.Response) -> _ChatResponse:
         try:
