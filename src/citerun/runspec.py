@@ -126,10 +126,18 @@ class OpenAISpec(_Model):
         description="Timeout of one request, in seconds.")
 
 
+#: The judges a run may choose (``spec.judge.kind``), the default first: the one list of
+#: them. The CRD is generated from it; the chart's values.schema.json
+#: (``pipeline.judge.kind``) and the workers' settings, which know one more judge
+#: (:data:`citerun.pipeline.judging.factory.JudgeKind`), are checked against it
+#: (tests/unit/test_judge_kinds.py).
+RunJudgeKind = Literal["embedded", "openai"]
+
+
 class JudgeSpec(_Model):
     """Which judge decides whether a source supports a claim."""
 
-    kind: Literal["embedded", "openai"] = pydantic.Field(
+    kind: RunJudgeKind = pydantic.Field(
         "embedded", description="embedded (no network, the default) or openai (a judge "
         "profile's OpenAI-compatible chat-completions endpoint).")
     openai: OpenAISpec | None = None

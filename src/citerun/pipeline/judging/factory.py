@@ -7,6 +7,7 @@ import typing
 import httpx
 import pydantic
 
+from citerun.runspec import RunJudgeKind
 from citerun.pipeline.judging.budget import TokenBudget
 from citerun.pipeline.judging.cache import AnswerCache
 from citerun.pipeline.judging.embedded import TrainedJudge, TrainedJudgeConfig
@@ -15,12 +16,17 @@ from citerun.pipeline.judging.rules import RulesJudge, RulesJudgeConfig
 from citerun.pipeline.judging.types import Embedder, Judge
 
 
+#: Every judge the workers can build: those a run may choose, and ``rules``, the rule
+#: judge the trained one replaced, which only the workers' settings can name.
+JudgeKind = typing.Literal[RunJudgeKind, "rules"]
+
+
 class JudgeConfig(pydantic.BaseModel):
     """Which judge a run uses, and its settings."""
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
-    kind: typing.Literal["embedded", "rules", "openai"] = pydantic.Field(
+    kind: JudgeKind = pydantic.Field(
         default="embedded",
         description="`embedded`: the trained judge, no network (the default, so a laptop run "
         "works offline); `rules`: the rule judge it replaced, kept as a readable baseline "
