@@ -8,7 +8,9 @@ import platform
 import re
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+from bench.common import REPO
+
+DOCS = REPO / "docs" / "benchmarks.md"
 
 
 def _proc(path: str, pattern: str) -> str | None:
@@ -53,3 +55,10 @@ def remove_section(section: str, docs: Path = DOCS) -> None:
         return
     pattern = re.compile(rf"^{re.escape(section)}\n.*?(?=^## |\Z)", re.S | re.M)
     docs.write_text(pattern.sub("", docs.read_text(), count=1).rstrip("\n") + "\n")
+
+
+def summary_line() -> str:
+    """The machine and its load average in one line, for a section's last paragraph."""
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    return ("Machine: " + ", ".join(f"{k} {v}" for k, v in basics().items())
+            + f"; load average {load} (other jobs share the 2 cores: times are inflated)")

@@ -12,11 +12,10 @@ import pytest
 
 from citerun.pipeline import embed, judge
 from citerun.pipeline.judging import features, german, model
-from tests.support import bench
 
 Verdict = judge.Verdict
 
-# The sha256 of the shipped artifact, as bench/train_judge.py wrote it. A retrain changes
+# The sha256 of the shipped artifact, as bench.train.judge wrote it. A retrain changes
 # it on purpose: update it together with docs/benchmarks.md and MODEL_CARD.md.
 ARTIFACT_SHA256 = "5238a726157623a91097bf605d6c79fa6bd894949bad85ba6b0ee96f617f591a"
 
@@ -208,9 +207,10 @@ async def test_a_claim_negated_inside_a_word_is_contradicted(trained: judge.Trai
 @pytest.mark.skipif(not (pathlib.Path("/usr/share/wordnet") / "data.adj").exists() and not os.environ.get("CI"),
                     reason="Debian's wordnet-base is not installed (scripts/test installs it)")
 def test_the_antonym_lexicon_is_what_wordnet_gives() -> None:
-    make = bench.load("make_antonyms")
+    from bench.train import antonyms as make
+
     assert (features.ANTONYMS.read_text(encoding="utf-8")
-            == make.render(make.pairs())), "run bench/make_antonyms.py"
+            == make.render(make.pairs())), "run python -m bench.train.antonyms"
     assert features.ANTONYMS.with_suffix(".LICENSE").read_text(encoding="utf-8") == make.licence()
     rows = {(a, b): n for a, b, n in make.pairs()}
     assert rows[("effective", "ineffective")] == "ineffective" and rows[("decrease", "increase")] == ""
@@ -218,7 +218,8 @@ def test_the_antonym_lexicon_is_what_wordnet_gives() -> None:
 
 
 def test_the_perturbations_that_make_training_contradictions() -> None:
-    perturb = bench.load("perturb")
+    from bench.train import perturb
+
     assert perturb.negate("Statins reduce the risk of stroke.") == "Statins do not reduce the risk of stroke."
     assert perturb.swap_group("Women with low birth weight develop cancer.") == (
         "Men with low birth weight develop cancer.")
@@ -230,7 +231,8 @@ def test_the_perturbations_that_make_training_contradictions() -> None:
 
 
 def test_the_cross_encoder_experiment_reads_a_claim_sentence_by_sentence() -> None:
-    cross_encoder = bench.load("cross_encoder")
+    from bench.train import cross_encoder
+
     claim = "Statin therapy reduces the risk of myocardial infarction."
     sentences = [f"Sentence {i} about statins." for i in range(6)]
     pairs = cross_encoder.pairs_of(claim, sentences)
@@ -244,7 +246,8 @@ def test_the_cross_encoder_experiment_reads_a_claim_sentence_by_sentence() -> No
 def test_the_cross_encoder_experiment_trains_on_rationale_sentences() -> None:
     import random
 
-    train_judge = bench.load("train_judge")
+    from bench.train import judge as train_judge
+
     abstract = ["Background sentence.", "Statins reduced infarctions by 27%.", "Methods were used.",
                 "Funding came from grants.", "Tables are shown."]
     corpus = {7: {"doc_id": 7, "title": "T", "abstract": abstract},
@@ -262,7 +265,8 @@ def test_the_cross_encoder_experiment_trains_on_rationale_sentences() -> None:
 
 
 def test_the_dev_figures_carry_a_bootstrap_interval_over_claims() -> None:
-    evaluate = bench.load("eval_scifact")
+    from bench.quality import scifact as evaluate
+
     pairs = [evaluate.Pair(f"claim {i // 2}", i, gold, ()) for i, gold in
              enumerate(["SUPPORT", "CONTRADICT", "NEI", "SUPPORT"] * 25)]
     perfect = [p.gold for p in pairs]

@@ -4,7 +4,7 @@ No PDF is copied into the repository: the files are read from ``CITERUN_EVALDATA
 (default ``<repo>/../shared/evaldata``). Without them the tests skip with the reason,
 except under ``CI=true``, where missing evaluation data is a failure. What is true comes
 from the hand-made truth in ``bench/realpdf_truth/`` and is measured by the bench's own
-functions (``bench/eval_realpdf.py``), so the tests and ``docs/benchmarks.md`` cannot
+functions (``bench.quality.realpdf``), so the tests and ``docs/benchmarks.md`` cannot
 disagree on what a number means.
 """
 
@@ -13,13 +13,12 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
-import types
 import typing
 
 import pytest
 
 from citerun.pipeline import citations, pdf
-from tests.support import bench
+from bench.quality import realpdf, truth
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = pathlib.Path(os.environ.get("CITERUN_EVALDATA", ROOT.parent / "shared" / "evaldata")) / "realpdf"
@@ -32,10 +31,6 @@ def _need_data() -> pathlib.Path:
             pytest.fail(message)
         pytest.skip(message)
     return DATA
-
-
-def _bench() -> types.ModuleType:
-    return bench.load("eval_realpdf")
 
 
 @functools.cache
@@ -52,12 +47,12 @@ def _pairs() -> list[dict[str, str]]:
     return [dict(zip(header, line.split("\t"))) for line in lines[1:] if line.strip()]
 
 
-DOCUMENTS = sorted(_bench().true_entries())
+DOCUMENTS = sorted(truth.true_entries())
 
 
 @functools.cache
 def _evaluated(name: str) -> typing.Any:
-    result, _ = _bench().evaluate_document(DATA / "pdfs" / name, DATA / "gold")
+    result, _ = realpdf.evaluate_document(DATA / "pdfs" / name, DATA / "gold")
     return result
 
 

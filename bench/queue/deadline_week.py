@@ -2,11 +2,11 @@
 
 Usage (from the repository root)::
 
-    python bench/bench_deadline_week.py                # 40 + 1 runs, 4 workers x 16
-    python bench/bench_deadline_week.py --write-docs   # also replace its docs/benchmarks.md section
+    python -m bench.queue.deadline_week                # 40 + 1 runs, 4 workers x 16
+    python -m bench.queue.deadline_week --write-docs   # also replace its docs/benchmarks.md section
 
-Every run has the shape of ``bench/make_large_thesis.py``'s thesis as the pipeline
-schedules it (``bench/deadline_tasks.py``: 31 parse tasks, extract, 80 judges, finalize;
+Every run has the shape of ``bench.pipeline.large_thesis``'s thesis as the pipeline
+schedules it (``bench.queue.deadline_tasks``: 31 parse tasks, extract, 80 judges, finalize;
 113 tasks), served by real ``citerun worker`` processes on one embedded Postgres, a fresh
 database per scenario:
 
@@ -30,27 +30,19 @@ import asyncio
 import dataclasses
 import datetime as dt
 import json
-import os
-import shutil
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
-from typing import Any
 
 import asyncpg
 from rich.console import Console
 from rich.table import Table
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import deadline_tasks  # noqa: E402
-from bench import machine as bench_machine  # noqa: E402
-from bench.bench_queue import Processes, admin, stop_workers  # noqa: E402
-from citerun import db, embedded, queue  # noqa: E402
+from bench import machine as bench_machine
+from bench.common import load_average, postgres, was_busy
+from bench.queue import deadline_tasks
+from bench.queue.processes import Processes, admin, stop_workers
+from citerun import db, embedded, queue
 
 console = Console()
 SECTION = "## Deadline week: fair share across runs and tenants"
@@ -120,7 +112,7 @@ async def scenario(server: embedded.EmbeddedPostgres, procs: Processes, sc: Scen
         for i in range(args.workers):
             wid = f"{sc.name.replace(' ', '-')}-{i}"
             procs.spawn(wid, [sys.executable, "-m", "citerun", "--log-level", "WARNING",
-                              "worker", "--tasks", "bench.deadline_tasks:registry"],
+                              "worker", "--tasks", "bench.queue.deadline_tasks:registry"],
                         {**env, "CITERUN_DATABASE_URL": url, "CITERUN_WORKER__ID": wid})
         deadline = time.monotonic() + 120
         while await conn.fetchval("SELECT count(*) FROM workers") < args.workers:
@@ -190,11 +182,11 @@ def report(outcomes: dict[str, Outcome], args: argparse.Namespace, info: dict[st
     ]
     for text, ok in checks:
         console.print(f"{text}: {'yes' if ok else 'NO'}")
-    command = " ".join(["python bench/bench_deadline_week.py",
+    command = " ".join(["python -m bench.queue.deadline_week",
                         *[a for a in sys.argv[1:] if a != "--write-docs"]])
     slots = args.workers * args.concurrency
     lines = [SECTION, "", f"Measured {dt.date.today().isoformat()} with "
-             "`bench/bench_deadline_week.py`:", "", "```", command, "```", "",
+             "`python -m bench.queue.deadline_week`:", "", "```", command, "```", "",
              "| Machine | |", "|---|---|", *[f"| {k} | {v} |" for k, v in info.items()], "",
              "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1),
              *["| " + " | ".join(r) + " |" for r in body], "",
@@ -222,8 +214,7 @@ def report(outcomes: dict[str, Outcome], args: argparse.Namespace, info: dict[st
              "minus the bench's own, divided by the tasks.",
              f"- Load average (1/5/15 min) before: {load_before}; after: {load_after}.",
              ]
-    busiest = max(float(load_before.split(" / ")[0]), float(load_after.split(" / ")[0]))
-    if busiest > 0.75 * (os.cpu_count() or 1):
+    if was_busy(load_before, load_after):
         lines.append("- The machine was busy with other work during this run: absolute times "
                      "are noisy; the ratios within one run are the numbers to compare.")
     return "\n".join(lines) + "\n"
@@ -234,7 +225,7 @@ async def main_async(args: argparse.Namespace, server: embedded.EmbeddedPostgres
     await admin(server, "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
     await asyncio.to_thread(server.restart)
     await admin(server, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-    load_before = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = load_average()
     slots = args.workers * args.concurrency
     outcomes: dict[str, Outcome] = {}
     for sc in (Scenario("alone", 0), Scenario("fifo", args.busy, fifo=True),
@@ -247,7 +238,7 @@ async def main_async(args: argparse.Namespace, server: embedded.EmbeddedPostgres
                       f"{o.per_task:.1f} statements/task")
     version = (await admin(server, "SHOW server_version"))[0][0]
     info = {**bench_machine.basics(), "PostgreSQL": version}
-    load_after = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_after = load_average()
     return report(outcomes, args, info, load_before, load_after)
 
 
@@ -266,20 +257,16 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--write-docs", action="store_true")
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="citerun-bench-deadline-"))
-    (tmp / "logs").mkdir()
-    procs = Processes(tmp / "logs")
-    server = embedded.EmbeddedPostgres(tmp / "pg")
-    try:
-        server.start()
-        text = asyncio.run(main_async(args, server, procs))
-    except Exception:
-        console.print(f"[red]failed; worker logs are in {tmp / 'logs'}[/]")
-        raise
-    finally:
-        procs.stop_all(grace_s=10)
-        server.stop("fast")
-    shutil.rmtree(tmp, ignore_errors=True)
+    with postgres("citerun-bench-deadline-", keep_on_error=True) as (tmp, server):
+        (tmp / "logs").mkdir()
+        procs = Processes(tmp / "logs")
+        try:
+            text = asyncio.run(main_async(args, server, procs))
+        except Exception:
+            console.print(f"[red]failed; worker logs are in {tmp / 'logs'}[/]")
+            raise
+        finally:
+            procs.stop_all(grace_s=10)
     if args.write_docs:
         bench_machine.write_section(SECTION, text)
         console.print("wrote its section of docs/benchmarks.md")

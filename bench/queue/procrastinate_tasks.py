@@ -1,6 +1,6 @@
 """procrastinate's side of the queue benchmark: the same ``noop`` and ``stamp`` tasks.
 
-``python -m bench.procrastinate_tasks --concurrency 20`` runs one worker the way
+``python -m bench.queue.procrastinate_tasks --concurrency 20`` runs one worker the way
 ``procrastinate worker`` does (``App.run_worker_async``, LISTEN/NOTIFY on, the asyncio
 event loop, its defaults otherwise); the DSN comes from ``BENCH_PROCRASTINATE_DSN``.
 ``stamp`` records ``clock_timestamp()`` next to the enqueue time procrastinate itself
@@ -51,7 +51,7 @@ async def _work(concurrency: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.procrastinate_tasks")
+    p = argparse.ArgumentParser(prog="python -m bench.queue.procrastinate_tasks")
     p.add_argument("--concurrency", type=int, default=20)
     args = p.parse_args(argv)
     asyncio.run(_work(args.concurrency))

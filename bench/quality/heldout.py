@@ -2,14 +2,14 @@
 
 Usage::
 
-    python bench/eval_heldout.py            # print the table
-    python bench/eval_heldout.py --write    # and replace its section in docs/benchmarks.md
-    python bench/eval_heldout.py --misses mejsr_srivastava2015.pdf   # what disagrees
+    python -m bench.quality.heldout            # print the table
+    python -m bench.quality.heldout --write    # and replace its section in docs/benchmarks.md
+    python -m bench.quality.heldout --misses mejsr_srivastava2015.pdf   # what disagrees
 
 The PDFs are not in the repository: they are read from ``$CITERUN_HELDOUT_PDFS``
 (default ``/work/heldout-pdfs``); where they come from (package, path, sha256) is in
 ``bench/realpdf_truth/heldout/README.md``, beside their hand-made truth. All measuring
-is done by ``bench/eval_realpdf.py``'s own functions (``evaluate_document`` and its
+is done by :mod:`bench.quality.realpdf`'s own functions (``evaluate_document`` and its
 table rows), pointed at the held-out truth folder: this file only chooses the folder and
 prints. After the first run two documents were tuned on (``TUNED_AFTER_FIRST_RUN``);
 nothing measured on the third may feed back into the extractor's rules.
@@ -20,15 +20,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
-import importlib
 import os
 import pathlib
 import re
 import sys
-import types
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-HELDOUT_TRUTH = ROOT / "bench" / "realpdf_truth" / "heldout"
+from bench import machine
+from bench.quality import realpdf
+from bench.quality.truth import TRUTH
+
+HELDOUT_TRUTH = TRUTH / "heldout"
 SECTION = "## Fresh held-out PDFs (first run untuned; two tuned on since, one never)"
 OLD_SECTIONS = ("## Fresh held-out PDFs (never tuned on)",)
 # After the first measurement (the table in FIRST_RUN) the rules were generalised to the
@@ -120,14 +121,6 @@ What the misses were at the first run (as described then):
 """
 
 
-def _eval_realpdf() -> types.ModuleType:
-    sys.path.insert(0, str(ROOT / "bench"))
-    module = importlib.import_module("eval_realpdf")
-    # Its truth readers look the folder up in this module global at call time.
-    setattr(module, "TRUTH", HELDOUT_TRUTH)
-    return module
-
-
 def pdf_dir() -> pathlib.Path:
     return pathlib.Path(os.environ.get("CITERUN_HELDOUT_PDFS", "/work/heldout-pdfs"))
 
@@ -140,12 +133,12 @@ def provenance() -> dict[str, tuple[str, str]]:
             re.findall(r"^\| (\S+\.pdf) \| `([^`]+)` \| `([0-9a-f]{64})` \|", text, re.M)}
 
 
-def render(ev: types.ModuleType, docs: list[object], checked: dict[str, tuple[str, str]]) -> str:
+def render(docs: list[realpdf.DocResult], checked: dict[str, tuple[str, str]]) -> str:
     lines = [
         SECTION,
         "",
-        "`python bench/eval_heldout.py --write`: the same measurement and columns as the",
-        "section above (`eval_realpdf.evaluate_document`, its table rows), on real papers",
+        "`python -m bench.quality.heldout --write`: the same measurement and columns as the",
+        "section above (`bench.quality.realpdf.evaluate_document`, its table rows), on real papers",
         "the rules were not developed on, taken from the test fixtures of",
         "mmda 0.4.8 (PyPI sdist, Apache-2.0); provenance, sha256 and the decisions taken",
         "while writing the truth are in `bench/realpdf_truth/heldout/README.md`. The",
@@ -169,34 +162,34 @@ def render(ev: types.ModuleType, docs: list[object], checked: dict[str, tuple[st
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for d in docs:
-        stem = d.name.removesuffix(".pdf")  # type: ignore[attr-defined]
+        stem = d.name.removesuffix(".pdf")
         label = "tuned after 1st run" if stem in TUNED_AFTER_FIRST_RUN else "never tuned"
-        lines.append(ev._row(d.name, label, d))  # type: ignore[attr-defined]
-    total = ev._totals(docs)
-    lines.append(ev._row("**all fresh**", "", total))
+        lines.append(realpdf.table_row(d.name, label, d))
+    total = realpdf.totals(docs)
+    lines.append(realpdf.table_row("**all fresh**", "", total))
     lines += ["", "First run (before any tuning on them; the same rows as measured then):", "", FIRST_RUN]
     if total.recall_by_where:
         lines += ["", "Markers recall by where the marker stands (now):", "", "| where | recall |", "|---|---:|"]
         for where, (n, got) in sorted(total.recall_by_where.items()):
-            lines.append(f"| {where} | {ev._ratio(got, n)} |")
-    lines += ["", FIRST_SEEN, "", TUNING, "", ev._machine_line(), ""]
+            lines.append(f"| {where} | {realpdf.ratio(got, n)} |")
+    lines += ["", FIRST_SEEN, "", TUNING, "", machine.summary_line(), ""]
     return "\n".join(lines)
 
 
-def write(ev: types.ModuleType, text: str) -> None:
+def write(text: str) -> None:
     """Replace the section, or put it right after the real-PDF section when it is new."""
-    docs = ev.machine.DOCS
+    docs = machine.DOCS
     for old in OLD_SECTIONS:  # a renamed section is replaced where it stood
         current = docs.read_text()
         if re.search(rf"^{re.escape(old)}$", current, re.M):
             docs.write_text(re.sub(rf"^{re.escape(old)}$", SECTION, current, count=1, flags=re.M))
     current = docs.read_text()
     if re.search(rf"^{re.escape(SECTION)}$", current, re.M):
-        ev.machine.write_section(SECTION, text)
+        machine.write_section(SECTION, text)
         return
-    after = re.compile(rf"^{re.escape(ev.SECTION)}\n.*?(?=^## |\Z)", re.S | re.M).search(current)
+    after = re.compile(rf"^{re.escape(realpdf.SECTION)}\n.*?(?=^## |\Z)", re.S | re.M).search(current)
     if after is None:
-        ev.machine.write_section(SECTION, text)
+        machine.write_section(SECTION, text)
         return
     docs.write_text(current[:after.end()].rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n\n"
                     + current[after.end():].lstrip("\n"))
@@ -207,7 +200,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--misses", metavar="PDF", help="print where one PDF disagrees with the truth")
     args = parser.parse_args(argv)
-    ev = _eval_realpdf()
     folder = pdf_dir()
     wanted = provenance()
     stems = sorted(p.name.removesuffix(".refs.tsv") for p in HELDOUT_TRUTH.glob("*.refs.tsv"))
@@ -225,13 +217,13 @@ def main(argv: list[str] | None = None) -> int:
         checked.append(stem)
     gold = folder / "gold"  # none: the CERMINE column stays empty
     if args.misses:
-        ev.print_misses(ev.evaluate_document(folder / args.misses, gold)[0])
+        realpdf.print_misses(realpdf.evaluate_document(folder / args.misses, gold, HELDOUT_TRUTH)[0])
         return 0
-    docs = [ev.evaluate_document(folder / f"{stem}.pdf", gold)[0] for stem in stems]
-    text = render(ev, docs, {s: wanted[f"{s}.pdf"] for s in checked})
+    docs = [realpdf.evaluate_document(folder / f"{stem}.pdf", gold, HELDOUT_TRUTH)[0] for stem in stems]
+    text = render(docs, {s: wanted[f"{s}.pdf"] for s in checked})
     print(text)
     if args.write:
-        write(ev, text)
+        write(text)
     return 0
 
 

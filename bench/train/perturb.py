@@ -1,8 +1,8 @@
 """Deterministic perturbations of English claims: negation, un-negation, direction flip.
 
-Used by ``train_judge.py`` to augment SciFact train (a supported claim negated is a
+Used by ``bench.train.judge`` to augment SciFact train (a supported claim negated is a
 contradicted claim of the same abstract; a contradicted claim with its negation removed
-is usually a supported one) and by ``eval_scifact.py --negations`` to build the
+is usually a supported one) and by ``bench.quality.scifact --negations`` to build the
 negation test set from dev supported claims. Rules, no model: each function returns
 ``None`` when it finds no place it can change safely.
 """

@@ -10,7 +10,7 @@ The figures are measured where they happen, not re-enacted here:
 - node start-up and the pod figures: the real-node tests (``pytest -m node``) record
   them in ``~/.cache/citerun/k8s/node-figures.json``.
 
-Run the tests first, then ``python bench/bench_node.py`` (``--no-write`` only prints).
+Run the tests first, then ``python -m bench.cluster.node`` (``--no-write`` only prints).
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ import argparse
 import json
 import os
 import pathlib
-import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import machine  # noqa: E402
+from bench import machine
 
 CACHE = pathlib.Path(os.environ.get("CITERUN_K8S_CACHE")
                      or pathlib.Path.home() / ".cache" / "citerun" / "k8s")
@@ -63,7 +61,7 @@ def render() -> str:
     lines = [
         SECTION, "",
         f"Measured {time.strftime('%Y-%m-%d')} by the real-node tests "
-        "(`scripts/test tests/cluster/node`, marker `node`) and `python bench/bench_node.py`.",
+        "(`scripts/test tests/cluster/node`, marker `node`) and `python -m bench.cluster.node`.",
         "", "| Machine | |", "|---|---|",
         *(f"| {k} | {v} |" for k, v in m.items() if k != "Python"),
         "", "| Image | Size (uncompressed archive) | Build times, in order |", "|---|---:|---|",

@@ -2,9 +2,9 @@
 
 Usage (from the repository root)::
 
-    python -P bench/bench_retention.py                # 1,000,000 finished tasks
-    python -P bench/bench_retention.py --finished 100000
-    python -P bench/bench_retention.py --write-docs   # replace the section in docs/benchmarks.md
+    python -m bench.queue.retention                # 1,000,000 finished tasks
+    python -m bench.queue.retention --finished 100000
+    python -m bench.queue.retention --write-docs   # replace the section in docs/benchmarks.md
 
 One embedded Postgres, one migrated database. ``--finished`` tasks are inserted as
 finished 30 days ago (the state a busy queue reaches without retention), plus enough
@@ -23,24 +23,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import asyncpg
 from rich.console import Console
 from rich.table import Table
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))  # machine.py only; never the repository root
-
-import machine as bench_machine  # noqa: E402
-
-from citerun import db, embedded, queue  # noqa: E402
-from citerun.operator import cleaner  # noqa: E402
+from bench import machine as bench_machine
+from bench.common import postgres
+from bench.queue.processes import admin
+from citerun import db, queue
+from citerun.operator import cleaner
 
 console = Console()
 SECTION = "## Retention: claim latency with finished tasks"
@@ -115,23 +109,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=cleaner.CleanerConfig().batch_size)
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="citerun-bench-retention-"))
-    server = embedded.EmbeddedPostgres(tmp / "pg")
-    try:
-        server.start()
-
-        async def make() -> None:
-            conn = await asyncpg.connect(server.url("postgres"))
-            try:
-                await conn.execute("CREATE DATABASE bench")
-            finally:
-                await conn.close()
-        asyncio.run(make())
+    with postgres("citerun-bench-retention-", stop="immediate") as (_tmp, server):
+        asyncio.run(admin(server, "CREATE DATABASE bench"))
         rows, note = asyncio.run(bench(server.url("bench"), args.finished, args.claims,
                                        args.batch))
-    finally:
-        server.stop("immediate")
-        shutil.rmtree(tmp, ignore_errors=True)
 
     headers = ["phase", "finished rows", "claims", "p50 ms", "p95 ms", "p99 ms", "max ms"]
     table = Table(*headers, title="claim + complete latency, one connection")
@@ -143,7 +124,7 @@ def main() -> None:
     console.print(machine)
     if args.write_docs:
         lines = [SECTION, "",
-                 "`python -P bench/bench_retention.py` (`--finished "
+                 "`python -m bench.queue.retention` (`--finished "
                  f"{args.finished}`, `--claims {args.claims}`): one claim (`limit=1`) and its "
                  "fenced completion at a time, timed on the client, while the table holds "
                  "finished tasks, while the operator's cleaner deletes them, and after.", "",

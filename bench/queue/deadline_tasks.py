@@ -1,6 +1,6 @@
 """Handlers of the deadline-week benchmark: the pipeline's task graph, timed by sleeps.
 
-One run is what ``bench/make_large_thesis.py`` generates (a thesis with 30 sources and 80
+One run is what ``bench.pipeline.large_thesis`` generates (a thesis with 30 sources and 80
 citations) as the pipeline schedules it: ``parse`` for the thesis and each source in
 parallel; the last parse enqueues ``extract``; ``extract`` enqueues one ``judge`` per
 citation; the last judge enqueues ``finalize``. Each handler sleeps for its stage's time
@@ -9,7 +9,7 @@ a remote judge), then records progress and enqueues the next stage in one fenced
 transaction, exactly as src/citerun/worker/tasks.py does. Sleeping keeps the workers' CPU out of the
 measurement: what is compared is the queue's scheduling of the same work.
 
-Served by ``python -m citerun worker --tasks bench.deadline_tasks:registry``.
+Served by ``python -m citerun worker --tasks bench.queue.deadline_tasks:registry``.
 """
 
 from __future__ import annotations
@@ -44,17 +44,24 @@ class Stage(pydantic.BaseModel):
     seconds: float
 
 
-@registry.task("parse", payload=Stage)
-async def parse(ctx: registry_mod.TaskContext, payload: Stage) -> None:
+async def _stage_done(ctx: registry_mod.TaskContext, payload: Stage, counter: str, total: str,
+                     then: str, then_seconds: str) -> None:
+    """Sleep for the stage, count it on the run (``counter`` of ``total``), and when it was
+    the run's last one, enqueue stage ``then`` in the same fenced transaction."""
     await asyncio.sleep(payload.seconds)
     async with ctx.fenced() as conn:
         row = await conn.fetchrow(
-            "UPDATE bench_runs SET parsed = parsed + 1 WHERE run_id = $1 "
-            "RETURNING parsed = documents AS last, extract_s", payload.run_id)
+            f"UPDATE bench_runs SET {counter} = {counter} + 1 WHERE run_id = $1 "
+            f"RETURNING {counter} = {total} AS last, {then_seconds} AS seconds", payload.run_id)
         if row["last"]:
             await queue.enqueue(conn, [queue.NewTask(
-                "extract", {"run_id": str(payload.run_id), "seconds": row["extract_s"]},
+                then, {"run_id": str(payload.run_id), "seconds": row["seconds"]},
                 run_id=payload.run_id)])
+
+
+@registry.task("parse", payload=Stage)
+async def parse(ctx: registry_mod.TaskContext, payload: Stage) -> None:
+    await _stage_done(ctx, payload, "parsed", "documents", "extract", "extract_s")
 
 
 @registry.task("extract", payload=Stage)
@@ -70,15 +77,7 @@ async def extract(ctx: registry_mod.TaskContext, payload: Stage) -> None:
 
 @registry.task("judge", payload=Stage)
 async def judge(ctx: registry_mod.TaskContext, payload: Stage) -> None:
-    await asyncio.sleep(payload.seconds)
-    async with ctx.fenced() as conn:
-        row = await conn.fetchrow(
-            "UPDATE bench_runs SET judged = judged + 1 WHERE run_id = $1 "
-            "RETURNING judged = citations AS last, finalize_s", payload.run_id)
-        if row["last"]:
-            await queue.enqueue(conn, [queue.NewTask(
-                "finalize", {"run_id": str(payload.run_id), "seconds": row["finalize_s"]},
-                run_id=payload.run_id)])
+    await _stage_done(ctx, payload, "judged", "citations", "finalize", "finalize_s")
 
 
 @registry.task("finalize", payload=Stage)

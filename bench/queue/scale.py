@@ -2,9 +2,9 @@
 
 Usage (from the repository root)::
 
-    python bench/bench_queue_scale.py               # 1M finished + 1M queued rows
-    python bench/bench_queue_scale.py --rows 200000 # smaller, quicker
-    python bench/bench_queue_scale.py --write-docs  # also replace its docs/benchmarks.md section
+    python -m bench.queue.scale               # 1M finished + 1M queued rows
+    python -m bench.queue.scale --rows 200000 # smaller, quicker
+    python -m bench.queue.scale --write-docs  # also replace its docs/benchmarks.md section
 
 Two databases on one embedded Postgres hold the same rows: ``--rows`` succeeded tasks,
 ``--rows`` due tasks of a kind the measured worker does not serve, and 100 due tasks of
@@ -23,26 +23,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 from rich.console import Console
 from rich.table import Table
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import machine as bench_machine  # noqa: E402
-from citerun import db, embedded, queue  # noqa: E402
+from bench import machine as bench_machine
+from bench.common import REPO, postgres
+from bench.queue.processes import admin
+from citerun import db, embedded, queue
 
 console = Console()
 SECTION = "## Queue at scale: claim, due probes and depth behind 1M rows"
@@ -69,14 +64,6 @@ BEFORE = {
 
 KIND = "mine"
 WORKER = "bench-worker"
-
-
-async def _admin(server: embedded.EmbeddedPostgres, statement: str) -> None:
-    conn = await asyncpg.connect(server.url("postgres"))
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 async def _fill(conn: asyncpg.Connection, rows: int) -> None:
@@ -123,7 +110,7 @@ def _rolled_back(conn: asyncpg.Connection,
 async def measure_before(url: str, rows: int, repeat: int) -> dict[str, list[float]]:
     conn = await asyncpg.connect(url)
     try:
-        await conn.execute((ROOT / "src" / "citerun" / "migrations" / "0001_initial.sql").read_text())
+        await conn.execute((REPO / "src" / "citerun" / "migrations" / "0001_initial.sql").read_text())
         await _fill(conn, rows)
         await conn.execute("INSERT INTO tasks (kind, max_attempts) "
                            "SELECT $1, 5 FROM generate_series(1, 100)", KIND)
@@ -222,7 +209,7 @@ def report(rows: int, repeat: int, info: dict[str, str], before: dict[str, list[
     for h in ("Statement", "before (0001)", "after (all)", "target", "met"):
         t.add_column(h)
     lines = [SECTION, "", f"Measured {dt.date.today().isoformat()} with "
-             "`bench/bench_queue_scale.py`:", "", "```", command, "```", "",
+             "`python -m bench.queue.scale`:", "", "```", command, "```", "",
              "| Machine | |", "|---|---|", *[f"| {k} | {v} |" for k, v in info.items()], "",
              f"Milliseconds, median / max of {repeat} runs (client side, loopback):", "",
              "| Statement | before (0001) | after (all migrations) | target | met |",
@@ -257,19 +244,15 @@ def report(rows: int, repeat: int, info: dict[str, str], before: dict[str, list[
 
 
 async def main_async(args: argparse.Namespace, server: embedded.EmbeddedPostgres) -> str:
-    await _admin(server, "CREATE DATABASE scale_before")
-    await _admin(server, "CREATE DATABASE scale_after")
+    await admin(server, "CREATE DATABASE scale_before")
+    await admin(server, "CREATE DATABASE scale_after")
     console.print(f"filling and measuring 'before' ({args.rows:,} + {args.rows:,} rows) ...")
     before = await measure_before(server.url("scale_before"), args.rows, args.repeat)
     console.print("filling and measuring 'after' ...")
     after = await measure_after(server.url("scale_after"), args.rows, args.repeat)
-    conn = await asyncpg.connect(server.url("postgres"))
-    try:
-        version = await conn.fetchval("SHOW server_version")
-    finally:
-        await conn.close()
+    version = (await admin(server, "SHOW server_version"))[0][0]
     info = {**bench_machine.basics(), "PostgreSQL": version}
-    command = " ".join(["python bench/bench_queue_scale.py",
+    command = " ".join(["python -m bench.queue.scale",
                         *[a for a in sys.argv[1:] if a != "--write-docs"]])
     return report(args.rows, args.repeat, info, before, after, command)
 
@@ -280,14 +263,8 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=30)
     p.add_argument("--write-docs", action="store_true")
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="citerun-bench-scale-"))
-    server = embedded.EmbeddedPostgres(tmp / "pg")
-    try:
-        server.start()
+    with postgres("citerun-bench-scale-") as (_tmp, server):
         text = asyncio.run(main_async(args, server))
-    finally:
-        server.stop("fast")
-        shutil.rmtree(tmp, ignore_errors=True)
     if args.write_docs:
         bench_machine.write_section(SECTION, text)
         console.print("wrote its section of docs/benchmarks.md")

@@ -1,6 +1,6 @@
 """Measure parsing (pages/s), chunking and offline embedding (chunks/s) on one machine.
 
-Usage: ``python bench/make_large_thesis.py /tmp/large && python bench/bench_parse_embed.py
+Usage: ``python -m bench.pipeline.large_thesis /tmp/large && python -m bench.pipeline.parse_embed
 /tmp/large``. Prints one table. Each stage runs ``--repeat`` times and the best run is
 reported, since the question is what the code can do, not how noisy the machine is;
 the one-off model load is reported on its own row.
@@ -32,7 +32,7 @@ def best_of(repeat: int, work: typing.Callable[[], T]) -> tuple[float, T]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("directory", type=pathlib.Path, help="output of make_large_thesis.py")
+    parser.add_argument("directory", type=pathlib.Path, help="output of bench.pipeline.large_thesis")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     thesis_bytes = (args.directory / "thesis.pdf").read_bytes()

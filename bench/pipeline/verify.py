@@ -2,8 +2,8 @@
 
 Usage::
 
-    python bench/make_large_thesis.py /tmp/large
-    python bench/bench_pipeline.py --large /tmp/large
+    python -m bench.pipeline.large_thesis /tmp/large
+    python -m bench.pipeline.verify --large /tmp/large
 
 Each case runs the real CLI in a subprocess (embedded Postgres, ``--workers`` local
 worker processes) twice with the same data directory: ``cold`` parses and embeds every
@@ -26,16 +26,14 @@ import pathlib
 import resource
 import subprocess
 import sys
-
-import machine as bench_machine  # bench/ is sys.path[0] when run as a script
 import tempfile
 import time
 import typing
 
+from bench import machine as bench_machine
+from bench.common import REPO
 from citerun import db, localdb
 from citerun.settings import Settings
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def machine() -> str:
@@ -81,12 +79,12 @@ def stages(data_dir: pathlib.Path) -> list[tuple[str, int, float, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--large", type=pathlib.Path, help="output of make_large_thesis.py")
+    parser.add_argument("--large", type=pathlib.Path, help="output of bench.pipeline.large_thesis")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    cases = [("demo thesis.pdf", ROOT / "examples" / "thesis.pdf", ROOT / "examples" / "sources"),
-             ("demo thesis_numeric.pdf", ROOT / "examples" / "thesis_numeric.pdf",
-              ROOT / "examples" / "sources")]
+    cases = [("demo thesis.pdf", REPO / "examples" / "thesis.pdf", REPO / "examples" / "sources"),
+             ("demo thesis_numeric.pdf", REPO / "examples" / "thesis_numeric.pdf",
+              REPO / "examples" / "sources")]
     if args.large:
         cases.append(("large (150 p., 80 cit., 30 src.)", args.large / "thesis.pdf",
                       args.large / "sources"))

@@ -1,6 +1,6 @@
 """Generate a large synthetic thesis (150 pages, 80 citations, 30 sources) for benchmarks.
 
-Usage: ``python bench/make_large_thesis.py OUT_DIR [--seed N]`` writes ``OUT_DIR/thesis.pdf``
+Usage: ``python -m bench.pipeline.large_thesis OUT_DIR [--seed N]`` writes ``OUT_DIR/thesis.pdf``
 and ``OUT_DIR/sources/*.pdf``. The text is assembled from sentence templates about
 urban climate, so it reads like prose to the tokenizer and the sentence splitter (real
 words, citations, numbers, abbreviations), while the output stays a pure function of
@@ -18,12 +18,10 @@ from __future__ import annotations
 import argparse
 import pathlib
 import random
-import sys
 
 import pymupdf
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
-import make_examples  # noqa: E402  (a sibling script, not a package)
+from examples import make_examples  # a folder of scripts: a namespace package from the root
 
 THESIS_PAGES = 150
 CITATIONS = 80

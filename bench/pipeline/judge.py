@@ -2,12 +2,12 @@
 
 Usage::
 
-    CITERUN_EVALDATA=/work/shared/evaldata python -P bench/bench_judge.py [--repeat 3]
+    CITERUN_EVALDATA=/work/shared/evaldata python -m bench.pipeline.judge [--repeat 3]
 
 One process, like a worker: it loads WordLlama, then the trained judge, then judges the
 340 SciFact dev (claim, cited abstract) pairs (the passages are the abstract cut by
 ``pdf.chunk_pages``, which is what retrieval hands the judge for 334 of them: see
-``eval_scifact.py``), then the same pairs again (warm caches), then the pairs of 340
+``bench.quality.scifact``), then the same pairs again (warm caches), then the pairs of 340
 train claims it has not seen. CPU time is the process's (user + system), so a loaded
 machine moves it little; memory is the resident set size after each step (not a peak).
 Prints one table.
@@ -20,15 +20,14 @@ import json
 import os
 import pathlib
 import resource
-import sys
 
-from citerun.pipeline import embed, pdf
+from citerun.pipeline import embed
 from citerun.pipeline.judging import embedded
 from citerun.pipeline.judging.types import Passage
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import machine  # noqa: E402  (beside this script)
-import train_judge  # noqa: E402
+from bench import machine
+from bench.common import evaldata
+from bench.train import judge as train_judge
 
 
 def rss_mib() -> float:
@@ -39,7 +38,7 @@ def rss_mib() -> float:
 
 
 def pairs_of(split: str, corpus: dict[int, dict[str, object]], limit: int) -> list[tuple[str, tuple[Passage, ...]]]:
-    data = train_judge.evaldata() / "scifact"
+    data = evaldata() / "scifact"
     out = []
     for line in (data / f"claims_{split}.jsonl").open(encoding="utf-8"):
         claim = json.loads(line)
@@ -66,7 +65,7 @@ def main() -> None:
     started = cpu()
     judge = embedded.TrainedJudge(embedder)
     rows.append(("trained judge loaded", "", f"{cpu() - started:.2f}", "", f"{rss_mib():.0f}"))
-    corpus_file = train_judge.evaldata() / "scifact" / "corpus.jsonl"
+    corpus_file = evaldata() / "scifact" / "corpus.jsonl"
     corpus = {d["doc_id"]: d for d in map(json.loads, corpus_file.open(encoding="utf-8"))}
     dev = pairs_of("dev", corpus, args.limit)
     train = pairs_of("train", corpus, len(dev))

@@ -9,10 +9,10 @@ Both queues get the same two kinds of work:
   the queue recorded it (citerun ``tasks.created_at``, pgqueuer ``pgqueuer.created``), so
   both sides of the difference come from the same clock.
 
-citerun serves ``registry`` (``python -m citerun worker --tasks bench.queue_tasks:registry``).
+citerun serves ``registry`` (``python -m citerun worker --tasks bench.queue.tasks:registry``).
 pgqueuer runs ``pgqueuer_factory`` through ``pgqueuer.run`` -- the supervisor behind
 ``pgq run`` -- with the event loop ``pgq run`` picks (uvloop when installed):
-``python -m bench.queue_tasks --batch-size 10 --max-concurrent-tasks 20``, DSN from
+``python -m bench.queue.tasks --batch-size 10 --max-concurrent-tasks 20``, DSN from
 ``BENCH_PGQ_DSN``. (``pgq run`` itself fails in pgqueuer 1.6.0 before it starts: its
 ``--log-level`` option reaches ``setup_fancy_logger`` as a str, not a ``LogLevel``.)
 """
@@ -99,7 +99,7 @@ def run_pgqueuer(argv: list[str]) -> None:
     """Run one pgqueuer worker until SIGTERM, as ``pgq run`` would."""
     import pgqueuer
 
-    p = argparse.ArgumentParser(prog="python -m bench.queue_tasks")
+    p = argparse.ArgumentParser(prog="python -m bench.queue.tasks")
     p.add_argument("--batch-size", type=int, default=10)
     p.add_argument("--max-concurrent-tasks", type=int, default=None)
     p.add_argument("--dequeue-timeout", type=float, default=30.0)

@@ -2,8 +2,8 @@
 
 Usage::
 
-    CITERUN_EVALDATA=/work/shared/evaldata python bench/train_judge.py          # writes the artifact
-    python bench/train_judge.py --learner linear --out /tmp/linear.json       # another variant
+    CITERUN_EVALDATA=/work/shared/evaldata python -m bench.train.judge          # writes the artifact
+    python -m bench.train.judge --learner linear --out /tmp/linear.json       # another variant
 
 Data (``$CITERUN_EVALDATA/scifact``; SciFact, Wadden et al. 2020; claims CC BY 4.0,
 abstracts ODC-By 1.0):
@@ -12,8 +12,8 @@ abstracts ODC-By 1.0):
   or CONTRADICT from the abstract's evidence, NEI when the cited abstract has none. The
   passages are the abstract (title + sentences) cut by ``pdf.chunk_pages``, the chunks
   ``judge_citation`` would retrieve: an abstract is 2-3 chunks and ``top_k`` is 5, so
-  retrieval returns all of them (``eval_scifact.py`` checks this on dev).
-- *augmentation* (``perturb.py``, rules): a supported claim negated ("does not
+  retrieval returns all of them (``bench.quality.scifact`` checks this on dev).
+- *augmentation* (:mod:`bench.train.perturb`, rules): a supported claim negated ("does not
   increase", "is not") or with its direction word flipped -> CONTRADICT of the same
   abstract; a contradicted claim negated, un-negated or flipped -> SUPPORT (so a
   negation in the claim is not by itself a sign of contradiction); and (on by default
@@ -29,7 +29,7 @@ are flattened into the JSON artifact and evaluated in numpy) or, with ``--learne
 linear``, a multinomial logistic regression (numpy, full-batch Adam with L2).
 The cross-encoder experiment (docs/benchmarks.md; not shipped): ``--write-pairs`` writes
 its training data (SciFact train's rationale sentences; ``--tokenizer``) and stops,
-``train_cross_encoder.py`` and ``quantise_cross_encoder.py`` make it and its
+``bench.train.fit_cross_encoder`` and ``bench.train.quantise_cross_encoder`` make it and its
 out-of-fold features, and ``--cross-encoder-oof`` gives the trees those as three more
 columns, for the out-of-fold comparison.
 Five-fold cross-validation grouped by claim, over ``--repeats`` (5) splits of the
@@ -67,16 +67,11 @@ from citerun.pipeline import embed, pdf
 from citerun.pipeline.judging import features, language, model
 from citerun.pipeline.judging.types import Passage
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))  # run as a script with -P: perturb.py is beside it
-import cross_encoder  # noqa: E402  (the experiment's reader, beside this script too)
-import perturb  # noqa: E402
+from bench.common import evaldata, f1_per_class, gold_label
+from bench.common import macro_f1 as mean_f1
+from bench.train import cross_encoder, perturb
 
 LABELS = model.LABELS
-
-
-def evaldata() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("CITERUN_EVALDATA", REPO.parent / "shared" / "evaldata"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,13 +89,6 @@ def passages_of(doc: dict[str, object]) -> tuple[Passage, ...]:
     chunks = pdf.chunk_pages([pdf.Page(1, text)])
     return tuple(Passage(int(doc["doc_id"]) * 100 + c.ordinal, c.text, 1, 1, 0.0)  # type: ignore[call-overload]
                  for c in chunks)
-
-
-def gold_label(claim: dict[str, object], doc_id: int) -> str:
-    sets = claim["evidence"].get(str(doc_id), [])  # type: ignore[attr-defined]
-    if not sets:
-        return "NEI"
-    return str(collections.Counter(s["label"] for s in sets).most_common(1)[0][0])
 
 
 def opposites(text: str, label: str, extra: bool = False) -> tuple[str, list[str]]:
@@ -160,7 +148,7 @@ def featurize(items: list[Example], corpus: dict[int, dict[str, object]],
 
 def folds_of(groups: collections.abc.Iterable[int], seed: int, k: int = 5) -> dict[int, int]:
     """Fold per claim (seeded): 5 for the trees, 3 for the cross-encoder (see
-    train_cross_encoder.py for what one fine-tuning costs)."""
+    bench.train.fit_cross_encoder for what one fine-tuning costs)."""
     unique_groups = sorted(set(groups))
     random.Random(seed).shuffle(unique_groups)
     return {g: i % k for i, g in enumerate(unique_groups)}
@@ -225,13 +213,8 @@ def key_of(item: Example) -> str:
 
 
 def macro_f1(gold: numpy.ndarray, predicted: numpy.ndarray) -> tuple[float, list[float]]:
-    f1s = []
-    for k in range(len(LABELS)):
-        tp = numpy.sum((gold == k) & (predicted == k))
-        fp = numpy.sum((gold != k) & (predicted == k))
-        fn = numpy.sum((gold == k) & (predicted != k))
-        f1s.append(float(2 * tp / (2 * tp + fp + fn)) if tp else 0.0)
-    return float(numpy.mean(f1s)), f1s
+    f1s = f1_per_class(gold, predicted, range(len(LABELS)))
+    return mean_f1(f1s), f1s
 
 
 def choose_decision(logits: numpy.ndarray, gold: numpy.ndarray) -> tuple[float, numpy.ndarray]:
@@ -290,7 +273,7 @@ def main() -> None:
                         help="with --write-pairs: all-MiniLM-L6-v2's tokenizer.json")
     parser.add_argument("--cross-encoder-oof", type=pathlib.Path, default=None,
                         help="cross-encoder experiment: its out-of-fold features (oof.npz of "
-                        "quantise_cross_encoder.py) as three more columns of the trees; the model "
+                        "bench.train.quantise_cross_encoder) as three more columns of the trees; the model "
                         "written is for comparison only (the judge does not load it)")
     args = parser.parse_args()
     if args.write_pairs is not None and args.tokenizer is None:

@@ -2,16 +2,17 @@
 
 Usage::
 
-    python bench/eval_realpdf.py            # print the tables
-    python bench/eval_realpdf.py --write    # and replace the section in docs/benchmarks.md
-    python bench/eval_realpdf.py --entries papermage_lo2023.pdf   # dump one parsed list
-    python bench/eval_realpdf.py --misses papermage_lo2023.pdf    # what disagrees with the truth
+    python -m bench.quality.realpdf            # print the tables
+    python -m bench.quality.realpdf --write    # and replace the section in docs/benchmarks.md
+    python -m bench.quality.realpdf --entries papermage_lo2023.pdf   # dump one parsed list
+    python -m bench.quality.realpdf --misses papermage_lo2023.pdf    # what disagrees with the truth
 
 Reads ``$CITERUN_EVALDATA/realpdf`` (default ``<repo>/../shared/evaldata/realpdf``; see
 its README) and the hand-made truth in ``bench/realpdf_truth/`` (see its README: per PDF
 ``<stem>.refs.tsv``, every entry of the reference list, and ``<stem>.markers.tsv``, every
-citation marker group, both written by hand without looking at this code's output).
-The truth is the only owner of the true counts: ``true_entries()`` is derived from it.
+citation marker group, both written by hand without looking at this code's output;
+read and compared by :mod:`bench.quality.truth`, the only owner of the true counts).
+The layout step's own timings are :mod:`bench.quality.layout`'s.
 
 Per document:
 
@@ -42,20 +43,19 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import os
 import pathlib
 import re
 import sys
 import time
-import typing
 import xml.etree.ElementTree as ET
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+from bench import machine
+from bench.common import evaldata
+from bench.quality.layout import layout_cost, time_pymupdf4llm
+from bench.quality.truth import (TRUTH, align_entries, found_markers, match_markers, opening,
+                                 same_key, same_surname, same_year, true_markers, true_refs)
+from citerun.pipeline import citations, pdf
 
-import machine  # noqa: E402
-
-from citerun.pipeline import citations, pdf  # noqa: E402
 
 # Not looked at while the rules were written; reported separately.
 HELD_OUT = frozenset({"longeval_krishna2023.pdf", "paper_plain_august2022.pdf", "cermine_test5.pdf"})
@@ -68,7 +68,6 @@ DOUBTED = (
     "General Counsel), which the parser keeps whole; the truth says \"Harvard\", so the row "
     "counts as wrong.",
 )
-TRUTH = ROOT / "bench" / "realpdf_truth"
 # The held-out documents as the truth first measured them, before any fix looked at
 # them (a record, kept so the table above is not mistaken for an untuned result).
 HELD_OUT_BEFORE = """\
@@ -84,137 +83,6 @@ before, for its superscripts):
 | **all held out** | held out | 66 | 0.061 | 217 / 217 | 209 / 217 (96 %) | 294 / 298 (99 %) | 14 | 294 / 319 (92 %) | 0 | – |
 | **all** |  | 156 | 0.064 | 503 / 506 | 468 / 506 (92 %) | 576 / 598 (96 %) | 15 | 576 / 610 (94 %) | 0 | – |
 """
-# How many letters and digits of an entry's opening are compared (alignment, list check).
-OPENING = 24
-
-
-def evaldata() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("CITERUN_EVALDATA", ROOT.parent / "shared" / "evaldata"))
-
-
-# --- the hand-made truth ---------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class TrueEntry:
-    n: str
-    surname: str
-    year: str
-    start: str
-
-
-@dataclasses.dataclass(frozen=True)
-class TrueMarker:
-    page: int
-    marker: str
-    keys: tuple[str, ...]
-    where: str
-
-
-def _rows(path: pathlib.Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        rows = csv.DictReader((line for line in handle if not line.startswith("#")),
-                              delimiter="\t", quoting=csv.QUOTE_NONE)
-        return [{k: (v or "").strip() for k, v in row.items() if k} for row in rows
-                if any((v or "").strip() for v in row.values() if isinstance(v, str))]
-
-
-def true_refs(stem: str) -> list[TrueEntry] | None:
-    path = TRUTH / f"{stem}.refs.tsv"
-    if not path.exists():
-        return None
-    return [TrueEntry(r.get("n", ""), r.get("first_surname", ""), r.get("year", ""), r.get("start", ""))
-            for r in _rows(path)]
-
-
-def true_markers(stem: str) -> list[TrueMarker] | None:
-    path = TRUTH / f"{stem}.markers.tsv"
-    if not path.exists():
-        return None
-    return [TrueMarker(int(r["page"]), r.get("marker", ""),
-                       tuple(k.strip() for k in r.get("keys", "").split(";") if k.strip()),
-                       r.get("where", ""))
-            for r in _rows(path)]
-
-
-def true_entries() -> dict[str, int]:
-    """True entry count per PDF name: the rows of its ``refs.tsv`` (one owner)."""
-    return {path.name.removesuffix(".refs.tsv") + ".pdf": len(true_refs(path.name.removesuffix(".refs.tsv")) or [])
-            for path in sorted(TRUTH.glob("*.refs.tsv"))}
-
-
-_PARTICLE_PREFIX = re.compile(r"^(?:van|von|der|den|de|del|della|di|da|du|le|la|ten|ter|zu|dos|das|do)+(?=[a-z]{3})")
-
-
-def same_surname(a: str, b: str) -> bool:
-    """Case-, accent- and particle-insensitive ("van Zuylen" = "Zuylen" = "VAN ZUYLEN")."""
-    fa, fb = citations.fold(a), citations.fold(b)
-    if not fa or not fb:
-        return False
-    return fa == fb or _PARTICLE_PREFIX.sub("", fa) == _PARTICLE_PREFIX.sub("", fb)
-
-
-_YEAR_TEXT = re.compile(r"(?P<y>\d{4})(?P<s>[a-z]?)")
-
-
-def same_year(true: str, year: int | None, suffix: str) -> bool:
-    """The year equal; a letter suffix must also be equal when both sides have one."""
-    match = _YEAR_TEXT.search(true.casefold())
-    if match is None:  # "n.d.": right when the parser found no year either
-        return year is None
-    return year == int(match["y"]) and (not match["s"] or not suffix or match["s"] == suffix)
-
-
-# "lo2023a"; "grobid2008–2023" (a span of years, keyed by its first).
-_KEY = re.compile(r"^(?P<name>.*?)(?P<y>\d{4})(?P<s>[a-z]?)(?:\d{4})?$")
-
-
-def same_key(true: str, found: str) -> bool:
-    t, f = citations.fold(true), citations.fold(found)
-    if t.isdigit() or f.isdigit():
-        return t.lstrip("0") == f.lstrip("0")
-    tm, fm = _KEY.match(t), _KEY.match(f)
-    if tm is None or fm is None:
-        return t == f
-    return (same_surname(tm["name"], fm["name"]) and tm["y"] == fm["y"]
-            and (not tm["s"] or not fm["s"] or tm["s"] == fm["s"]))
-
-
-def opening(text: str) -> str:
-    """An entry's first letters and digits, without a leading label ("[12]", "12.")."""
-    text = re.sub(r"^\s*(?:\[[^\]]{1,12}\]|\d{1,4}[.)]?)\s+", "", text)
-    return citations.fold(text)[:OPENING]
-
-
-def align_entries(parsed: list[citations.ReferenceEntry],
-                  truth: list[TrueEntry]) -> list[citations.ReferenceEntry | None]:
-    """For each true entry, the parsed entry that opens with the same text, in order.
-
-    A true entry's opening (its ``start``, up to 24 letters and digits) must be a prefix
-    of a parsed entry's opening (or the other way round when the parsed one is shorter);
-    the search moves forward only, so the alignment keeps reading order and a parsed
-    entry is used once. A split entry's second half and a merged entry's second true
-    entry stay unaligned: they count as wrong.
-    """
-    openings = [opening(e.text) for e in parsed]
-    aligned: list[citations.ReferenceEntry | None] = []
-    cursor = 0
-    for entry in truth:
-        want = opening(entry.start)
-        hit = None
-        if want:
-            for index in range(cursor, len(parsed)):
-                have = openings[index]
-                size = min(len(want), len(have))
-                if size >= min(8, len(want)) and have[:size] == want[:size]:
-                    hit = index
-                    break
-        if hit is None:
-            aligned.append(None)
-        else:
-            aligned.append(parsed[hit])
-            cursor = hit + 1
-    return aligned
 
 
 @dataclasses.dataclass
@@ -261,69 +129,9 @@ def _parse(path: pathlib.Path) -> tuple[pdf.ParsedDocument, float]:
     return doc, time.perf_counter() - start
 
 
-@dataclasses.dataclass(frozen=True)
-class FoundMarker:
-    page: int
-    marker: str
-    claim: str
-    keys: tuple[str, ...]
 
-
-def found_markers(extraction: citations.Extraction) -> list[FoundMarker]:
-    """Marker groups as found, in reading order: the citations of one marker are
-    consecutive with the same page, marker text and claim; a key seen again starts the
-    next group (a table that prints "Kim et al. (2003)" twice in one cell run)."""
-    found: list[FoundMarker] = []
-    for c in extraction.citations:
-        last = found[-1] if found else None
-        if (last is not None and (last.page, last.marker, last.claim) == (c.page, c.marker, c.claim)
-                and c.key not in last.keys):
-            found[-1] = dataclasses.replace(last, keys=(*last.keys, c.key))
-        else:
-            found.append(FoundMarker(c.page, c.marker, c.claim, (c.key,)))
-    return found
-
-
-def match_markers(found: list[FoundMarker],
-                  truth: list[TrueMarker]) -> tuple[list[int | None], list[int | None]]:
-    """One-to-one matching of found groups to true rows of the same page, in reading
-    order, in three passes: a shared key and the same printed marker; a shared key; the
-    same printed marker with other keys (found, but keyed differently: "PubMed (2018)"
-    in a table, which the truth keys by the work's first author, cohan2018, while the
-    text gives only "PubMed"; counted apart as *key differs*). Returns, per true row, the
-    found group's index (or None), and per found group the true row's."""
-    of_truth: list[int | None] = [None] * len(truth)
-    of_found: list[int | None] = [None] * len(found)
-
-    def shares_key(row: TrueMarker, group: FoundMarker) -> bool:
-        return any(same_key(t, f) for t in row.keys for f in group.keys)
-
-    def same_print(row: TrueMarker, group: FoundMarker) -> bool:
-        return printed(row.marker) == printed(group.marker)
-
-    tests: list[typing.Callable[[TrueMarker, FoundMarker], bool]] = [
-        lambda row, group: shares_key(row, group) and same_print(row, group),
-        shares_key,
-        same_print,
-    ]
-    for test in tests:
-        for index, group in enumerate(found):
-            if of_found[index] is not None:
-                continue
-            for row_index, row in enumerate(truth):
-                if of_truth[row_index] is None and row.page == group.page and test(row, group):
-                    of_truth[row_index] = index
-                    of_found[index] = row_index
-                    break
-    return of_truth, of_found
-
-
-def printed(marker: str) -> str:
-    """A marker as printed, for comparison: whitespace, dashes and case ignored."""
-    return re.sub(r"[\s\-–—]+", "", marker).casefold()
-
-
-def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path) -> tuple[DocResult, citations.Extraction]:
+def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path, truth: pathlib.Path = TRUTH
+                      ) -> tuple[DocResult, citations.Extraction]:
     doc, parse_s = _parse(path)
     start = time.perf_counter()
     extraction = citations.extract([(p.number, p.text) for p in doc.pages])
@@ -340,7 +148,7 @@ def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path) -> tuple[DocRe
                        citations=len(extraction.citations), entries=len(entries), true_entries=None,
                        right=None, true_markers=None, found_markers=0, markers_matched=None,
                        found_matched=None, from_list=None, key_differs=None, gold=gold_text)
-    refs = true_refs(path.stem)
+    refs = true_refs(path.stem, truth)
     if refs is not None:
         result.true_entries = len(refs)
         aligned = align_entries(entries, refs)
@@ -358,7 +166,7 @@ def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path) -> tuple[DocRe
                 result.wrong_entries.append(f"{true.n}\t{true.surname} {true.year}\t-> {got}")
     found = found_markers(extraction)
     result.found_markers = len(found)
-    marks = true_markers(path.stem)
+    marks = true_markers(path.stem, truth)
     if marks is not None:
         of_truth, of_found = match_markers(found, marks)
         result.true_markers = len(marks)
@@ -416,19 +224,13 @@ def evaluate_pair(row: dict[str, str], pdfs: pathlib.Path,
     )
 
 
-def _machine_line() -> str:
-    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    return ("Machine: " + ", ".join(f"{k} {v}" for k, v in machine.basics().items())
-            + f"; load average {load} (other jobs share the 2 cores: times are inflated)")
-
-
-def _ratio(part: int | None, whole: int | None) -> str:
+def ratio(part: int | None, whole: int | None) -> str:
     if part is None or not whole:
         return "–"
     return f"{part} / {whole} ({100 * part / whole:.0f} %)"
 
 
-def _totals(docs: list[DocResult]) -> DocResult:
+def totals(docs: list[DocResult]) -> DocResult:
     def total(values: list[int | None]) -> int | None:
         return None if any(v is None for v in values) else sum(v or 0 for v in values)
 
@@ -450,13 +252,13 @@ def _totals(docs: list[DocResult]) -> DocResult:
     )
 
 
-def _row(name: str, held: str, d: DocResult) -> str:
+def table_row(name: str, held: str, d: DocResult) -> str:
     return (
         f"| {name} | {held} | {d.pages} | {d.seconds / max(d.pages, 1):.3f} | "
         f"{d.entries} / {d.true_entries if d.true_entries is not None else '?'} | "
-        f"{_ratio(d.right, d.true_entries)} | {_ratio(d.markers_matched, d.true_markers)} | "
+        f"{ratio(d.right, d.true_entries)} | {ratio(d.markers_matched, d.true_markers)} | "
         f"{d.key_differs if d.key_differs is not None else '–'} | "
-        f"{_ratio(d.found_matched, d.found_markers if d.true_markers is not None else None)} | "
+        f"{ratio(d.found_matched, d.found_markers if d.true_markers is not None else None)} | "
         f"{d.from_list if d.from_list is not None else '–'} | {d.gold or '–'} |"
     )
 
@@ -465,7 +267,7 @@ def render(docs: list[DocResult], pairs: list[PairResult], before: str = "") -> 
     lines = [
         SECTION,
         "",
-        "`python bench/eval_realpdf.py --write` over `../shared/evaldata/realpdf/` (9 real",
+        "`python -m bench.quality.realpdf --write` over `../shared/evaldata/realpdf/` (9 real",
         "papers: ACL two-column author-year, ACM numbered, arXiv preprints, journal",
         "articles), measured against the hand-made truth in `bench/realpdf_truth/` (every",
         "reference entry and every citation marker group, written by hand from the PDFs,",
@@ -494,16 +296,16 @@ def render(docs: list[DocResult], pairs: list[PairResult], before: str = "") -> 
         label = "held out" if held else "tuned on"
         group = [d for d in docs if (d.name in HELD_OUT) == held]
         for d in group:
-            lines.append(_row(d.name, label, d))
+            lines.append(table_row(d.name, label, d))
         if group:
-            lines.append(_row(f"**all {label}**", label, _totals(group)))
-    everything = _totals(docs)
-    lines.append(_row("**all**", "", everything))
+            lines.append(table_row(f"**all {label}**", label, totals(group)))
+    everything = totals(docs)
+    lines.append(table_row("**all**", "", everything))
     if everything.recall_by_where:
         lines += ["", "Markers recall by where the marker stands (all documents):", "",
                   "| where | recall |", "|---|---:|"]
         for where, (n, got) in sorted(everything.recall_by_where.items()):
-            lines.append(f"| {where} | {_ratio(got, n)} |")
+            lines.append(f"| {where} | {ratio(got, n)} |")
     missing = [d.name for d in docs if d.true_entries is None or d.true_markers is None]
     if missing:
         lines += ["", "No hand-made truth yet for: " + ", ".join(missing) + "."]
@@ -521,89 +323,8 @@ def render(docs: list[DocResult], pairs: list[PairResult], before: str = "") -> 
             f"| {p.citing} | {p.cited} | `{p.marker}` | {'yes' if p.ok else '**no**'} | "
             f"{', '.join(p.mapped_keys) or '–'} | {p.reason or '–'} |"
         )
-    lines += ["", _machine_line(), ""]
+    lines += ["", machine.summary_line(), ""]
     return "\n".join(lines)
-
-
-def layout_cost(path: pathlib.Path) -> list[tuple[str, float]]:
-    """Seconds for one PDF: MuPDF's block order (the old parser's text step), the layout
-    step (``get_text("dict")`` lines, columns, paragraphs), the page renderings, the whole
-    ``parse_pdf`` and ``extract``."""
-    import pymupdf  # noqa: PLC0415 (only this measurement needs it directly)
-
-    from citerun.pipeline import layout  # noqa: PLC0415
-
-    data = path.read_bytes()
-    timings: list[tuple[str, float]] = []
-    with pymupdf.open(stream=data, filetype="pdf") as doc:  # type: ignore[no-untyped-call]
-        start = time.perf_counter()
-        for index in range(doc.page_count):
-            doc[index].get_text("blocks", flags=layout.TEXT_FLAGS, sort=True)
-        timings.append(("MuPDF blocks, sorted (old text step)", time.perf_counter() - start))
-        start = time.perf_counter()
-        layout.read_document(doc)
-        timings.append(("layout: dict lines, columns, paragraphs", time.perf_counter() - start))
-        start = time.perf_counter()
-        pdf._render(doc)
-        timings.append(("render every page (grey JPEG, 0.6x)", time.perf_counter() - start))
-    start = time.perf_counter()
-    parsed = pdf.parse_pdf(data, max_bytes=500 * 1024 * 1024)
-    timings.append(("parse_pdf (as the worker runs it)", time.perf_counter() - start))
-    start = time.perf_counter()
-    citations.extract([(p.number, p.text) for p in parsed.pages])
-    timings.append(("extract", time.perf_counter() - start))
-    return timings
-
-
-LAYOUT_SECTION = "## Layout step: pymupdf4llm vs line geometry"
-
-
-def time_pymupdf4llm(count: int, write: bool) -> int:
-    """Seconds per page of pymupdf4llm's layout model against this module's layout step."""
-    import pymupdf  # noqa: PLC0415
-    import pymupdf4llm  # type: ignore[import-not-found]  # noqa: PLC0415
-
-    from citerun.pipeline import layout  # noqa: PLC0415
-
-    paths = sorted((evaldata() / "realpdf" / "pdfs").glob("*.pdf"), key=lambda p: p.stat().st_size)
-    lines = [
-        LAYOUT_SECTION,
-        "",
-        "`python bench/eval_realpdf.py --pymupdf4llm 3 --write`: pymupdf 2's own layout",
-        "analysis (`pymupdf4llm.to_markdown(doc, use_ocr=False)`, an ONNX model shipped in",
-        "the wheel) against `src/citerun/pipeline/layout.py` (`get_text(\"dict\")` lines, columns,",
-        "paragraphs) on the smallest real PDFs, same process, same machine.",
-        "",
-        "| document | pages | pymupdf4llm s/page | layout step s/page |",
-        "|---|---:|---:|---:|",
-    ]
-    print("\n".join(lines))
-    for path in paths[:count]:
-        with pymupdf.open(path) as doc:  # type: ignore[no-untyped-call]
-            start = time.perf_counter()
-            pymupdf4llm.to_markdown(doc, use_ocr=False, show_progress=False)
-            model = time.perf_counter() - start
-            start = time.perf_counter()
-            layout.read_document(doc)
-            ours = time.perf_counter() - start
-            lines.append(f"| {path.name} | {doc.page_count} | {model / doc.page_count:.2f} | "
-                         f"{ours / doc.page_count:.3f} |")
-            print(lines[-1], flush=True)
-    lines += [
-        "",
-        "Chosen: the line geometry. The model is one to two orders of magnitude slower per",
-        "page (a 150-page thesis would take minutes, over the 30 s budget for parse +",
-        "extract), and it returns Markdown without the line boxes that the report needs to",
-        "highlight evidence; the geometry gives reading order across columns, line starts,",
-        "hanging indents and boxes directly. The model stays an option for layouts the",
-        "geometry misreads (three columns, text wrapped around figures).",
-        "",
-        _machine_line(),
-        "",
-    ]
-    if write:
-        machine.write_section(LAYOUT_SECTION, "\n".join(lines))
-    return 0
 
 
 def print_misses(result: DocResult) -> None:
@@ -621,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--entries", metavar="PDF", help="print the parsed list of one PDF")
     parser.add_argument("--misses", metavar="PDF", help="print where one PDF disagrees with the truth")
     parser.add_argument("--large", metavar="PDF", type=pathlib.Path,
-                        help="time the layout step on one PDF (make_large_thesis.py's thesis)")
+                        help="time the layout step on one PDF (bench.pipeline.large_thesis's thesis)")
     parser.add_argument("--pymupdf4llm", metavar="N", type=int, default=0,
                         help="also time pymupdf's own layout analysis (pymupdf4llm.to_markdown, "
                         "use_ocr=False) on the N smallest real PDFs")
@@ -633,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         pages = pdf.parse_pdf(args.large.read_bytes(), max_bytes=500 * 1024 * 1024).page_count
         large = [
             "",
-            f"Layout step on `make_large_thesis.py`'s thesis ({pages} pages; `--large`):",
+            f"Layout step on `bench.pipeline.large_thesis`'s thesis ({pages} pages; `--large`):",
             "",
             "| step | s | ms/page |",
             "|---|---:|---:|",

@@ -2,9 +2,9 @@
 
 Usage::
 
-    python bench/eval_scifact.py                      # dev split, all claims
-    python bench/eval_scifact.py --split train --tune # choose thresholds on train only
-    python bench/eval_scifact.py --limit 50           # a quick run
+    python -m bench.quality.scifact                      # dev split, all claims
+    python -m bench.quality.scifact --split train --tune # choose thresholds on train only
+    python -m bench.quality.scifact --limit 50           # a quick run
 
 Every abstract of ``corpus.jsonl`` (title + sentences) becomes a document in an embedded
 Postgres, stored with the same queries ``parse_document`` uses: staged, chunked with
@@ -38,7 +38,6 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import pathlib
 import random
 import sys
@@ -47,14 +46,13 @@ import typing
 
 import numpy as np
 
+from bench.common import REPO, evaldata, f1_per_class, gold_label, macro_f1
+from bench.train import perturb
 from citerun import db, embedded, sql
 from citerun.pipeline import embed, judge, pdf, retrieval
 from citerun.pipeline.settings import RetrievalConfig
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-DATA = pathlib.Path(os.environ.get("CITERUN_EVALDATA", REPO.parent / "shared" / "evaldata")) / "scifact"
-sys.path.insert(0, str(REPO / "bench"))  # run as a script with -P: perturb.py is beside it
-import perturb  # noqa: E402
+DATA = evaldata() / "scifact"
 _RUNS = sql.load("citerun", "queries/runs.sql")
 _PIPE = sql.load("citerun.worker", "queries/pipeline.sql")
 LABELS = ("SUPPORT", "CONTRADICT", "NEI")
@@ -169,13 +167,6 @@ class Pair:
     passages: tuple[judge.Passage, ...]
 
 
-def gold_label(claim: dict[str, typing.Any], doc_id: int) -> str:
-    sets = claim["evidence"].get(str(doc_id), [])
-    if not sets:
-        return "NEI"
-    return str(collections.Counter(s["label"] for s in sets).most_common(1)[0][0])
-
-
 async def retrieve_pairs(pool: typing.Any, retriever: retrieval.Retriever,
                          claims: list[dict[str, typing.Any]]) -> list[Pair]:
     pairs = []
@@ -218,13 +209,8 @@ async def judge_pairs(pairs: list[Pair], the_judge: typing.Any,
 
 def metrics(gold: list[str], predicted: list[str]) -> tuple[float, float, dict[str, float]]:
     accuracy = sum(g == p for g, p in zip(gold, predicted)) / max(len(gold), 1)
-    f1s = {}
-    for label in LABELS:
-        tp = sum(g == p == label for g, p in zip(gold, predicted))
-        fp = sum(p == label != g for g, p in zip(gold, predicted))
-        fn = sum(g == label != p for g, p in zip(gold, predicted))
-        f1s[label] = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-    return accuracy, sum(f1s.values()) / len(f1s), f1s
+    f1s = dict(zip(LABELS, f1_per_class(gold, predicted, LABELS)))
+    return accuracy, macro_f1(list(f1s.values())), f1s
 
 
 RESAMPLES = 2000

@@ -2,9 +2,9 @@
 
 Usage (from the repository root)::
 
-    python bench/bench_autoscaler.py                # full run (about 8 minutes)
-    python bench/bench_autoscaler.py --quick        # fewer trials (about 4 minutes)
-    python bench/bench_autoscaler.py --write-docs   # also replace the section in docs/benchmarks.md
+    python -m bench.cluster.autoscaler                # full run (about 8 minutes)
+    python -m bench.cluster.autoscaler --quick        # fewer trials (about 4 minutes)
+    python -m bench.cluster.autoscaler --write-docs   # also replace the section in docs/benchmarks.md
 
 Everything is real: an embedded Postgres, the test control plane (etcd + kube-apiserver,
 built by tests/cluster/build.sh), the operator's :class:`Autoscaler` scaling a worker
@@ -37,7 +37,6 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime as dt
-import os
 import random
 import shutil
 import signal
@@ -50,23 +49,18 @@ from typing import Any
 
 import asyncpg
 
-ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT, ROOT / "tests" / "cluster"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
+from kubernetes import client as k8s
 
-import controlplane  # noqa: E402
-import machine as bench_machine  # noqa: E402  (bench/ is sys.path[0])
-from kubernetes import client as k8s  # noqa: E402
+from bench import machine as bench_machine
+from bench.common import REPO, load_average
+from citerun import db, embedded, queue, retry
+from citerun.operator import autoscaler, kube
+from citerun.operator.settings import AutoscalerConfig, OperatorConfig
+from tests.cluster import controlplane
+from tests.conftest import FAST_QUEUE_ENV, WorkerProcess
+from tests.support import kubelet as kubelet_mod
+from tests.support import tasks as test_tasks
 
-from citerun import db, embedded, queue  # noqa: E402
-from citerun.operator import autoscaler, kube  # noqa: E402
-from citerun.operator.settings import AutoscalerConfig, OperatorConfig  # noqa: E402
-from tests.conftest import FAST_QUEUE_ENV, WorkerProcess  # noqa: E402
-from tests.support import kubelet as kubelet_mod  # noqa: E402
-from tests.support import tasks as test_tasks  # noqa: E402
-
-DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Autoscaling and rolling restarts"
 NAMESPACE = "bench"
 DEPLOYMENT = "citerun-worker"
@@ -85,10 +79,6 @@ DEFAULT_WORKER_ENV = {
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def load() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 # -- 1. scale-up reaction -----------------------------------------------------------------
@@ -217,7 +207,7 @@ async def requeue(pool: asyncpg.Pool, url: str, logs: Path, *, sig: signal.Signa
         async def sweep_forever() -> None:
             while True:
                 await asyncio.sleep(operator_sweep_s)
-                await queue.sweep_stalled(pool, backoff_base_s=1.0, backoff_cap_s=300.0,
+                await queue.sweep_stalled(pool, backoff=retry.RetryPolicy(base_s=1.0, cap_s=300.0),
                                           requeue_only=True)
         sweeper = asyncio.create_task(sweep_forever())
     try:
@@ -317,7 +307,7 @@ def rows(r: Results) -> list[tuple[str, str]]:
 
 def markdown(r: Results) -> str:
     lines = [SECTION, "", f"Measured {dt.date.today().isoformat()} with "
-             "`bench/bench_autoscaler.py`:", "", "```", r.command, "```", "",
+             "`bench.cluster.autoscaler`:", "", "```", r.command, "```", "",
              "| Machine | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in r.info.items()]
     lines += ["", "| Measure | Median (mean, range, n) |", "|---|---:|"]
@@ -377,22 +367,22 @@ async def run(args: argparse.Namespace, url: str, plane: controlplane.ControlPla
             plane.create_namespace(NAMESPACE)
             k8s.AppsV1Api(api).create_namespaced_deployment(
                 NAMESPACE, kubelet_mod.worker_deployment(DEPLOYMENT))
-            loads.append(f"reaction {load()}")
-            log(f"1. scale-up reaction (load {load()})")
+            loads.append(f"reaction {load_average()}")
+            log(f"1. scale-up reaction (load {load_average()})")
             citerun_r = await reaction(pool, api, url, polled=False, trials=args.trials,
                                        rng=rng)
             poller_r = await reaction(pool, api, url, polled=True, trials=args.poll_trials,
                                       rng=rng)
-            loads.append(f"rolling restart {load()}")
-            log(f"2. {args.tasks} tasks, without and with a rolling restart (load {load()})")
+            loads.append(f"rolling restart {load_average()}")
+            log(f"2. {args.tasks} tasks, without and with a rolling restart (load {load_average()})")
             plain = await run_tasks(pool, api, url, logs, tasks=args.tasks,
                                     seconds=args.task_seconds, restart=False)
             log(f"  no restart: {plain}")
             rolled = await run_tasks(pool, api, url, logs, tasks=args.tasks,
                                      seconds=args.task_seconds, restart=True)
             log(f"  rolling restart: {rolled}")
-        loads.append(f"requeue {load()}")
-        log(f"3. requeue latency (load {load()})")
+        loads.append(f"requeue {load_average()}")
+        log(f"3. requeue latency (load {load_average()})")
         fast = {**FAST_QUEUE_ENV, "CITERUN_WORKER__DRAIN_TIMEOUT_S": "1"}
         term, term_total = await requeue(pool, url, logs, sig=signal.SIGTERM, env=fast,
                              trials=args.requeue_trials, rng=rng)
@@ -404,7 +394,7 @@ async def run(args: argparse.Namespace, url: str, plane: controlplane.ControlPla
         kill_operator, _ = await requeue(pool, url, logs, sig=signal.SIGKILL,
                                          env=DEFAULT_WORKER_ENV, trials=args.default_trials,
                                          rng=rng, operator_sweep_s=5.0)
-        loads.append(f"end {load()}")
+        loads.append(f"end {load_average()}")
     finally:
         await pool.close()
     return Results(machine(pg_version, k8s_version), args.command, citerun_r, poller_r,
@@ -424,7 +414,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args.requeue_trials = 3 if args.quick else 5
     args.default_trials = 1 if args.quick else 3
     args.tasks, args.task_seconds = 800, 0.25
-    args.command = "python bench/bench_autoscaler.py" + "".join(
+    args.command = "python -m bench.cluster.autoscaler" + "".join(
         f" {a}" for a in argv if a != "--write-docs")
     return args
 
@@ -464,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.write_docs:
         bench_machine.write_section(SECTION, text)
-        print(f"wrote the '{SECTION[3:]}' section of {DOCS.relative_to(ROOT)}")
+        print(f"wrote the '{SECTION[3:]}' section of {bench_machine.DOCS.relative_to(REPO)}")
     return 0
 
 

@@ -1,0 +1,83 @@
+"""What several benches share: where the repository and the evaluation data lie, the
+load average they report, an embedded Postgres that is always stopped, per-class F1."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import pathlib
+import shutil
+import tempfile
+import typing
+from collections.abc import Iterator, Sequence
+
+import numpy
+
+from citerun import embedded
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def evaldata() -> pathlib.Path:
+    """The evaluation data kept outside the repository (SciFact, real PDFs)."""
+    return pathlib.Path(os.environ.get("CITERUN_EVALDATA", REPO.parent / "shared" / "evaldata"))
+
+
+def load_average() -> str:
+    """The 1/5/15 min load average, as the benches print it next to their figures."""
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def was_busy(*loads: str) -> bool:
+    """Whether a 1-minute load of ``load_average()`` readings exceeded 3/4 of the cores:
+    the run shared the machine, and its figures say so."""
+    return max(float(load.split(" / ")[0]) for load in loads) > 0.75 * (os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def postgres(prefix: str, *, stop: str = "fast", keep: bool = False, keep_on_error: bool = False
+             ) -> Iterator[tuple[pathlib.Path, embedded.EmbeddedPostgres]]:
+    """A started embedded Postgres in a fresh temporary directory (yielded too: worker
+    logs go beside it), stopped on the way out, also on an error or Ctrl-C; the directory
+    is removed unless ``keep``, or ``keep_on_error`` and an exception left the block."""
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    server = embedded.EmbeddedPostgres(tmp / "pg")
+    failed = False
+    try:
+        server.start()
+        yield tmp, server
+    except Exception:
+        failed = True
+        raise
+    finally:
+        server.stop(stop)
+        if not (keep or (keep_on_error and failed)):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def f1_per_class(gold: Sequence[object] | numpy.ndarray, predicted: Sequence[object] | numpy.ndarray,
+                 labels: Sequence[object]) -> list[float]:
+    """F1 of each label in ``labels`` order (0 for a label never predicted right)."""
+    g, p = numpy.asarray(gold), numpy.asarray(predicted)
+    out = []
+    for label in labels:
+        tp = int(numpy.sum((g == label) & (p == label)))
+        fp = int(numpy.sum((g != label) & (p == label)))
+        fn = int(numpy.sum((g == label) & (p != label)))
+        out.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+    return out
+
+
+def macro_f1(f1s: Sequence[float]) -> float:
+    """The unweighted mean of per-class F1s (summed in label order)."""
+    return sum(f1s) / len(f1s)
+
+
+def gold_label(claim: dict[str, typing.Any], doc_id: int) -> str:
+    """SciFact's label of a claim against one abstract it cites: the most common label of
+    the abstract's evidence sets (SUPPORT or CONTRADICT), NEI when it has none."""
+    sets = claim["evidence"].get(str(doc_id), [])
+    if not sets:
+        return "NEI"
+    return str(collections.Counter(s["label"] for s in sets).most_common(1)[0][0])
