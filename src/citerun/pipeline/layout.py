@@ -40,6 +40,8 @@ import unicodedata
 
 import pymupdf
 
+from citerun.pipeline import normalize
+
 Box = tuple[float, float, float, float]
 
 # Ligatures are expanded (no TEXT_PRESERVE_LIGATURES) so that "ﬁnd" matches "find";
@@ -181,8 +183,12 @@ class _Raw:
         return max(self.y1 - self.y0, 1.0)
 
 
-_SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-_FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+# The raised digits a note number is written in, and the signs a note opens with; the
+# citation extraction reads them too (superscript citations, a footnote closing a page).
+SUPERSCRIPT_DIGITS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+NOTE_SIGNS = "*∗†‡§¶"
+_SUPERSCRIPT_DIGITS = str.maketrans("0123456789", SUPERSCRIPT_DIGITS)
+_FROM_SUPERSCRIPT = str.maketrans(SUPERSCRIPT_DIGITS, "0123456789")
 # Raised note numbers: "14", "11–13", "2 4", "1,2". Some fonts map the en dash of a
 # range to the letter "e" ("1e3" for 1–3, as in "Gut 2007;56:772e81"); between raised
 # digits that "e" can be nothing else.
@@ -477,7 +483,11 @@ def _mark_paragraphs(ordered: list[tuple[_Raw, int]]) -> list[Line]:
     return lines
 
 
-_FOOTNOTE_START = re.compile(r"^(?:\d{1,3}|[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}|[*∗†‡§¶])\s*\S")
+# A footnote's first line: its number, plain ("12 See ...") or raised, or a note sign,
+# then its text. Page text without sizes (the citations' reference list) also needs a
+# plain ``number`` glued to the text, or a list's own "12 Smith" would be a note.
+FOOTNOTE_START = re.compile(
+    rf"^(?:(?P<number>\d{{1,3}})|[{SUPERSCRIPT_DIGITS}]{{1,3}}|[{NOTE_SIGNS}])\s*(?=\S)")
 
 
 def _footnotes_last(ordered: list[tuple[_Raw, int]], body_size: float) -> list[tuple[_Raw, int]]:
@@ -498,7 +508,7 @@ def _footnotes_last(ordered: list[tuple[_Raw, int]], body_size: float) -> list[t
         if start > 0 and lines[start - 1][0].size < note_size + 0.9 or note_size > body_size - 0.9:
             start = len(lines)  # no smaller run below the column's text
         # The run must sit below the column's body text and open with a note number.
-        if 0 < start < len(lines) and _FOOTNOTE_START.match(lines[start][0].text):
+        if 0 < start < len(lines) and FOOTNOTE_START.match(lines[start][0].text):
             moved.extend(lines[start:])
             kept.extend(lines[:start])
         else:
@@ -568,10 +578,6 @@ def line_rows(lines: typing.Sequence[Line]) -> list[LineRow]:
     return [[round(x, 1) for x in line.bbox] + [line.text] for line in lines]
 
 
-def _fold(text: str) -> str:
-    return "".join(c for c in text.casefold() if c.isalnum())
-
-
 def find_boxes(rows: typing.Sequence[LineRow], quote: str) -> list[Box]:
     """The boxes of the lines that hold ``quote`` (a sentence of the page), in order.
 
@@ -579,9 +585,9 @@ def find_boxes(rows: typing.Sequence[LineRow], quote: str) -> list[Box]:
     between a quote and its lines); the quote's opening and closing words locate the
     first and last line. Nothing is returned when the quote is not on the page.
     """
-    folded = [_fold(str(row[4])) for row in rows]
+    folded = [normalize.fold(str(row[4]), transliterate=False) for row in rows]
     text = "".join(folded)
-    target = _fold(quote)
+    target = normalize.fold(quote, transliterate=False)
     if not target or not text:
         return []
     start = text.find(target)

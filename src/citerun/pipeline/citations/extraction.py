@@ -1,0 +1,99 @@
+"""The extraction policy: which markers of a paper count, and the claim of each.
+
+:mod:`~citerun.pipeline.citations.markers` finds every marker that could cite; whether
+it does depends on the paper as a whole, decided here: superscript numbers cite only
+in a paper that numbers its list and has no bracketed numbers (elsewhere they are
+footnote marks); a bracketed number the numbered list does not hold is an equation or
+a range; and a paper that numbers its list and cites by number makes no author-year
+citations of its own (what looks like one is quoted material). Markers are found in the
+body and in what follows the list (an appendix cites too), never in the list.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections.abc
+
+from citerun.pipeline import pdf
+from citerun.pipeline.citations import claims, markers, model, references
+
+
+def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extraction:
+    """Find the reference list, the markers of the body and the claim of each marker.
+
+    ``pages`` are ``(page_number, text)`` in reading order. A marker citing three
+    sources gives three citations; ``ebd.``/``ibid.`` repeats the source cited just
+    before it (or stays unresolved with key "ibid" if there is none).
+    """
+    body_pages, reference_text, reference_page = references.find_reference_section(list(pages))
+    listed = references.parse_reference_list(reference_text) if reference_text else ()
+
+    joined = pdf.join_pages(body_pages)
+    body = joined.text
+    if not body:
+        return model.Extraction((), listed, reference_page)
+
+    found = markers.find_markers(body)
+    labels = {e.label for e in listed if e.label}
+    # Raised numbers cite only in a paper that numbers its list and has no bracketed
+    # numbers; elsewhere they are footnote marks.
+    bracketed = any(not r.superscript and r.key.isdigit() for m in found for r in m.refs)
+    if bracketed or not labels:
+        found = [m for m in found if not any(r.superscript for r in m.refs)]
+    numeric = [m for m in found if m.refs and all(r.key.isdigit() for r in m.refs)]
+    # "[0, 1]" is an interval; in a paper whose list is author-year, or whose numbered
+    # list holds none of the numbers, a bracketed number is an equation or a range.
+    drop = {
+        id(m)
+        for m in numeric
+        if any(r.key == "0" for r in m.refs)
+        or (len(listed) >= 5 and not any(r.key in labels for r in m.refs))
+    }
+    found = [m for m in found if id(m) not in drop]
+    if labels and all(label.isdigit() for label in labels) and any(
+            r.key in labels for m in numeric if id(m) not in drop for r in m.refs):
+        # A paper that numbers its list and cites by number makes no author-year
+        # citations of its own: "(Brown et al., 2020)" there is quoted material (a
+        # figure reproducing another paper's text), and "Smith et al. (2020) [5]" is
+        # cited by its "[5]". "Singh and Agarwal [1989]" is the paper's own narrative
+        # citation (its year in brackets where a number would stand), so it stays.
+        found = [m for m in found if m.year_bracket or not any(r.authors for r in m.refs)]
+    found = sorted(found + markers.bare_markers(body, found, listed), key=lambda m: m.start)
+    spans = claims.claim_spans(body, found)
+    starts = [s for s, _ in spans]
+    sentence_index = [claims.sentence_of(marker, spans, starts, body) for marker in found]
+    cut_starts = [m.cut_start for m in found]
+    cut_ends = [m.cut_end for m in found]
+    claim_texts: dict[int, str] = {}
+
+    def claim_of(index: int) -> str:
+        if index not in claim_texts:
+            start, end = spans[index]
+            inside = found[bisect.bisect_right(cut_ends, start):bisect.bisect_left(cut_starts, end)]
+            claim_texts[index] = claims.claim_text(body, start, end, inside)
+        return claim_texts[index]
+
+    citations: list[model.ExtractedCitation] = []
+    previous: model.Ref | None = None
+    for marker, index in zip(found, sentence_index):
+        claim = claim_of(index)
+        page = joined.page_at(marker.start)
+        for ref in marker.refs:
+            if ref.ibid:
+                ref = previous if previous is not None else ref
+            else:
+                previous = ref
+            citations.append(
+                model.ExtractedCitation(
+                    ordinal=len(citations) + 1,
+                    key=ref.key,
+                    claim=claim,
+                    page=page,
+                    marker=" ".join(marker.text.split()),
+                    locator=marker.locator,
+                    authors=ref.authors,
+                    year=ref.year,
+                )
+            )
+    return model.Extraction(tuple(citations), listed, reference_page)
+
