@@ -62,3 +62,10 @@ def summary_line() -> str:
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     return ("Machine: " + ", ".join(f"{k} {v}" for k, v in basics().items())
             + f"; load average {load} (other jobs share the 2 cores: times are inflated)")
+
+
+def write_section_if(wanted: bool, section: str, text: str) -> None:
+    """``write_section`` when the bench was asked to (``--write-docs``), and say so."""
+    if wanted:
+        write_section(section, text)
+        print(f"wrote the '{section[3:]}' section of {DOCS.relative_to(REPO)}")

@@ -15,7 +15,11 @@ Served by ``python -m citerun worker --tasks bench.queue.deadline_tasks:registry
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
 
 import pydantic
 
@@ -44,12 +48,19 @@ class Stage(pydantic.BaseModel):
     seconds: float
 
 
+@contextlib.asynccontextmanager
+async def _stage(ctx: registry_mod.TaskContext, payload: Stage) -> AsyncIterator[asyncpg.Connection]:
+    """The stage's work (a sleep of its seconds), then its fenced transaction."""
+    await asyncio.sleep(payload.seconds)
+    async with ctx.fenced() as conn:
+        yield conn
+
+
 async def _stage_done(ctx: registry_mod.TaskContext, payload: Stage, counter: str, total: str,
                      then: str, then_seconds: str) -> None:
     """Sleep for the stage, count it on the run (``counter`` of ``total``), and when it was
     the run's last one, enqueue stage ``then`` in the same fenced transaction."""
-    await asyncio.sleep(payload.seconds)
-    async with ctx.fenced() as conn:
+    async with _stage(ctx, payload) as conn:
         row = await conn.fetchrow(
             f"UPDATE bench_runs SET {counter} = {counter} + 1 WHERE run_id = $1 "
             f"RETURNING {counter} = {total} AS last, {then_seconds} AS seconds", payload.run_id)
@@ -66,8 +77,7 @@ async def parse(ctx: registry_mod.TaskContext, payload: Stage) -> None:
 
 @registry.task("extract", payload=Stage)
 async def extract(ctx: registry_mod.TaskContext, payload: Stage) -> None:
-    await asyncio.sleep(payload.seconds)
-    async with ctx.fenced() as conn:
+    async with _stage(ctx, payload) as conn:
         row = await conn.fetchrow("SELECT citations, judge_s FROM bench_runs WHERE run_id = $1",
                                   payload.run_id)
         await queue.enqueue(conn, [queue.NewTask(
@@ -82,7 +92,6 @@ async def judge(ctx: registry_mod.TaskContext, payload: Stage) -> None:
 
 @registry.task("finalize", payload=Stage)
 async def finalize(ctx: registry_mod.TaskContext, payload: Stage) -> None:
-    await asyncio.sleep(payload.seconds)
-    async with ctx.fenced() as conn:
+    async with _stage(ctx, payload) as conn:
         await conn.execute("UPDATE bench_runs SET finished_at = clock_timestamp() "
                            "WHERE run_id = $1", payload.run_id)

@@ -267,9 +267,7 @@ def main() -> int:
             raise
         finally:
             procs.stop_all(grace_s=10)
-    if args.write_docs:
-        bench_machine.write_section(SECTION, text)
-        console.print("wrote its section of docs/benchmarks.md")
+    bench_machine.write_section_if(args.write_docs, SECTION, text)
     return 0
 
 

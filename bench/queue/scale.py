@@ -265,9 +265,7 @@ def main() -> int:
     args = p.parse_args()
     with postgres("citerun-bench-scale-") as (_tmp, server):
         text = asyncio.run(main_async(args, server))
-    if args.write_docs:
-        bench_machine.write_section(SECTION, text)
-        console.print("wrote its section of docs/benchmarks.md")
+    bench_machine.write_section_if(args.write_docs, SECTION, text)
     return 0
 
 
