@@ -17,6 +17,7 @@ import typing
 import rapidfuzz.fuzz
 
 from citerun.pipeline import pdf
+from citerun.pipeline.citations import references
 from citerun.pipeline.judging.types import Evidence, Passage
 
 # --- text helpers --------------------------------------------------------------------
@@ -249,10 +250,9 @@ _SECTION_NAMES = frozenset(
     """
     abstract summary introduction background methods method materials results discussion
     conclusion conclusions limitations keywords acknowledgements acknowledgments
-    references bibliography appendix zusammenfassung einleitung methoden ergebnisse
-    diskussion fazit literaturverzeichnis
+    appendix zusammenfassung einleitung methoden ergebnisse diskussion fazit
     """.split()
-)
+) | frozenset(references.ONE_WORD_HEADINGS)
 _HEADING_NUMBER = re.compile(r"^(?:\d{1,3}\.)*\d{1,3}\.?\s+(?=\S)")
 _WORD_SPAN = re.compile(r"[^\W\d_][\w'’-]*")
 # "7(2)", "3(3)", "45-58", "vol. 12", "pp. 301-319": a journal or reference line.

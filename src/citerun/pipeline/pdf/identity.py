@@ -12,7 +12,7 @@ import dataclasses
 import re
 import typing
 
-from citerun.pipeline import layout
+from citerun.pipeline import layout, normalize
 
 # A date in the PDF's info fields: "D:20190412..." or a bare year.
 _YEAR = re.compile(r"(?:D:)?((?:1[5-9]|20)\d\d)")
@@ -28,7 +28,6 @@ _NOT_TITLE = re.compile(
     r"abstract\b|contents\b|https?://)",
     re.IGNORECASE,
 )
-DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
 ARXIV_ID = re.compile(r"\barXiv\s*:\s*(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE)
 _COPYRIGHT_YEAR = re.compile(r"(?:©|\(c\)|copyright)\s*(?:©\s*)?((?:19|20)\d\d)", re.IGNORECASE)
 _VENUE_YEAR = re.compile(
@@ -190,7 +189,7 @@ def identify(first: layout.PageLayout, raw_text: str, metadata: dict[str, str]) 
         if all(_fold_words(name) in page_words for name in surnames if name):
             authors = meta_authors
     arxiv = ARXIV_ID.search(raw_text)
-    doi = DOI.search(raw_text)
+    doi = normalize.DOI.search(raw_text)
     year = _first_page_year(lines, raw_text)
     if year is None and arxiv:
         year = 2000 + int(arxiv.group(1)[:2])
@@ -206,4 +205,4 @@ def identify(first: layout.PageLayout, raw_text: str, metadata: dict[str, str]) 
 
 
 def _fold_words(text: str) -> str:
-    return " ".join(re.findall(r"[^\W_]+", text.casefold()))
+    return normalize.fold_words(text, transliterate=False)
