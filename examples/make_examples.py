@@ -17,7 +17,7 @@ are plausible, not real findings. Each thesis contains, on purpose:
 The page layout is done here by hand (word wrap with pymupdf's font metrics) rather
 than with an HTML renderer, so that each page has a running header and a page number:
 the parser's header/footer removal gets exercised by the demo too.
-``bench/make_large_thesis.py`` imports :func:`write_pdf` from here for the same reason.
+``bench/pipeline/large_thesis.py`` imports :func:`write_pdf` from here for the same reason.
 """
 
 # pymupdf's annotations are partial; its untyped calls are fine in this script.

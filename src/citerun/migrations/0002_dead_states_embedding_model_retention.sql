@@ -31,7 +31,7 @@ ALTER TABLE chunks ADD CONSTRAINT chunks_embedding_dim_check
     CHECK (embedding_dim = vector_dims(embedding));
 CREATE INDEX chunks_digest_model_idx ON chunks (digest, embedding_model);
 
--- Retention (src/citerun/operator/cleaner.py): finished tasks and runs, oldest first, in small
+-- Retention (operator/cleaner.py): finished tasks and runs, oldest first, in small
 -- batches; partial indexes so the cleaner never reads live rows.
 CREATE INDEX tasks_finished_idx ON tasks (finished_at)
     WHERE state IN ('succeeded', 'failed', 'cancelled');

@@ -43,7 +43,7 @@ class TrainedJudgeConfig(pydantic.BaseModel):
 
     model_file: pathlib.Path | None = pydantic.Field(
         default=None,
-        description="A model written by bench/train_judge.py; None for the one shipped in the package.",
+        description="A model written by bench/train/judge.py; None for the one shipped in the package.",
     )
     supported_min: float = pydantic.Field(
         default=0.5,

@@ -1,7 +1,7 @@
 """The trained model of the embedded judge: its artifact, inference and its training step.
 
 The artifact (``judge_model.json`` beside this module, written by
-``bench/train_judge.py``; see ``MODEL_CARD.md``) holds the feature names it was trained
+``bench/train/judge.py``; see ``MODEL_CARD.md``) holds the feature names it was trained
 on and the flattened trees of a gradient-boosted model (format 2, shipped) or the
 standardisation and the weights of a logistic regression or an MLP (format 1),
 the temperature that calibrates its probabilities and the per-class decision offsets.
@@ -91,7 +91,7 @@ class Model:
         if tuple(data["names"]) != features.NAMES:
             raise JudgeConfigError(
                 f"the judge model {str(path)!r} was trained on other features; "
-                "retrain it with bench/train_judge.py")
+                "retrain it with bench/train/judge.py")
 
         def array(values: typing.Any) -> Array:
             return numpy.asarray(values, dtype=numpy.float32)

@@ -1,0 +1,24 @@
+"""A released migration is never edited: a database that applied it records its sha256
+and refuses to start when the file's text changed (citerun.db). Even a comment counts, so
+the checksums of the released files are pinned here; a new migration is a new file, added
+to this table when it is released."""
+
+from __future__ import annotations
+
+from citerun import db
+
+RELEASED = {
+    "0001_initial.sql": "3bd659d1f9773220e75daff8c2069e23a184a6d59c9036b2e3e339d8362e9669",
+    "0002_dead_states_embedding_model_retention.sql": "14c98252dc64298d5a61c1cf2121b29cc376e519cf80588b0284b1eb1f2602a9",
+    "0003_tenancy.sql": "51e113ff15863019fe617e47ad4b27ad7d7ea78f5e4df7012bbf65d98fd3aa53",
+    "0004_fair_claim.sql": "706c94cad4a5951617cebb33f05d8aad9c512aa386299cdd433a4a13a7ea07f2",
+    "0005_judge_answers.sql": "053539269bd99aae75095d95f1fcae805915e06be6259142305ccc9e0a8bf582",
+    "0007_layout_identity.sql": "f20487c2a0b5d3f630f5469139de63e8521773ecaa62fefce732faea4fcfc27c",
+    "0013_upload_ownership.sql": "d7e1b2cbf7e139aff53dac4fadf08172de4d9e5d16bc63d4288dc7d0d46bd939",
+}
+
+
+def test_released_migrations_are_byte_for_byte_what_databases_applied() -> None:
+    found = {f"{m.version:04d}_{m.name}.sql": m.checksum for m in db.available_migrations()}
+    changed = {name for name, digest in RELEASED.items() if found.get(name) != digest}
+    assert not changed, f"released migrations were edited (or removed): {sorted(changed)}"
