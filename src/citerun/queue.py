@@ -24,8 +24,9 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
-from citerun import errors, sql
+from citerun import errors, retry, sql
 from citerun.settings import QueueSettings
+from citerun.states import TaskState, WorkerState
 
 # Where a statement may run: a connection (possibly inside the caller's transaction)
 # or the pool.
@@ -41,8 +42,6 @@ _Q = sql.load("citerun", "queries/queue.sql")
 
 # A task enqueued without max_attempts (the flow always sets it) gets the settings' default.
 _DEFAULT_MAX_ATTEMPTS: int = QueueSettings.model_fields["max_attempts"].default
-
-TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 
 
 class QueueError(errors.CiterunError):
@@ -204,14 +203,14 @@ async def fenced(conn: asyncpg.Connection, task: ClaimedTask, *, worker_id: str,
 
 async def fail(executor: Executor, task: ClaimedTask, *, worker_id: str, error: str,
                delay_s: float, permanent: bool = False) -> str | None:
-    """Record a failed attempt; return the new state ('queued' or 'failed').
+    """Record a failed attempt; return the new state (queued or failed).
 
     Returns None when the worker no longer held the task (nothing written).
     """
     async with _transaction(executor) as conn:
         state: str | None = await conn.fetchval(
             _Q["task_fail"], task.id, task.attempt, worker_id, error[:8000], delay_s, permanent)
-        if state == "queued":
+        if state == TaskState.QUEUED:
             await conn.execute(_Q["task_notify"], task.kind + (LATER if delay_s > 0 else ""))
     return state
 
@@ -237,23 +236,26 @@ async def heartbeat(conn: Executor, tasks: Sequence[ClaimedTask], *,
     return {r["id"] for r in rows}
 
 
-async def sweep_stalled(executor: Executor, *, backoff_base_s: float,
-                        backoff_cap_s: float, worker_id: str = "",
-                        requeue_only: bool = False) -> SweepResult:
+async def sweep_stalled(executor: Executor, *, backoff: retry.RetryPolicy,
+                        worker_id: str = "", requeue_only: bool = False) -> SweepResult:
     """Requeue tasks whose lease expired; dead-letter the ones out of attempts.
 
     One statement (requeue, notify and the sweeper's heartbeat stamp), so the periodic
-    sweep of an idle worker costs one round trip. ``requeue_only`` leaves exhausted tasks
-    alone (for a sweeper that cannot run the dead-letter hooks: the operator).
+    sweep of an idle worker costs one round trip. The requeued task waits as long as
+    ``backoff.delay_s`` says after a failed attempt: the statement computes the same
+    formula from the policy's base, cap and jitter (``tests/db/test_queue.py`` compares
+    them). ``requeue_only`` leaves exhausted tasks alone (for a sweeper that cannot run
+    the dead-letter hooks: the operator).
     """
-    rows = [r for r in await executor.fetch(_Q["task_sweep_stalled"], backoff_base_s,
-                                            backoff_cap_s, worker_id, requeue_only)
+    rows = [r for r in await executor.fetch(_Q["task_sweep_stalled"], backoff.base_s,
+                                            backoff.cap_s, worker_id, requeue_only,
+                                            backoff.jitter)
             if r["id"] is not None]
     return SweepResult(
-        requeued=tuple(r["id"] for r in rows if r["state"] == "queued"),
-        dead=tuple(r["id"] for r in rows if r["state"] == "failed"),
+        requeued=tuple(r["id"] for r in rows if r["state"] == TaskState.QUEUED),
+        dead=tuple(r["id"] for r in rows if r["state"] == TaskState.FAILED),
         dead_run_ids=tuple({r["run_id"] for r in rows
-                            if r["state"] == "failed" and r["run_id"] is not None}),
+                            if r["state"] == TaskState.FAILED and r["run_id"] is not None}),
     )
 
 
@@ -303,5 +305,5 @@ async def register_worker(conn: Executor, *, worker_id: str, version: str,
     await conn.execute(_Q["worker_register"], worker_id, version, capabilities)
 
 
-async def set_worker_state(conn: Executor, *, worker_id: str, state: str) -> None:
+async def set_worker_state(conn: Executor, *, worker_id: str, state: WorkerState) -> None:
     await conn.execute(_Q["worker_set_state"], worker_id, state)

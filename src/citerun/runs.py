@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 
 from citerun import errors, queue, sql
+from citerun.states import RunState
 
 _Q = sql.load("citerun", "queries/runs.sql")
 
@@ -190,7 +191,7 @@ async def fail_document(conn: asyncpg.Connection, digest: str, reason: str,
     await conn.execute(_Q["document_mark_failed"], digest, reason, error[:2000])
 
 
-async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, state: str,
+async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, state: RunState,
                  error: str | None = None, *, release: bool = True) -> None:
     """Move the run to ``state`` (succeeded, failed, cancelled) and notify.
 
@@ -248,7 +249,7 @@ async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str, *,
     async with pool.acquire() as conn, conn.transaction():
         await conn.fetchrow(_Q["run_lock"], run_id)
         cancelled = await queue.cancel_run(conn, run_id, reason)
-        await finish(conn, run_id, "cancelled", reason, release=drop_bytes)
+        await finish(conn, run_id, RunState.CANCELLED, reason, release=drop_bytes)
         if drop_bytes:
             await conn.fetch(_Q["run_drop_staged_bytes"], run_id)
     return cancelled

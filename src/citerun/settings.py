@@ -7,9 +7,13 @@ Every field says its unit and why its default is what it is.
 
 from __future__ import annotations
 
+import difflib
 import os
 import socket
+import types
+import typing
 import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +27,7 @@ from citerun import errors, retry
 class QueueSettings(BaseModel):
     """How long leases last and how failed work is retried."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     lease_s: float = Field(
         30.0, gt=0, description="Seconds a claim is valid without a heartbeat. Long enough "
@@ -79,7 +83,7 @@ class QueueSettings(BaseModel):
 class WorkerSettings(BaseModel):
     """The worker runtime: concurrency, wake-ups, maintenance and drain."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(
         default_factory=lambda: os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
@@ -151,3 +155,109 @@ class Settings(BaseSettings):
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (validated like the original)."""
         return type(self).model_validate({**self.model_dump(), **changes})
+
+
+# -- the environment: every CITERUN_* variable is a setting or a known other one ----------
+
+#: The prefix of every variable citerun reads, and the separator of a nested field.
+ENV_PREFIX = "CITERUN_"
+ENV_NESTED = "__"
+
+#: ``CITERUN_*`` variables that are no settings field but are read all the same, with who
+#: reads them; a name ending in ``_`` stands for every name it begins. pydantic-settings
+#: ignores an unknown ``CITERUN_*`` variable, so :func:`unknown_variables` (run by the CLI
+#: before anything else) lets exactly these and the settings' own pass.
+NOT_SETTINGS: dict[str, str] = {
+    "CITERUN_LOG_FORMAT": "the CLI's --log-format default, needed before any settings",
+    "CITERUN_VERIFY_PID": "citerun.verify.VERIFY_PID_ENV: the `citerun verify` that "
+    "started this worker (it lives and dies with it)",
+    "CITERUN_JUDGE_PROFILES": "citerun.runspec.JUDGE_PROFILES_ENV: the judge profiles "
+    "runs may choose (JSON, from the chart's judgeProfiles)",
+    "CITERUN_JUDGE_API_KEY": "the chart's key of the default openai judge, the variable "
+    "CITERUN_JUDGE__OPENAI__API_KEY_ENV names",
+    "CITERUN_JUDGE_PROFILE_KEY_": "the chart's keys of the judge profiles, the variables "
+    "their apiKeyEnv names",
+    # Switches of the tests, benches and test scripts: the `citerun` processes the tests
+    # start inherit them.
+    "CITERUN_EVALDATA": "tests/unit/test_realpdf.py and bench/: the evaluation data",
+    "CITERUN_HELDOUT_PDFS": "bench/eval_heldout.py: the held-out PDFs",
+    "CITERUN_UPDATE_SCHEMA": "tests/db/test_migrations.py: rewrite the expected schema",
+    "CITERUN_NODE_TESTS": "scripts/test: run the real-node cluster tests",
+    "CITERUN_K8S_CACHE": "tests/cluster and bench/bench_node.py: the Kubernetes build cache",
+    "CITERUN_BUILD_JOBS": "tests/cluster/build.sh: parallel compile jobs",
+    "CITERUN_BUILDAH_DRIVER": "tests/cluster/node/images.sh: buildah's storage driver",
+    "CITERUN_NODE_SNAPSHOTTER": "tests/cluster/node: containerd's snapshotter",
+    "CITERUN_KEEP_CONTROL_PLANE": "tests/cluster: keep the control plane's files",
+    "CITERUN_TEST_JUDGE_KEY": "tests/unit/test_judge.py: a key named by api_key_env",
+}
+
+
+def _submodels(annotation: Any) -> Iterator[Any]:
+    """The types a field may hold (``A | None`` holds ``A`` and ``None``)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            yield from _submodels(arg)
+    else:
+        yield annotation
+
+
+def _is_group(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _resolves(model: type[BaseModel], path: Sequence[str]) -> bool:
+    """Whether the upper-case field path names a field of ``model`` (or an entry of one
+    of its mappings: ``QUEUE__TENANT_CAPS__THESIS_DEPT``), the way pydantic-settings
+    reads nested variables (case-insensitively)."""
+    fields = {name.upper(): info for name, info in model.model_fields.items()}
+    info = fields.get(path[0])
+    if info is None:
+        return False
+    if len(path) == 1:
+        return True
+    kinds = list(_submodels(info.annotation))
+    return any(_is_group(k) and _resolves(k, path[1:]) for k in kinds) or any(
+        typing.get_origin(k) is dict for k in kinds)
+
+
+def _names(model: type[BaseModel], prefix: str) -> Iterator[str]:
+    """Every variable that sets a field (or a whole group) of ``model``."""
+    for name, info in model.model_fields.items():
+        full = prefix + name.upper()
+        yield full
+        for kind in _submodels(info.annotation):
+            if _is_group(kind):
+                yield from _names(kind, full + ENV_NESTED)
+
+
+def is_setting(name: str, models: Sequence[type[BaseModel]]) -> bool:
+    """Whether the variable ``name`` sets a field of one of ``models``."""
+    upper = name.upper()
+    return upper.startswith(ENV_PREFIX) and any(
+        _resolves(m, upper.removeprefix(ENV_PREFIX).split(ENV_NESTED)) for m in models)
+
+
+def _known(name: str, models: Sequence[type[BaseModel]]) -> bool:
+    upper = name.upper()
+    return is_setting(upper, models) or any(
+        upper == other or (other.endswith("_") and upper.startswith(other))
+        for other in NOT_SETTINGS)
+
+
+def unknown_variables(environ: Mapping[str, str],
+                      models: Sequence[type[BaseModel]]) -> str | None:
+    """One line naming each ``CITERUN_*`` variable of ``environ`` that is neither a
+    field of ``models`` (the settings a process reads) nor one of :data:`NOT_SETTINGS`,
+    with the closest valid name; None when there is none. pydantic-settings would ignore
+    such a variable silently, so a typo would leave a default in force."""
+    unknown = sorted(name for name in environ
+                     if name.upper().startswith(ENV_PREFIX) and not _known(name, models))
+    if not unknown:
+        return None
+    valid = [name for m in models for name in _names(m, ENV_PREFIX)] + list(NOT_SETTINGS)
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name.upper(), valid, n=1)
+        parts.append(f"unknown setting {name}"
+                     + (f" (did you mean {close[0]}?)" if close else ""))
+    return "; ".join(parts)

@@ -32,6 +32,7 @@ from rich.table import Table
 
 from citerun import db, errors, flow, runs, sql
 from citerun.settings import Settings
+from citerun.states import RunState
 
 _Q = sql.load("citerun", "queries/local.sql")
 
@@ -227,7 +228,7 @@ async def follow(url: str, run_id: uuid.UUID, workers: LocalWorkers, console: Co
                 assert row is not None
                 bar.update(docs, total=row["documents"], completed=row["documents_done"])
                 bar.update(judged, total=row["citations"] or None, completed=row["judged"])
-                if row["state"] not in ("pending", "running"):
+                if row["state"] != RunState.RUNNING:
                     return row
                 if len(workers.dead()) == len(workers.procs):
                     raise errors.CiterunError(
@@ -300,7 +301,7 @@ def verify(settings: Settings, url: str, thesis: Path, sources: list[Path], *,
                 console.print(f"could not cancel run {run_id}: {err}")
         local.stop()
     verdicts = dict(row["verdicts"] or {})
-    if row["state"] != "succeeded":
+    if row["state"] != RunState.SUCCEEDED:
         return VerifyResult(run_id, row["state"], None, None, verdicts, row["error"])
     json_path = asyncio.run(save_report(url, run_id, out))
     return VerifyResult(run_id, row["state"], out, json_path, verdicts, None)

@@ -103,7 +103,7 @@ async def test_two_rollouts_and_sigkills_mid_run_lose_and_duplicate_nothing(
         "CITERUN_AUTOSCALER__INTERVAL_S": "0.5",
         "POD_NAME": "operator"})
     rng = random.Random(6)
-    env = {"CITERUN_WORKER__CONCURRENCY": "2", "CITERUN_WORKER__IDLE_HEARTBEAT_S": "0.5"}
+    env = {"CITERUN_WORKER__CONCURRENCY": "2"}
     kubelet = kubelet_mod.Kubelet(api_client, namespace, DEPLOYMENT, database_url, tmp_path,
                                   env=env)
 

@@ -143,10 +143,8 @@ async def test_scales_up_marks_idle_pods_cheapest_scales_down_and_to_zero(
     print(f"scale-up reaction (enqueue -> spec.replicas 3): {up:.3f}s")
     assert up < 3
 
-    # Idle heartbeats every 0.5 s, so busy counts are fresh when the costs are marked.
-    env = {"CITERUN_WORKER__IDLE_HEARTBEAT_S": "0.5"}
-    async with kubelet_mod.Kubelet(api_client, namespace, DEPLOYMENT, database_url, tmp_path,
-                                   env=env) as kubelet:
+    async with kubelet_mod.Kubelet(api_client, namespace, DEPLOYMENT, database_url,
+                                   tmp_path) as kubelet:
         logs = _logs(op, *[p.worker for p in kubelet.pods.values()])
         await ops.wait_for(lambda: pool.fetchval(
             "SELECT worker_id FROM tasks WHERE id = $1 AND state = 'running'", long_id),

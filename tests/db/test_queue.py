@@ -8,7 +8,9 @@ import uuid
 import asyncpg
 import pytest
 
-from citerun import db, queue
+from citerun import db, queue, retry
+
+NO_BACKOFF = retry.RetryPolicy(base_s=0, cap_s=0)
 
 
 async def _claim(pool: asyncpg.Pool, worker: str = "w1", limit: int = 10,
@@ -76,7 +78,7 @@ async def test_a_stale_writer_is_fenced_out_after_reclaim(pool: asyncpg.Pool) ->
     await queue.enqueue(pool, [queue.NewTask("k")])
     [stale] = await _claim(pool, worker="old", lease_s=0.1)
     await asyncio.sleep(0.3)
-    swept = await queue.sweep_stalled(pool, backoff_base_s=0, backoff_cap_s=0)
+    swept = await queue.sweep_stalled(pool, backoff=NO_BACKOFF)
     assert swept.requeued == (stale.id,)
     [fresh] = await _claim(pool, worker="new")
     assert fresh.id == stale.id and fresh.attempt == 2
@@ -142,7 +144,7 @@ async def test_sweeper_dead_letters_after_max_attempts(pool: asyncpg.Pool) -> No
     for expected in ("queued", "failed"):
         await _claim(pool, lease_s=0.05)
         await asyncio.sleep(0.1)
-        result = await queue.sweep_stalled(pool, backoff_base_s=0, backoff_cap_s=0)
+        result = await queue.sweep_stalled(pool, backoff=NO_BACKOFF)
         assert (result.requeued if expected == "queued" else result.dead)
     assert result.dead_run_ids == (run_id,)
     row = await pool.fetchrow("SELECT state, last_error FROM tasks")
@@ -177,10 +179,36 @@ async def test_a_requeue_only_sweep_leaves_exhausted_tasks_for_the_workers(
                                queue.NewTask("k", {"n": 2}, max_attempts=3)])
     await _claim(pool, lease_s=0.05, limit=2)
     await asyncio.sleep(0.1)
-    partial = await queue.sweep_stalled(pool, backoff_base_s=0, backoff_cap_s=0,
+    partial = await queue.sweep_stalled(pool, backoff=NO_BACKOFF,
                                         requeue_only=True)
     assert len(partial.requeued) == 1 and partial.dead == ()
     states = dict(await pool.fetch("SELECT payload->>'n', state FROM tasks"))
     assert states == {"1": "running", "2": "queued"}
-    full = await queue.sweep_stalled(pool, backoff_base_s=0, backoff_cap_s=0)
+    full = await queue.sweep_stalled(pool, backoff=NO_BACKOFF)
     assert len(full.dead) == 1
+
+
+async def test_the_sweeps_backoff_is_the_retry_policys(pool: asyncpg.Pool) -> None:
+    # The sweep computes the delay in SQL; RetryPolicy.delay_s owns the formula.
+    attempts = range(1, 9)
+    await queue.enqueue(pool, [queue.NewTask("k", {"n": n}, max_attempts=20) for n in attempts])
+    await _claim(pool, lease_s=30, limit=len(attempts))
+    await pool.execute("UPDATE tasks SET attempt = (payload->>'n')::int, "
+                       "lease_expires_at = now() - interval '1 second'")
+    exact = retry.RetryPolicy(base_s=1.5, cap_s=40.0, jitter=0)
+    async with pool.acquire() as conn, conn.transaction():
+        swept = await queue.sweep_stalled(conn, backoff=exact)
+        delays = dict(await conn.fetch(  # now(): the sweep's own transaction time
+            "SELECT attempt, extract(epoch FROM run_after - now())::float8 FROM tasks"))
+    assert len(swept.requeued) == len(attempts)
+    assert delays == pytest.approx({n: exact.delay_s(n) for n in attempts})
+
+    jittered = retry.RetryPolicy(base_s=1.5, cap_s=40.0, jitter=0.5)
+    await pool.execute("UPDATE tasks SET state = 'running', "
+                       "lease_expires_at = now() - interval '1 second'")
+    async with pool.acquire() as conn, conn.transaction():
+        await queue.sweep_stalled(conn, backoff=jittered)
+        delays = dict(await conn.fetch(
+            "SELECT attempt, extract(epoch FROM run_after - now())::float8 FROM tasks"))
+    for n, delay in delays.items():
+        assert exact.delay_s(n) * 0.5 <= delay <= exact.delay_s(n) * 1.5

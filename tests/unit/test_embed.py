@@ -262,7 +262,7 @@ def test_openai_429_waits_for_retry_after_then_succeeds(server: FakeServer) -> N
 def test_openai_retry_after_is_capped(server: FakeServer) -> None:
     server.replies.append(Reply(503, {"Retry-After": "3600"}))
     sleeps = Sleeps()
-    with openai(server, sleeps, max_backoff_s=7.0) as embedder:
+    with openai(server, sleeps, backoff_cap_s=7.0) as embedder:
         embedder.embed(["alpha"])
     assert sleeps == [7.0]
 
@@ -270,7 +270,7 @@ def test_openai_retry_after_is_capped(server: FakeServer) -> None:
 def test_openai_5xx_retries_exhausted_is_a_clear_error(server: FakeServer) -> None:
     server.default = Reply(503)
     sleeps = Sleeps()
-    with openai(server, sleeps, max_retries=3, backoff_s=1.0) as embedder:
+    with openai(server, sleeps, max_retries=3, backoff_base_s=1.0) as embedder:
         with pytest.raises(embed.EmbeddingServiceError) as caught:
             embedder.embed(["alpha"])
     err = caught.value

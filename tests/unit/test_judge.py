@@ -330,7 +330,7 @@ def _config(server: ChatServer, **overrides: typing.Any) -> judge.OpenAIConfig:
         "timeout_s": 5.0,
         "max_retries": 2,
         "backoff_base_s": 0.01,
-        "backoff_max_s": 0.05,
+        "backoff_cap_s": 0.05,
     }
     settings.update(overrides)
     return judge.OpenAIConfig(**settings)

@@ -8,12 +8,11 @@ import re
 import typing
 from pathlib import Path
 
-import pydantic
 from pydantic_settings import BaseSettings
 
 from citerun import db, localdb
 from citerun.operator import settings as op_settings
-from citerun.settings import Settings
+from citerun.settings import Settings, is_setting
 from citerun.pipeline import report
 from citerun.pipeline.settings import PipelineSettings
 
@@ -31,25 +30,11 @@ def test_the_report_schema_version_constant_is_the_models() -> None:
     assert allowed == (report.SCHEMA_VERSION,)
 
 
-def _resolves(model: type[pydantic.BaseModel], path: list[str]) -> bool:
-    fields = {name.upper(): info for name, info in model.model_fields.items()}
-    info = fields.get(path[0])
-    if info is None:
-        return False
-    if len(path) == 1:
-        return True
-    inner = info.annotation
-    return isinstance(inner, type) and issubclass(inner, pydantic.BaseModel) and _resolves(
-        inner, path[1:])
-
-
 def test_every_setting_the_chart_sets_exists() -> None:
     # Settings are nested (CITERUN_GROUP__FIELD); CITERUN_JUDGE_API_KEY and
     # CITERUN_JUDGE_PROFILE_KEY_* hold secrets that settings name, not settings.
     names = sorted(set(re.findall(r"\b(CITERUN_[A-Z0-9]+__[A-Z0-9_]+)\b", HELPERS.read_text())))
     assert names, "the chart's helpers set no CITERUN_* variable"
     models: list[type[BaseSettings]] = [Settings, PipelineSettings, op_settings.OperatorSettings]
-    unknown = [name for name in names
-               if not any(_resolves(m, name.removeprefix("CITERUN_").split("__"))
-                          for m in models)]
+    unknown = [name for name in names if not is_setting(name, models)]
     assert unknown == []

@@ -204,8 +204,7 @@ class Autoscaler:
         # vanished worker's tasks come back within about a lease even when every other
         # worker is idle (idle workers sweep only every poll_s).
         swept = await queue.sweep_stalled(
-            self.pool, backoff_base_s=self.queue.backoff_base_s,
-            backoff_cap_s=self.queue.backoff_cap_s, requeue_only=True)
+            self.pool, backoff=self.queue.retry_policy(), requeue_only=True)
         if swept.requeued:
             logger.info("requeued %d task(s) whose lease expired", len(swept.requeued),
                         extra={"action": "sweep"})

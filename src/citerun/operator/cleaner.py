@@ -37,7 +37,7 @@ ResourceCheck = Callable[[str, str, uuid.UUID, uuid.UUID], Awaitable[bool]]
 class CleanerConfig(pydantic.BaseModel):
     """Retention (``CITERUN_RETENTION__*``)."""
 
-    model_config = pydantic.ConfigDict(frozen=True)
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
     enabled: bool = pydantic.Field(True, description="Delete old rows at all.")
     max_age_s: float = pydantic.Field(

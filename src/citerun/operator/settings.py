@@ -9,7 +9,7 @@ from citerun.operator.cleaner import CleanerConfig
 
 
 class OperatorConfig(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(frozen=True)
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
     namespace: str = pydantic.Field(
         "default", description="Namespace of the worker Deployment (the release namespace).")
@@ -55,7 +55,7 @@ class OperatorConfig(pydantic.BaseModel):
 
 
 class AutoscalerConfig(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(frozen=True)
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
     enabled: bool = pydantic.Field(True, description="Scale the worker Deployment by queue depth.")
     min_workers: int = pydantic.Field(0, ge=0, description="Fewest workers, even when idle.")

@@ -12,9 +12,11 @@ from typing import Any
 import asyncpg
 
 from citerun import verdicts
+from citerun.states import RunState
 
-PHASES = {"pending": "Pending", "running": "Running", "succeeded": "Succeeded",
-          "failed": "Failed", "cancelled": "Cancelled"}
+#: The CitationRun phase of each run state (Pending is the phase of a run not admitted
+#: yet, which has no row).
+PHASES = {state.value: state.value.capitalize() for state in RunState}
 
 
 

@@ -225,7 +225,7 @@ class EmbeddingConfig(pydantic.BaseModel):
             "and the queue's own retry takes over."
         ),
     )
-    backoff_s: float = pydantic.Field(
+    backoff_base_s: float = pydantic.Field(
         default=0.5,
         ge=0,
         description=(
@@ -233,7 +233,7 @@ class EmbeddingConfig(pydantic.BaseModel):
             "A Retry-After header from the server takes precedence."
         ),
     )
-    max_backoff_s: float = pydantic.Field(
+    backoff_cap_s: float = pydantic.Field(
         default=30.0,
         ge=0,
         description=(
@@ -252,7 +252,7 @@ class EmbeddingConfig(pydantic.BaseModel):
     def retry_policy(self) -> retry.RetryPolicy:
         """The requests' retries: this config's backoff, cap (Retry-After included) and
         attempts."""
-        return retry.RetryPolicy(base_s=self.backoff_s, cap_s=self.max_backoff_s,
+        return retry.RetryPolicy(base_s=self.backoff_base_s, cap_s=self.backoff_cap_s,
                                  max_attempts=self.max_retries + 1)
 
 

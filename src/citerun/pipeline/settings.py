@@ -16,7 +16,7 @@ from citerun.pipeline import judge as judges
 
 
 class DocumentSettings(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(frozen=True)
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
     max_bytes: int = pydantic.Field(
         100 * 1024 * 1024, ge=1, description="Largest PDF accepted, in bytes: 100 MiB holds "
@@ -40,7 +40,7 @@ class DocumentSettings(pydantic.BaseModel):
 class TaskLimits(pydantic.BaseModel):
     """Resource limits of one sandboxed task kind (see :mod:`citerun.worker.sandbox`)."""
 
-    model_config = pydantic.ConfigDict(frozen=True)
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
     cpu_s: int = pydantic.Field(
         ge=1, description="CPU seconds the child process may use (RLIMIT_CPU); on excess "
@@ -62,7 +62,7 @@ class LimitSettings(pydantic.BaseModel):
     ``document_too_complex`` with the limit named, once, instead of stalling a worker.
     """
 
-    model_config = pydantic.ConfigDict(frozen=True)
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
     parse: TaskLimits = pydantic.Field(
         default_factory=lambda: TaskLimits(cpu_s=30, address_space_mb=1024, wall_s=45.0),

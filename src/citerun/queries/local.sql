@@ -1,7 +1,7 @@
 -- name: local_runs_open --
 -- Unfinished runs started by a local ``citerun verify`` (their spec names its process).
 SELECT id, spec -> 'local' AS local FROM runs
-WHERE state IN ('pending', 'running') AND spec ? 'local';
+WHERE state = 'running' AND spec ? 'local';
 
 -- name: role_exists --
 -- Whether a role of this name exists.

@@ -109,7 +109,8 @@ RETURNING t.id;
 -- Requeue running tasks whose lease expired (with backoff), dead-letter the exhausted,
 -- notify for the requeued, and stamp the sweeping worker's row: one statement, so an
 -- idle worker's maintenance costs one round trip. With $4 (requeue only), exhausted
--- tasks are left for a worker's sweep, which runs the dead-letter hooks.
+-- tasks are left for a worker's sweep, which runs the dead-letter hooks. The delay is
+-- citerun.retry.RetryPolicy.delay_s of the charged attempts: base $1, cap $2, jitter $5.
 WITH stamp AS (
     UPDATE workers SET heartbeat_at = now() WHERE id = $3
 ), swept AS (
@@ -117,7 +118,7 @@ WITH stamp AS (
     SET state = CASE WHEN t.attempt - t.releases >= t.max_attempts THEN 'failed' ELSE 'queued' END,
         run_after = now() + make_interval(secs => least(
             $2::float8, $1::float8 * power(2, greatest(t.attempt - t.releases - 1, 0)))
-            * (0.75 + random() / 2)),
+            * (1 - $5::float8 + 2 * $5::float8 * random())),
         last_error = 'lease expired: worker ' || coalesce(t.worker_id, '?')
                      || ' stopped heartbeating during attempt ' || t.attempt,
         lease_expires_at = NULL,

@@ -32,6 +32,7 @@ import pydantic
 import citerun
 from citerun import db, listener, queue, retry
 from citerun.settings import Settings
+from citerun.states import TaskState, WorkerState
 from citerun.worker import metrics, registry
 
 logger = logging.getLogger(__name__)
@@ -145,8 +146,8 @@ class Worker:
                 service.cancel()
             await asyncio.gather(*services, return_exceptions=True)
             with contextlib.suppress(*DB_ERRORS):
-                await asyncio.wait_for(
-                    queue.set_worker_state(self.pool, worker_id=self.id, state="stopped"), 5)
+                await asyncio.wait_for(queue.set_worker_state(
+                    self.pool, worker_id=self.id, state=WorkerState.STOPPED), 5)
             await self.pool.close()
             self.metrics.unwatch_gc()
             if http is not None:
@@ -306,12 +307,12 @@ class Worker:
         state = await self._retry("fail", lambda: queue.fail(
             self.pool, task, worker_id=self.id, error=error, delay_s=delay,
             permanent=permanent), give_up_after=q.lease_s)
-        if state == "queued":
+        if state == TaskState.QUEUED:
             self.metrics.requeues.labels("retry").inc()
         logger.warning("task %d (%s) attempt %d failed -> %s: %s", task.id, task.kind,
                        task.attempt, state, error.splitlines()[0] if error else "",
                        extra={"action": "fail", "task_id": task.id, "state": state})
-        if state == "failed" and task.run_id is not None and self._on_dead is not None:
+        if state == TaskState.FAILED and task.run_id is not None and self._on_dead is not None:
             await self._retry("on_dead", lambda: self._on_dead(self.pool, [task.id]),  # type: ignore[misc]
                               give_up_after=q.lease_s)
 
@@ -397,9 +398,8 @@ class Worker:
 
     async def sweep_once(self) -> queue.SweepResult:
         """Requeue expired leases and dead-letter exhausted tasks; return what was done."""
-        q = self.settings.queue
-        result = await queue.sweep_stalled(self.pool, backoff_base_s=q.backoff_base_s,
-                                           backoff_cap_s=q.backoff_cap_s, worker_id=self.id)
+        result = await queue.sweep_stalled(
+            self.pool, backoff=self.settings.queue.retry_policy(), worker_id=self.id)
         if result.requeued or result.dead:
             self.metrics.requeues.labels("sweep").inc(len(result.requeued))
             logger.info("swept %d stalled tasks (%d requeued, %d dead)",
@@ -413,8 +413,8 @@ class Worker:
 
     async def _drain(self) -> None:
         with contextlib.suppress(*DB_ERRORS):
-            await asyncio.wait_for(
-                queue.set_worker_state(self.pool, worker_id=self.id, state="draining"), 5)
+            await asyncio.wait_for(queue.set_worker_state(
+                self.pool, worker_id=self.id, state=WorkerState.DRAINING), 5)
         futures = [r.future for r in self._held.values()]
         if futures:
             await asyncio.wait(futures, timeout=self.settings.worker.drain_timeout_s)

@@ -30,6 +30,7 @@ from citerun.worker import sandbox
 from citerun.pipeline import (citations, embed, fetch, judge, layout, pdf, report,
                                      retrieval)
 from citerun.settings import Settings
+from citerun.states import FINISHED_DOCUMENT, DocumentState, RunState
 from citerun.pipeline.settings import PipelineSettings, RetrievalConfig
 
 logger = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
     row = await ctx.pool.fetchrow(_Q["document_claim_bytes"], payload.digest)
     if row is None:
         raise registry_mod.PermanentError(f"document {payload.digest} does not exist")
-    if row["state"] in ("parsed", "failed"):
+    if row["state"] in FINISHED_DOCUMENT:
         async with ctx.fenced() as conn:  # parsed for another run meanwhile
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
@@ -250,9 +251,9 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
         raise registry_mod.PermanentError(f"run {payload.run_id} has no thesis")
     run = await runs.get(ctx.pool, payload.run_id)
     assert run is not None
-    if thesis["state"] != "parsed":
+    if thesis["state"] != DocumentState.PARSED:
         async with ctx.fenced() as conn:
-            await runs.finish(conn, payload.run_id, "failed",
+            await runs.finish(conn, payload.run_id, RunState.FAILED,
                               f"the thesis {thesis['filename']} could not be read: "
                               f"{thesis['error']}")
         return
@@ -270,7 +271,7 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
         logger.info("thesis of run %s rejected: %s", payload.run_id, err,
                     extra={"action": "extract", "reason": err.reason})
         async with ctx.fenced() as conn:
-            await runs.finish(conn, payload.run_id, "failed",
+            await runs.finish(conn, payload.run_id, RunState.FAILED,
                               f"the thesis {thesis['filename']} could not be read: {err}")
         return
     mapped = citations.map_citations(extraction, infos, pipeline_settings().match)
@@ -288,7 +289,7 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                               f"no source document matches the citation {c.marker!r}"
                               + (f" (reference: {m.reference.text[:200]})" if m.reference else
                                  " and the reference list has no entry for it"))
-            elif state[m.document_id]["state"] != "parsed":
+            elif state[m.document_id]["state"] != DocumentState.PARSED:
                 doc = state[m.document_id]
                 await _record(conn, citation_id, payload.run_id, judge.Verdict.SOURCE_UNAVAILABLE,
                               f"the source {doc['filename']} could not be read: {doc['error']}")
@@ -367,7 +368,7 @@ async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> No
     async with ctx.fenced() as conn:
         await conn.execute(_Q["report_insert"], payload.run_id,
                            json.loads(built.model_dump_json()), html)
-        await runs.finish(conn, payload.run_id, "succeeded")
+        await runs.finish(conn, payload.run_id, RunState.SUCCEEDED)
 
 
 # -- dead-lettered tasks -----------------------------------------------------------------

@@ -93,10 +93,10 @@ class OpenAIConfig(pydantic.BaseModel):
         ge=0,
         description="Seconds before the first retry; doubles each retry, with jitter.",
     )
-    backoff_max_s: float = pydantic.Field(
+    backoff_cap_s: float = pydantic.Field(
         default=30.0, ge=0, description="Seconds; cap of one backoff wait."
     )
-    retry_after_max_s: float = pydantic.Field(
+    retry_after_cap_s: float = pydantic.Field(
         default=120.0,
         ge=0,
         description=(
@@ -133,8 +133,8 @@ class OpenAIConfig(pydantic.BaseModel):
 
     def retry_policy(self) -> retry.RetryPolicy:
         """The requests' retries: this config's backoff, cap and attempts."""
-        return retry.RetryPolicy(base_s=self.backoff_base_s, cap_s=self.backoff_max_s,
-                                 retry_after_cap_s=self.retry_after_max_s,
+        return retry.RetryPolicy(base_s=self.backoff_base_s, cap_s=self.backoff_cap_s,
+                                 retry_after_cap_s=self.retry_after_cap_s,
                                  max_attempts=self.max_retries + 1)
 
 
