@@ -1,0 +1,169 @@
+"""The judge out of domain: per claim set, how its verdicts compare with the set's labels.
+
+Usage::
+
+    python -m bench.quality.out_of_domain [--limit 600] [--sets healthver,scitab,...]
+                                          [--model PATH] [--trained-on scifact]
+
+Every set of :mod:`bench.quality.claims` plus SciFact dev (each claim against each
+abstract it cites, :func:`bench.common.gold_label`) goes through the judge a run uses
+(``TrainedJudge`` with WordLlama, as the worker builds it); a pair's evidence text is
+chunked by ``pdf.chunk_pages`` exactly as a parsed page is, and every chunk is a
+passage, so retrieval is skipped (the evidence is given). Verdicts are read as labels
+the way the SciFact bench reads them: supported and partially supported are SUPPORT,
+contradicted is CONTRADICT, unsupported is NEI.
+
+Printed per set: pairs, the majority class's accuracy and macro-F1 (always answering the
+most common gold label), accuracy, macro-F1, F1 per class, the precision of
+``contradicted`` (with how many verdicts were ``contradicted``), and the expected
+calibration error of the verdict's confidence (seven bins as in the SciFact bench).
+``--trained-on`` names the sets the model saw, so the table marks the rows that are in
+domain; the shipped judge saw SciFact train only, so every other row is out of domain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import time
+import typing
+
+from bench import common, machine
+from bench.quality import claims
+from citerun.pipeline import embed, judge, pdf
+from citerun.pipeline.judging import embedded
+
+LABELS = claims.LABELS
+BINS = (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
+
+
+def scifact_dev(limit: int | None) -> list[claims.Pair]:
+    data = common.evaldata() / "scifact"
+    corpus = {}
+    for line in (data / "corpus.jsonl").open(encoding="utf-8"):
+        doc = json.loads(line)
+        corpus[doc["doc_id"]] = doc["title"] + "\n\n" + " ".join(doc["abstract"])
+    pairs = []
+    for line in (data / "claims_dev.jsonl").open(encoding="utf-8"):
+        claim = json.loads(line)
+        for doc_id in claim["cited_doc_ids"]:
+            pairs.append(claims.Pair("scifact", f"{claim['id']}/{doc_id}", claim["claim"],
+                                     corpus[int(doc_id)], common.gold_label(claim, int(doc_id))))
+    return claims.sample(pairs, limit)
+
+
+def passages(text: str) -> list[judge.Passage]:
+    chunks = pdf.chunk_pages([pdf.Page(1, text)])
+    return [judge.Passage(i, c.text, c.page_start, c.page_end, 1.0) for i, c in enumerate(chunks)]
+
+
+def label_of(verdict: judge.Verdict) -> str:
+    if verdict in (judge.Verdict.SUPPORTED, judge.Verdict.PARTIALLY_SUPPORTED):
+        return "SUPPORT"
+    if verdict == judge.Verdict.CONTRADICTED:
+        return "CONTRADICT"
+    return "NEI"
+
+
+@dataclasses.dataclass
+class Row:
+    name: str
+    pairs: int
+    majority_accuracy: float
+    majority_macro: float
+    accuracy: float
+    macro: float
+    f1: list[float]
+    contradicted: int
+    contradicted_precision: float
+    ece: float
+    in_domain: bool
+    cpu_s: float
+
+
+def expected_calibration_error(right: list[bool], confidence: list[float]) -> float:
+    total = 0.0
+    for low, high in zip(BINS[:-1], BINS[1:]):
+        inside = [i for i, c in enumerate(confidence) if low <= c < high]
+        if inside:
+            accuracy = sum(right[i] for i in inside) / len(inside)
+            mean = sum(confidence[i] for i in inside) / len(inside)
+            total += len(inside) / len(right) * abs(accuracy - mean)
+    return total
+
+
+def score(name: str, gold: list[str], predicted: list[str], confidence: list[float], *,
+          in_domain: bool, cpu_s: float) -> Row:
+    majority = collections.Counter(gold).most_common(1)[0][0]
+    always = [majority] * len(gold)
+    f1 = common.f1_per_class(gold, predicted, LABELS)
+    right = [g == p for g, p in zip(gold, predicted)]
+    said = [g for g, p in zip(gold, predicted) if p == "CONTRADICT"]
+    return Row(name, len(gold), sum(g == majority for g in gold) / len(gold),
+               common.macro_f1(common.f1_per_class(gold, always, LABELS)),
+               sum(right) / len(gold), common.macro_f1(f1), f1, len(said),
+               said.count("CONTRADICT") / len(said) if said else float("nan"),
+               expected_calibration_error(right, confidence), in_domain, cpu_s)
+
+
+def run(the_judge: typing.Any, sets: dict[str, list[claims.Pair]],
+        trained_on: set[str]) -> list[Row]:
+    rows = []
+    for name, pairs in sets.items():
+        started = time.process_time()
+        judgements = [the_judge.judge_sync(p.claim, passages(p.evidence)) for p in pairs]
+        cpu_s = time.process_time() - started
+        rows.append(score(name, [p.gold for p in pairs], [label_of(j.verdict) for j in judgements],
+                          [j.confidence for j in judgements],
+                          in_domain=name.split("_")[0] in trained_on, cpu_s=cpu_s))
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    def f(x: float) -> str:
+        return "n/a" if x != x else f"{x:.3f}"
+
+    lines = ["| set | pairs | majority acc. / macro-F1 | accuracy | macro-F1 | F1 SUPPORT | "
+             "F1 CONTRADICT | F1 NEI | `contradicted`: verdicts, precision | calibration error |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        mark = " (in domain)" if r.in_domain else ""
+        lines.append(f"| {r.name}{mark} | {r.pairs} | {f(r.majority_accuracy)} / "
+                     f"{f(r.majority_macro)} | {f(r.accuracy)} | {f(r.macro)} | "
+                     + " | ".join(f(x) for x in r.f1)
+                     + f" | {r.contradicted}, {f(r.contradicted_precision)} | {f(r.ece)} |")
+    out = [r for r in rows if not r.in_domain]
+    if out:
+        lines.append(f"\nOut of domain ({len(out)} sets): mean macro-F1 "
+                     f"{sum(r.macro for r in out) / len(out):.3f}; sets at least 0.15 over "
+                     f"their majority macro-F1: {sum(r.macro >= r.majority_macro + 0.15 for r in out)}"
+                     f"; judge CPU {sum(r.cpu_s for r in rows):.0f} s for "
+                     f"{sum(r.pairs for r in rows)} pairs.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=600, help="pairs per set (seeded sample)")
+    parser.add_argument("--sets", default="scifact," + ",".join(claims.SETS))
+    parser.add_argument("--model", default=None, help="a judge_model.json; the shipped one if unset")
+    parser.add_argument("--trained-on", default="scifact",
+                        help="comma-separated sets the model was trained on (marked in domain)")
+    args = parser.parse_args(argv)
+    names = [n for n in args.sets.split(",") if n]
+    sets = {}
+    if "scifact" in names:
+        sets["scifact"] = scifact_dev(args.limit)
+    sets.update(claims.load([n for n in names if n != "scifact"], limit=args.limit))
+    embedder = embed.WordLlamaEmbedder()
+    config = embedded.TrainedJudgeConfig(model_file=args.model) if args.model else None
+    the_judge = embedded.TrainedJudge(embedder, config)
+    rows = run(the_judge, sets, set(args.trained_on.split(",")))
+    print(table(rows))
+    print("\n" + machine.summary_line())
+
+
+if __name__ == "__main__":
+    main()
