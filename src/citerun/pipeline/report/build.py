@@ -30,6 +30,7 @@ from citerun.pipeline.report.model import (
     summarize,
     unused,
 )
+from citerun.states import DocumentState
 
 
 class Row(Protocol):
@@ -94,7 +95,7 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
     cited = collections.Counter(e.source.document_id for e in entries if e.source)
     sources = [SourceEntry(
         document_id=d["digest"], filename=d["filename"], title=d["title"],
-        status=SourceStatus.PARSED if d["state"] == "parsed" else SourceStatus.FAILED,
+        status=SourceStatus.PARSED if d["state"] == DocumentState.PARSED else SourceStatus.FAILED,
         error=d["error"], cited_by=cited[d["digest"]]) for d in given.values()]
     return Report(
         run_id=str(run["id"]), name=run["name"], created_at=datetime.now(timezone.utc),
