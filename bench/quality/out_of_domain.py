@@ -14,7 +14,8 @@ the way the SciFact bench reads them: supported and partially supported are SUPP
 contradicted is CONTRADICT, unsupported is NEI.
 
 Printed per set: pairs, the majority class's accuracy and macro-F1 (always answering the
-most common gold label), accuracy, macro-F1, F1 per class, the precision of
+most common gold label), accuracy, macro-F1 (over the labels the set has: COVID-Fact and
+NLI4CT have no NEI, so theirs is the mean of two), F1 per class, the precision of
 ``contradicted`` (with how many verdicts were ``contradicted``), and the expected
 calibration error of the verdict's confidence (seven bins as in the SciFact bench).
 ``--trained-on`` names the sets the model saw, so the table marks the rows that are in
@@ -98,12 +99,14 @@ def score(name: str, gold: list[str], predicted: list[str], confidence: list[flo
           in_domain: bool, cpu_s: float) -> Row:
     majority = collections.Counter(gold).most_common(1)[0][0]
     always = [majority] * len(gold)
-    f1 = common.f1_per_class(gold, predicted, LABELS)
+    labels = [label for label in LABELS if label in gold]  # COVID-Fact, NLI4CT: no NEI
+    f1 = [common.f1_per_class(gold, predicted, [label])[0] if label in labels else float("nan")
+          for label in LABELS]
     right = [g == p for g, p in zip(gold, predicted)]
     said = [g for g, p in zip(gold, predicted) if p == "CONTRADICT"]
     return Row(name, len(gold), sum(g == majority for g in gold) / len(gold),
-               common.macro_f1(common.f1_per_class(gold, always, LABELS)),
-               sum(right) / len(gold), common.macro_f1(f1), f1, len(said),
+               common.macro_f1(common.f1_per_class(gold, always, labels)),
+               sum(right) / len(gold), common.macro_f1([x for x in f1 if x == x]), f1, len(said),
                said.count("CONTRADICT") / len(said) if said else float("nan"),
                expected_calibration_error(right, confidence), in_domain, cpu_s)
 
