@@ -47,7 +47,7 @@ def test_the_artifact_fits_the_features_and_has_its_card_and_licence() -> None:
     assert loaded.names == features.NAMES
     assert loaded.trees is not None and int(loaded.trees.feature.max()) < len(features.NAMES)
     card = (model.ARTIFACT.parent / "MODEL_CARD.md").read_text(encoding="utf-8")
-    assert "CC BY 4.0" in card and "ODC-By" in card and "train_judge.py" in card
+    assert "CC BY 4.0" in card and "ODC-By" in card and "bench.train.judge" in card
 
 
 def test_a_model_trained_on_other_features_is_refused(tmp_path: pathlib.Path) -> None:
