@@ -21,27 +21,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 
-cache_root=${CITERUN_K8S_CACHE:-$HOME/.cache/citerun/k8s}
-root=$cache_root/$KUBERNETES_VERSION
-bin=$root/bin
-jobs=${CITERUN_BUILD_JOBS:-$(nproc)}
-mkdir -p "$bin"
-
 log() { printf '[build.sh %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
-
-# Static, reproducible-ish binaries; no VCS stamping (the sources are module zips).
-export CGO_ENABLED=0
-export GOFLAGS="-trimpath -buildvcs=false"
-
-k8s_minor=${KUBERNETES_VERSION#v1.}
-k8s_minor=${k8s_minor%%.*}
-staging_version=v0.${KUBERNETES_VERSION#v1.}
-
-# stamp_ok NAME CONTENT: the binary exists and was built from exactly CONTENT.
-stamp_ok() {
-    [[ -x $bin/$1 && -f $bin/.$1.stamp && $(<"$bin/.$1.stamp") == "$2" ]]
-}
-write_stamp() { printf '%s' "$2" >"$bin/.$1.stamp"; }
+# shellcheck source=build-env.sh
+source "$here/build-env.sh"
 need_go() {
     command -v go >/dev/null || {
         log "error: 'go' is not on PATH; Go >= 1.26 is needed to build $1"

@@ -129,6 +129,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
+def stop_process(proc: subprocess.Popen[bytes] | None, *, grace_s: float) -> None:
+    """SIGTERM, then SIGKILL after ``grace_s``; nothing for a process gone or never started."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def spawn_logged(binary: pathlib.Path, args: list[str], workdir: pathlib.Path,
                  logs: dict[str, pathlib.Path], name: str,
                  env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -371,15 +383,7 @@ class ControlPlane:
     def _stop_processes(self) -> None:
         """SIGTERM, then SIGKILL after 10 s: the apiserver first, then etcd."""
         for name in ("kube-apiserver", "etcd"):
-            proc = self._procs.pop(name, None)
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            stop_process(self._procs.pop(name, None), grace_s=10)
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the etcd and the apiserver log, headed by name."""

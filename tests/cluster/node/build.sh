@@ -17,26 +17,15 @@ source "$here/../versions.env"
 # shellcheck source=versions.env
 source "$here/versions.env"
 
-cache_root=${CITERUN_K8S_CACHE:-$HOME/.cache/citerun/k8s}
-root=$cache_root/$KUBERNETES_VERSION
-bin=$root/bin
-jobs=${CITERUN_BUILD_JOBS:-$(nproc)}
-mkdir -p "$bin"
+log() { printf '[node/build.sh %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+# shellcheck source=../build-env.sh
+source "$here/../build-env.sh"
 # One node build at a time per cache dir (parallel pytest sessions may both call us).
 # scripts/test and the node fixture run ../build.sh first, so the packages kube-apiserver
 # shares with the kubelet & co. are in the Go build cache by then.
 exec 9>"$root/.node-lock"
 flock 9
 
-log() { printf '[node/build.sh %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
-export CGO_ENABLED=0
-export GOFLAGS="-trimpath -buildvcs=false"
-k8s_minor=${KUBERNETES_VERSION#v1.}
-k8s_minor=${k8s_minor%%.*}
-staging_version=v0.${KUBERNETES_VERSION#v1.}
-
-stamp_ok() { [[ -x $bin/$1 && -f $bin/.$1.stamp && $(<"$bin/.$1.stamp") == "$2" ]]; }
-write_stamp() { printf '%s' "$2" >"$bin/.$1.stamp"; }
 command -v go >/dev/null || { log "error: 'go' is not on PATH (Go >= 1.26 builds the node)"; exit 1; }
 
 # --- containerd ----------------------------------------------------------------------

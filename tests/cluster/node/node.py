@@ -431,15 +431,7 @@ class Node:
         self._record_pids({name: proc})
 
     def _terminate(self, name: str) -> None:
-        proc = self._procs.pop(name, None)
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        controlplane.stop_process(self._procs.pop(name, None), grace_s=15)
 
     def _wait(self, name: str, what: str, check: Any, timeout: float) -> None:
         deadline = time.monotonic() + timeout
