@@ -6,7 +6,7 @@ urban climate, so it reads like prose to the tokenizer and the sentence splitter
 words, citations, numbers, abbreviations), while the output stays a pure function of
 the seed. The output is not committed; it is a few megabytes and quick to rebuild.
 
-Page layout reuses ``examples/make_examples.py`` so that the benchmark parses the same
+Page layout reuses ``examples/pdfwriter.py`` (the demo's) so that the benchmark parses the same
 kind of PDF as the demo (running header, page numbers, wrapped paragraphs).
 """
 
@@ -21,7 +21,7 @@ import random
 
 import pymupdf
 
-from examples import make_examples  # a folder of scripts: a namespace package from the root
+from examples import pdfwriter  # a folder of scripts: a namespace package from the root
 
 THESIS_PAGES = 150
 CITATIONS = 80
@@ -93,7 +93,7 @@ def paragraph(rng: random.Random, sentences: int) -> str:
     return " ".join(sentence(rng) for _ in range(sentences))
 
 
-def make_sources(rng: random.Random) -> list[make_examples.DocumentSpec]:
+def make_sources(rng: random.Random) -> list[pdfwriter.DocumentSpec]:
     specs = []
     surnames = rng.sample(SURNAMES, SOURCES)
     for index, surname in enumerate(surnames):
@@ -102,17 +102,17 @@ def make_sources(rng: random.Random) -> list[make_examples.DocumentSpec]:
         year = rng.randint(2005, 2023)
         topic, outcome = rng.choice(TOPICS), rng.choice(OUTCOMES)
         title = f"{topic.capitalize()} and {outcome}: evidence from {rng.choice(CITIES)}"
-        blocks: list[make_examples.Block] = [
-            *make_examples.front_matter(title, authors, f"Journal of Urban Climate, {year}"),
-            make_examples.Block("heading", "Abstract"),
-            make_examples.Block("paragraph", paragraph(rng, 5)),
+        blocks: list[pdfwriter.Block] = [
+            *pdfwriter.front_matter(title, authors, f"Journal of Urban Climate, {year}"),
+            pdfwriter.Block("heading", "Abstract"),
+            pdfwriter.Block("paragraph", paragraph(rng, 5)),
         ]
         for number, heading in enumerate(["Introduction", "Methods", "Results", "Discussion"], 1):
-            blocks.append(make_examples.Block("heading", f"{number}. {heading}"))
+            blocks.append(pdfwriter.Block("heading", f"{number}. {heading}"))
             for _ in range(rng.randint(2, 4)):
-                blocks.append(make_examples.Block("paragraph", paragraph(rng, rng.randint(4, 8))))
+                blocks.append(pdfwriter.Block("paragraph", paragraph(rng, rng.randint(4, 8))))
         specs.append(
-            make_examples.DocumentSpec(
+            pdfwriter.DocumentSpec(
                 filename=f"sources/{index:02d}_{surname.lower()}{year}.pdf",
                 title=title,
                 authors=authors,
@@ -124,7 +124,7 @@ def make_sources(rng: random.Random) -> list[make_examples.DocumentSpec]:
     return specs
 
 
-def cite(spec: make_examples.DocumentSpec) -> str:
+def cite(spec: pdfwriter.DocumentSpec) -> str:
     surnames = [author.split()[-1] for author in spec.authors]
     if len(surnames) == 1:
         return f"{surnames[0]}, {spec.year}"
@@ -133,13 +133,13 @@ def cite(spec: make_examples.DocumentSpec) -> str:
     return f"{surnames[0]} et al., {spec.year}"
 
 
-def reference(spec: make_examples.DocumentSpec) -> str:
+def reference(spec: pdfwriter.DocumentSpec) -> str:
     names = [f"{a.split()[-1]}, {a.split()[0][0]}." for a in spec.authors]
     joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + ", & " + names[-1]
     return f"{joined} ({spec.year}). {spec.title}. Journal of Urban Climate."
 
 
-def make_thesis(rng: random.Random, sources: list[make_examples.DocumentSpec]) -> make_examples.DocumentSpec:
+def make_thesis(rng: random.Random, sources: list[pdfwriter.DocumentSpec]) -> pdfwriter.DocumentSpec:
     body_pages = THESIS_PAGES - 2  # the 30 references fill the last two pages
     # Which body pages carry a citation, and whom they cite: every source at least once.
     cited = [*sources, *rng.choices(sources, k=CITATIONS - len(sources))]
@@ -147,34 +147,34 @@ def make_thesis(rng: random.Random, sources: list[make_examples.DocumentSpec]) -
     citation_pages = sorted(rng.sample(range(1, body_pages), CITATIONS))
     citations_on = dict(zip(citation_pages, cited))
 
-    blocks: list[make_examples.Block] = [
-        *make_examples.front_matter(
+    blocks: list[pdfwriter.Block] = [
+        *pdfwriter.front_matter(
             "Heat in the Compact City: A Synthetic Thesis for Benchmarks",
             ("Bench Mark",),
             "Doctoral thesis, Urban Climate, 2024",
         ),
-        make_examples.Block("heading", "Abstract"),
-        make_examples.Block("paragraph", paragraph(rng, 8)),
+        pdfwriter.Block("heading", "Abstract"),
+        pdfwriter.Block("paragraph", paragraph(rng, 8)),
     ]
     chapter_every = body_pages // len(CHAPTERS) + 1
     for page in range(1, body_pages):
-        blocks.append(make_examples.Block("pagebreak"))
+        blocks.append(pdfwriter.Block("pagebreak"))
         if page % chapter_every == 1:
             number = page // chapter_every + 1
-            blocks.append(make_examples.Block("heading", f"{number}. {CHAPTERS[number - 1]}"))
+            blocks.append(pdfwriter.Block("heading", f"{number}. {CHAPTERS[number - 1]}"))
         written = 0
         while written < PAGE_CHARS - 600:
             text = paragraph(rng, rng.randint(3, 6))
             if page in citations_on and written == 0:
                 claim = sentence(rng).rstrip(".")
                 text = f"{claim} ({cite(citations_on[page])}). {text}"
-            blocks.append(make_examples.Block("paragraph", text))
+            blocks.append(pdfwriter.Block("paragraph", text))
             written += len(text)
-    blocks.append(make_examples.Block("pagebreak"))
-    blocks.append(make_examples.Block("heading", "References"))
+    blocks.append(pdfwriter.Block("pagebreak"))
+    blocks.append(pdfwriter.Block("heading", "References"))
     for spec in sorted(sources, key=lambda s: (s.authors[0].split()[-1], s.year)):
-        blocks.append(make_examples.Block("reference", reference(spec)))
-    return make_examples.DocumentSpec(
+        blocks.append(pdfwriter.Block("reference", reference(spec)))
+    return pdfwriter.DocumentSpec(
         filename="thesis.pdf",
         title="Heat in the Compact City: A Synthetic Thesis for Benchmarks",
         authors=("Bench Mark",),
@@ -193,7 +193,7 @@ def main() -> None:
     sources = make_sources(rng)
     thesis = make_thesis(rng, sources)
     for spec in [*sources, thesis]:
-        make_examples.write_pdf(spec, args.out_dir / spec.filename)
+        pdfwriter.write_pdf(spec, args.out_dir / spec.filename)
     with pymupdf.open(args.out_dir / "thesis.pdf") as doc:
         pages = doc.page_count
     source_pages = 0
