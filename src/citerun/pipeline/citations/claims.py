@@ -12,7 +12,7 @@ import bisect
 import collections.abc
 import re
 
-from citerun.pipeline import pdf
+from citerun.pipeline import layout, pdf
 from citerun.pipeline.citations import model
 
 
@@ -62,3 +62,166 @@ def claim_text(
     claim = re.sub(r"\(\s*\)", "", claim)
     return " ".join(claim.split()).strip(" ,;")
 
+
+
+# --- one claim per cited clause -----------------------------------------------------
+
+# What joins two cited clauses: "X [1] and Y [2]", "X [1]; Y [2]", "X [1], whereas Y [2]".
+_CLAUSE_JOIN = re.compile(r"\s*(?:;|,?\s+(?:and|but|whereas|while)\b,?)\s+")
+# Words a clause opens with when it has a subject of its own ("and the model ...").
+_SUBJECT_WORDS = frozenset(
+    {"the", "a", "an", "this", "these", "that", "those", "its", "their", "our", "we", "they",
+     "it", "he", "she", "such", "most", "many", "some", "other", "others", "each", "all"}
+)
+_MIN_CLAUSE_WORDS = 4
+
+
+def clause_parts(
+    text: str, start: int, end: int, inside: collections.abc.Sequence[model.Marker]
+) -> list[tuple[int, int, int]]:
+    """``(start, end, markers)`` parts of the sentence ``start:end``, whose ``inside``
+    markers (sorted) the parts take in turn, ``markers`` of them each.
+
+    A sentence that cites different sources for two clauses ("X [1] and the Y [2].")
+    is cut where the clauses join, after a marker: at a semicolon or a coordinating
+    conjunction that a clause with its own subject follows (a capital or a determiner:
+    "and uses Y [2]" shares its subject, which is not cut off, so it stays whole), the
+    last marker closing the sentence, each part four words or more. Else the sentence
+    is one part."""
+    cuts: list[tuple[int, int, int]] = []  # (part end, next part start, markers before)
+    if len(inside) >= 2 and not text[inside[-1].end:end].strip(" .!?)\"”'"):
+        for index, (marker, following) in enumerate(zip(inside, inside[1:]), 1):
+            if {r.key for r in marker.refs} == {r.key for r in following.refs}:
+                continue
+            join = _CLAUSE_JOIN.match(text, marker.end)
+            if join is None or join.end() >= following.start:
+                continue
+            first = text[join.end():following.start].split()[0]
+            if not (first[0].isupper() or first.casefold() in _SUBJECT_WORDS):
+                continue
+            before = text[cuts[-1][1] if cuts else start:marker.start]
+            after = text[join.end():following.start]
+            if len(before.split()) >= _MIN_CLAUSE_WORDS and len(after.split()) >= _MIN_CLAUSE_WORDS:
+                cuts.append((marker.end, join.end(), index))
+    if not cuts:
+        return [(start, end, len(inside))]
+    parts: list[tuple[int, int, int]] = []
+    part_start, taken = start, 0
+    for part_end, next_start, count in cuts:
+        parts.append((part_start, part_end, count - taken))
+        part_start, taken = next_start, count
+    parts.append((part_start, end, len(inside) - taken))
+    return parts
+
+
+def as_sentence(claim: str) -> str:
+    """A clause cut out of a sentence, written as one: a capital, a final period."""
+    if claim and claim[-1] not in ".!?\"”'":
+        claim += "."
+    return claim[:1].upper() + claim[1:]
+
+
+# --- sentences that an inset interrupts ---------------------------------------------
+
+# A caption's first line: "Figure 1:", "Fig. 2.", "Table 3", "Abbildung 4:", "Tabelle 5".
+CAPTION_START = re.compile(
+    r"(?:Figure|Fig\.|Table|Tab\.|Abbildung|Abb\.|Tabelle|Listing|Algorithm)\s*\d+[a-z]?\s*[:.|]")
+_NOTE_START = re.compile(rf"(?:\d{{1,3}}|[{layout.SUPERSCRIPT_DIGITS}{layout.NOTE_SIGNS}]+)\s*\S")
+# How far past a sentence left open its continuation is looked for.
+_MEND_BLOCKS = 16
+_MEND_CHARS = 6000
+
+
+def _blocks(text: str, page_starts: collections.abc.Sequence[int]) -> list[tuple[int, int]]:
+    """The text cut into blocks at blank lines, page starts and captions' first lines."""
+    cuts = {0, len(text)} | set(page_starts)
+    for match in re.finditer(r"\n\s*\n", text):
+        cuts.update((match.start(), match.end()))
+    for match in re.finditer(r"(?m)^", text):
+        if CAPTION_START.match(text, match.start()):
+            cuts.add(match.start())
+    edges = sorted(cuts)
+    blocks = []
+    for start, end in zip(edges, edges[1:]):
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start < end:
+            blocks.append((start, end))
+    return blocks
+
+
+def _is_open(block: str) -> bool:
+    """Running text of two lines or more that stops mid-sentence."""
+    return ("\n" in block and (block[-1].islower() or block[-1] in ",)]")
+            and not CAPTION_START.match(block) and not _NOTE_START.match(block))
+
+
+def reading_order(text: str, page_starts: collections.abc.Sequence[int]) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with each sentence an inset interrupts made whole, and where each piece
+    of the new text came from (``(new start, old start)``, sorted).
+
+    A block of running text that stops mid-sentence, a caption, footnotes or a figure's
+    text after it, then a block that goes on in lower case: the reader reads on in that
+    block, so it is moved up to the open one (a line break between them) and the inset
+    follows. Of the lower-case blocks within reach the longest goes on (a figure's text
+    has short ones); a block of running text that opens a sentence ends the search."""
+    blocks = _blocks(text, page_starts)
+    follows: dict[int, int] = {}
+    moved: set[int] = set()
+    for index, (start, end) in enumerate(blocks):
+        if index in moved or not _is_open(text[start:end]):
+            continue
+        best: tuple[int, int] | None = None  # (lines, block index)
+        for later in range(index + 1, min(index + 1 + _MEND_BLOCKS, len(blocks))):
+            b_start, b_end = blocks[later]
+            if b_start - end > _MEND_CHARS:
+                break
+            block = text[b_start:b_end]
+            if block[0].islower() and later not in moved and later != index + 1:
+                lines = block.count("\n") + 1
+                if best is None or lines > best[0]:
+                    best = (lines, later)
+            elif ("\n" in block and block[0].isupper() and not CAPTION_START.match(block)
+                  and not _NOTE_START.match(block) and not _is_open(block)):
+                break
+        if best is not None:
+            follows[index] = best[1]
+            moved.add(best[1])
+    if not follows:
+        return text, [(0, 0)]
+    pieces: list[str] = []
+    offsets: list[tuple[int, int]] = []
+    length = 0
+
+    last = -1
+
+    def emit(index: int, separator: str) -> None:
+        nonlocal length, last
+        start, end = blocks[index]
+        if pieces:
+            if index == last + 1:  # in place: the gap as it was
+                separator = text[blocks[last][1]:start]
+            pieces.append(separator)
+            length += len(separator)
+        last = index
+        offsets.append((length, start))
+        pieces.append(text[start:end])
+        length += end - start
+
+    for index in range(len(blocks)):
+        if index in moved:
+            continue
+        emit(index, "\n\n")
+        while index in follows:
+            index = follows[index]
+            emit(index, "\n")
+    return "".join(pieces), offsets
+
+
+def old_offset(offsets: list[tuple[int, int]], offset: int) -> int:
+    """Where ``offset`` of :func:`reading_order`'s text stood in the text it was given."""
+    index = max(bisect.bisect_right([new for new, _ in offsets], offset) - 1, 0)
+    new_start, old_start = offsets[index]
+    return old_start + offset - new_start

@@ -12,10 +12,11 @@ body and in what follows the list (an appendix cites too), never in the list.
 from __future__ import annotations
 
 import bisect
+import collections
 import collections.abc
 
 from citerun.pipeline import pdf
-from citerun.pipeline.citations import claims, markers, model, references
+from citerun.pipeline.citations import attribution, claims, markers, model, references
 
 
 def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extraction:
@@ -29,9 +30,11 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
     listed = references.parse_reference_list(reference_text) if reference_text else ()
 
     joined = pdf.join_pages(body_pages)
-    body = joined.text
-    if not body:
+    if not joined.text:
         return model.Extraction((), listed, reference_page)
+    # Sentences a caption, footnotes or a figure interrupt are made whole first, so
+    # that markers and claims are read as the reader reads them.
+    body, offsets = claims.reading_order(joined.text, joined.starts)
 
     found = markers.find_markers(body)
     labels = {e.label for e in listed if e.label}
@@ -61,38 +64,55 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
     found = sorted(found + markers.bare_markers(body, found, listed), key=lambda m: m.start)
     spans = claims.claim_spans(body, found)
     starts = [s for s, _ in spans]
-    sentence_index = [claims.sentence_of(marker, spans, starts, body) for marker in found]
     cut_starts = [m.cut_start for m in found]
     cut_ends = [m.cut_end for m in found]
-    claim_texts: dict[int, str] = {}
-
-    def claim_of(index: int) -> str:
-        if index not in claim_texts:
-            start, end = spans[index]
-            inside = found[bisect.bisect_right(cut_ends, start):bisect.bisect_left(cut_starts, end)]
-            claim_texts[index] = claims.claim_text(body, start, end, inside)
-        return claim_texts[index]
+    # Each marker's claim: its sentence, or the clause of it that it cites.
+    by_sentence: dict[int, list[int]] = collections.defaultdict(list)
+    for number, marker in enumerate(found):
+        by_sentence[claims.sentence_of(marker, spans, starts, body)].append(number)
+    claim_of: dict[int, str] = {}
+    sentence_of: dict[int, int] = {}
+    for index, numbers in by_sentence.items():
+        start, end = spans[index]
+        inside = found[bisect.bisect_right(cut_ends, start):bisect.bisect_left(cut_starts, end)]
+        in_sentence = [found[n] for n in numbers]
+        parts = claims.clause_parts(body, start, end, in_sentence)
+        taken = 0
+        for part_start, part_end, count in parts:
+            claim = claims.claim_text(body, part_start, part_end, inside)
+            if len(parts) > 1:
+                claim = claims.as_sentence(claim)
+            for number in numbers[taken:taken + count]:
+                claim_of[number] = claim
+                sentence_of[number] = index
+            taken += count
 
     citations: list[model.ExtractedCitation] = []
     previous: model.Ref | None = None
-    for marker, index in zip(found, sentence_index):
-        claim = claim_of(index)
-        page = joined.page_at(marker.start)
+    # One judgement per (sentence, source, locator), however often the marker repeats.
+    judged: set[tuple[int, str, str | None]] = set()
+    for number, marker in enumerate(found):
+        page = joined.page_at(claims.old_offset(offsets, marker.start))
         for ref in marker.refs:
             if ref.ibid:
                 ref = previous if previous is not None else ref
             else:
                 previous = ref
+            seen = (sentence_of[number], ref.key, marker.locator)
+            if seen in judged:
+                continue
+            judged.add(seen)
             citations.append(
                 model.ExtractedCitation(
                     ordinal=len(citations) + 1,
                     key=ref.key,
-                    claim=claim,
+                    claim=claim_of[number],
                     page=page,
                     marker=" ".join(marker.text.split()),
                     locator=marker.locator,
                     authors=ref.authors,
                     year=ref.year,
+                    names_work=attribution.named_work(body, marker, spans[sentence_of[number]]),
                 )
             )
     return model.Extraction(tuple(citations), listed, reference_page)
