@@ -106,7 +106,7 @@ base_id=$("${bah[@]}" inspect --type image --format '{{.FromImageID}}' "$base_re
 
 # --- citerun (the repository's Dockerfile) -------------------------------------------
 app_ref=localhost/citerun:dev
-app_stamp="base=$base_id src=$(tree_hash "$repo" Dockerfile .dockerignore pyproject.toml README.md citerun operator worker migrations)"
+app_stamp="base=$base_id src=$(tree_hash "$repo" Dockerfile .dockerignore pyproject.toml README.md src)"
 if stamp_ok citerun "$app_stamp"; then
     log "$app_ref: up to date"
 else
