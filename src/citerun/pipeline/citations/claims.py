@@ -4,6 +4,11 @@ Sentences come from :func:`citerun.pipeline.pdf.sentence_spans`, the splitter th
 chunker uses, so a claim and the evidence it is judged against are cut by the same
 rules. A marker belongs to the sentence it stands in, except one that opens a sentence
 ("... grows fast. [12] Next"), which closes the sentence before it.
+
+Before any of that, :func:`reading_order` makes whole a sentence that a caption,
+footnotes or a figure's text interrupt (left column "... databases have", right column
+"Figure 1: ...", then "been studied ..."); :func:`clause_parts` cuts a sentence that
+cites different sources for different clauses into one claim per clause.
 """
 
 from __future__ import annotations
