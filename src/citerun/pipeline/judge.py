@@ -8,7 +8,9 @@ the package can be re-cut without touching its callers.
 
 Only ``supported``, ``partially_supported``, ``unsupported`` and ``contradicted`` come
 from a judge; ``source_unavailable`` and ``unresolved_citation`` are decided by the
-pipeline before any judge runs. Evidence quotes the best matching *sentence* of a
+pipeline before any judge runs, and so is ``supported`` for a citation that names a
+work when the source is that work (:func:`judge_named`: "a lock service called Chubby
+[8]" against the Chubby paper). Evidence quotes the best matching *sentence* of a
 passage, with the passage's pages, because a reader checks a sentence, not a chunk.
 """
 
@@ -31,6 +33,7 @@ from citerun.pipeline.judging.openai import (
     OpenAIJudge,
     retry_after_seconds,
 )
+from citerun.pipeline.judging.naming import judge_named
 from citerun.pipeline.judging.rules import RulesJudge, RulesJudgeConfig
 from citerun.pipeline.judging.types import (
     BudgetExhausted,
@@ -52,5 +55,5 @@ __all__ = [
     "Evidence", "Judge", "JudgeAnswer", "JudgeAnswerError", "JudgeConfig", "JudgeConfigError",
     "JudgeError", "JudgeRequestError", "JudgeUnavailable", "Judgement", "OpenAIConfig",
     "OpenAIJudge", "Passage", "TokenBudget", "TrainedJudge", "TrainedJudgeConfig", "Verdict", "best_sentence", "coverage",
-    "make_judge", "polarity_conflict", "retry_after_seconds", "stem",
+    "judge_named", "make_judge", "polarity_conflict", "retry_after_seconds", "stem",
 ]

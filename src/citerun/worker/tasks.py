@@ -293,6 +293,13 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                 doc = state[m.document_id]
                 await _record(conn, citation_id, payload.run_id, judge.Verdict.SOURCE_UNAVAILABLE,
                               f"the source {doc['filename']} could not be read: {doc['error']}")
+            elif c.names_work and (named := judge.judge_named(
+                    c.names_work, state[m.document_id]["title"],
+                    state[m.document_id]["authors"] or (),
+                    await conn.fetchval(_Q["document_first_page"], m.document_id) or "")):
+                # It names its source ("called Chubby [8]") and the source is that work.
+                await _record(conn, citation_id, payload.run_id, named.verdict, named.rationale,
+                              confidence=named.confidence, evidence=_evidence_rows(named))
             else:
                 judge_ids.append(citation_id)
         await flow.of(ctx.settings).judge(conn, payload.run_id, judge_ids,
@@ -305,6 +312,13 @@ async def _record(conn: asyncpg.Connection, citation_id: int, run_id: uuid.UUID,
                   evidence: list[dict[str, Any]] | None = None, judge_name: str = "citerun") -> None:
     await conn.execute(_Q["verdict_insert"], citation_id, run_id, str(verdict), confidence,
                        rationale, evidence or [], judge_name)
+
+
+def _evidence_rows(judgement: judge.Judgement) -> list[dict[str, Any]]:
+    """A judgement's evidence as the ``verdicts.evidence`` column stores it."""
+    return [{"quote": e.quote, "page_start": e.page_start, "page_end": e.page_end,
+             "score": round(float(e.score), 4), "chunk_id": e.chunk_id}
+            for e in judgement.evidence]
 
 
 # -- judge_citation ----------------------------------------------------------------------
@@ -332,9 +346,7 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
         verdict = await the_judge.judge(row["claim"], passages)
     except judge.BudgetExhausted as err:
         raise registry_mod.PermanentError(str(err)) from err
-    evidence = [{"quote": e.quote, "page_start": e.page_start, "page_end": e.page_end,
-                 "score": round(float(e.score), 4), "chunk_id": e.chunk_id}
-                for e in verdict.evidence]
+    evidence = _evidence_rows(verdict)
     async with ctx.fenced() as conn:
         run = await runs.lock(conn, row["run_id"])
         await _record(conn, payload.citation_id, row["run_id"], verdict.verdict,

@@ -62,6 +62,8 @@ class ExtractedCitation:
     ``locator`` is the page locator of the marker without its prefix ("12", "3-5",
     "12 f."). ``authors`` and ``year`` are what an author-year marker names (empty for a
     numeric one); they let a marker with no reference entry be matched directly.
+    ``names_work`` is the name the marker is attached to ("called Chubby [8]": "Chubby"),
+    None when it cites its sentence's claim (see :mod:`.attribution`).
     """
 
     ordinal: int
@@ -72,6 +74,7 @@ class ExtractedCitation:
     locator: str | None
     authors: tuple[str, ...] = ()
     year: int | None = None
+    names_work: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,6 +33,10 @@ WHERE s.run_id = $1 ORDER BY s.role DESC, s.filename;
 -- Every page of a document, in order.
 SELECT number, text FROM document_pages WHERE digest = $1 ORDER BY number;
 
+-- name: document_first_page --
+-- The text of a document's first page: where a cited work shows its title and abstract.
+SELECT text FROM document_pages WHERE digest = $1 AND number = 1;
+
 -- name: citation_insert --
 -- Store one (claim, cited key) of a run.
 INSERT INTO citations (run_id, ordinal, key, marker, claim, page, locator, digest, reference,
