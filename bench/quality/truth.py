@@ -167,6 +167,9 @@ def found_markers(extraction: citations.Extraction) -> list[FoundMarker]:
             found[-1] = dataclasses.replace(last, keys=(*last.keys, c.key))
         else:
             found.append(FoundMarker(c.page, c.marker, c.claim, (c.key,)))
+        # The same marker again in the sentence is one citation (judged once), and still a
+        # marker group that was found.
+        found.extend(FoundMarker(c.page, c.marker, c.claim, (c.key,)) for _ in range(c.markers - 1))
     return found
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import collections
 import collections.abc
+import dataclasses
 
 from citerun.pipeline import pdf
 from citerun.pipeline.citations import attribution, claims, markers, model, references
@@ -90,7 +91,7 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
     citations: list[model.ExtractedCitation] = []
     previous: model.Ref | None = None
     # One judgement per (sentence, source, locator), however often the marker repeats.
-    judged: set[tuple[int, str, str | None]] = set()
+    judged: dict[tuple[int, str, str | None], int] = {}  # -> index in citations
     for number, marker in enumerate(found):
         page = joined.page_at(claims.old_offset(offsets, marker.start))
         for ref in marker.refs:
@@ -100,8 +101,11 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
                 previous = ref
             seen = (sentence_of[number], ref.key, marker.locator)
             if seen in judged:
+                first = judged[seen]
+                citations[first] = dataclasses.replace(citations[first],
+                                                       markers=citations[first].markers + 1)
                 continue
-            judged.add(seen)
+            judged[seen] = len(citations)
             citations.append(
                 model.ExtractedCitation(
                     ordinal=len(citations) + 1,

@@ -63,7 +63,9 @@ class ExtractedCitation:
     "12 f."). ``authors`` and ``year`` are what an author-year marker names (empty for a
     numeric one); they let a marker with no reference entry be matched directly.
     ``names_work`` is the name the marker is attached to ("called Chubby [8]": "Chubby"),
-    None when it cites its sentence's claim (see :mod:`.attribution`).
+    None when it cites its sentence's claim (see :mod:`.attribution`). ``markers`` is how
+    many markers of its sentence it stands for: a sentence that cites the same source
+    (and locator) twice is one citation, judged once.
     """
 
     ordinal: int
@@ -75,6 +77,7 @@ class ExtractedCitation:
     authors: tuple[str, ...] = ()
     year: int | None = None
     names_work: str | None = None
+    markers: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
