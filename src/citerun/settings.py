@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import socket
 import types
 import typing
@@ -237,11 +238,22 @@ def is_setting(name: str, models: Sequence[type[BaseModel]]) -> bool:
         _resolves(m, upper.removeprefix(ENV_PREFIX).split(ENV_NESTED)) for m in models)
 
 
+#: What Kubernetes puts in a pod's environment for each Service of its namespace (unless
+#: the pod sets ``enableServiceLinks: false``, as the chart's do): a Service named
+#: ``citerun-postgresql`` gives ``CITERUN_POSTGRESQL_SERVICE_HOST``, ``..._PORT``,
+#: ``..._PORT_5432_TCP_ADDR`` and the like. Settings always have ``__`` after the group;
+#: these never do, so a mistyped setting is not mistaken for one.
+_SERVICE_LINK = re.compile(
+    r"^[A-Z0-9_]+?_(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT(?:_\d+_(?:TCP|UDP|SCTP)"
+    r"(?:_(?:PROTO|PORT|ADDR))?)?)$")
+
+
 def _known(name: str, models: Sequence[type[BaseModel]]) -> bool:
     upper = name.upper()
     return is_setting(upper, models) or any(
         upper == other or (other.endswith("_") and upper.startswith(other))
-        for other in NOT_SETTINGS)
+        for other in NOT_SETTINGS) or (
+        ENV_NESTED not in upper and _SERVICE_LINK.match(upper) is not None)
 
 
 def unknown_variables(environ: Mapping[str, str],

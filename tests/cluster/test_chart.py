@@ -232,6 +232,17 @@ def test_every_scenario_is_accepted_by_the_api_server(
         assert "secretKeyRef" in env["CITERUN_EMBEDDING__API_KEY"]
 
 
+def test_pods_get_no_service_links(control_plane: controlplane.ControlPlane) -> None:
+    # citerun reads CITERUN_*; a Service named citerun-* would add CITERUN_*_SERVICE_HOST
+    # and the like to the environment of every pod in the namespace.
+    rendered = cs.manifests(cs.helm_template(
+        control_plane, "ns", values={"database.url": cs.PLACEHOLDER_DATABASE_URL}).stdout)
+    deployments = [o for o in rendered if o["kind"] == "Deployment"]
+    assert len(deployments) == 2
+    for deployment in deployments:
+        assert deployment["spec"]["template"]["spec"]["enableServiceLinks"] is False
+
+
 def test_service_monitor_only_when_enabled(
     control_plane: controlplane.ControlPlane,
 ) -> None:

@@ -16,7 +16,7 @@ import pydantic
 import pytest
 from pydantic_settings import BaseSettings
 
-from citerun import settings
+from citerun import cli, settings
 from citerun.operator.settings import OperatorSettings
 from citerun.pipeline.settings import PipelineSettings
 from citerun.settings import Settings
@@ -170,3 +170,22 @@ def test_every_citerun_variable_the_repository_names_is_known() -> None:
              and settings.unknown_variables({name: ""}, TREES) is not None
              and not any(k.startswith(name) for k in known)}
     assert stale == {}
+
+
+def test_kubernetes_service_links_are_not_settings_but_a_typo_beside_them_is() -> None:
+    # A pod in a namespace with a Service named citerun-postgresql gets these (unless it
+    # sets enableServiceLinks: false); a worker refusing them would never start.
+    links = {"CITERUN_POSTGRESQL_SERVICE_HOST": "10.0.0.9",
+             "CITERUN_POSTGRESQL_SERVICE_PORT": "5432",
+             "CITERUN_POSTGRESQL_SERVICE_PORT_POSTGRES": "5432",
+             "CITERUN_POSTGRESQL_PORT": "tcp://10.0.0.9:5432",
+             "CITERUN_POSTGRESQL_PORT_5432_TCP": "tcp://10.0.0.9:5432",
+             "CITERUN_POSTGRESQL_PORT_5432_TCP_PROTO": "tcp",
+             "CITERUN_POSTGRESQL_PORT_5432_TCP_PORT": "5432",
+             "CITERUN_POSTGRESQL_PORT_5432_TCP_ADDR": "10.0.0.9"}
+    assert cli.unknown_environment(links) is None
+    result = _citerun(_env(**links, CITERUN_WORKER__METRIX_PORT="9"), "status", "some-run")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ["citerun: error: unknown setting "
+                                          "CITERUN_WORKER__METRIX_PORT (did you mean "
+                                          "CITERUN_WORKER__METRICS_PORT?)"]
