@@ -19,3 +19,12 @@ stamp_ok() {
     [[ -x $bin/$1 && -f $bin/.$1.stamp && $(<"$bin/.$1.stamp") == "$2" ]]
 }
 write_stamp() { printf '%s' "$2" >"$bin/.$1.stamp"; }
+
+# k8s.io/kubernetes binaries (the apiserver and kubectl; the kubelet & co.) carry their
+# version in these variables, and one stamp records it for all of them.
+ver_ldflags=""
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ver_ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1"
+    ver_ldflags+=" -X $p.gitMinor=$k8s_minor -X $p.gitTreeState=clean"
+done
+k8s_stamp="kubernetes=$KUBERNETES_VERSION staging=$staging_version ldflags=-s -w$ver_ldflags"

@@ -37,12 +37,6 @@ flock 9
 
 # --- kube-apiserver + kubectl -------------------------------------------------------
 k8s_pkg=k8s.io/kubernetes
-ver_ldflags=""
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ver_ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1"
-    ver_ldflags+=" -X $p.gitMinor=$k8s_minor -X $p.gitTreeState=clean"
-done
-k8s_stamp="kubernetes=$KUBERNETES_VERSION staging=$staging_version ldflags=-s -w$ver_ldflags"
 if stamp_ok kube-apiserver "$k8s_stamp" && stamp_ok kubectl "$k8s_stamp"; then
     log "kube-apiserver, kubectl $KUBERNETES_VERSION: up to date"
 else

@@ -96,18 +96,17 @@ BINARIES = ("etcd", "kube-apiserver", "kubectl", "helm")
 
 def build(timeout: float = 3600) -> pathlib.Path:
     """Run build.sh (a no-op in well under a second when up to date); return bin dir."""
-    proc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_script(BUILD_SCRIPT, timeout=timeout, error=ControlPlaneError)
+
+
+def run_script(path: pathlib.Path, *args: str, timeout: float,
+               error: type[Exception]) -> pathlib.Path:
+    """Run a build script (progress on stderr, its tail in ``error`` on failure); return
+    the path its last stdout line names."""
+    proc = subprocess.run(["bash", str(path), *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
-        raise ControlPlaneError(
-            f"build.sh exited {proc.returncode}:\n{_tail(proc.stderr, 40)}"
-        )
+        raise error(f"{path.name} exited {proc.returncode}:\n{_tail(proc.stderr, 40)}")
     return pathlib.Path(proc.stdout.strip().splitlines()[-1])
 
 

@@ -101,12 +101,6 @@ fi
 # --- kubelet, kube-controller-manager, kube-scheduler, kube-proxy ---------------------
 k8s_pkg=k8s.io/kubernetes
 node_cmds=(kubelet kube-controller-manager kube-scheduler kube-proxy)
-ver_ldflags=""
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ver_ldflags+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1"
-    ver_ldflags+=" -X $p.gitMinor=$k8s_minor -X $p.gitTreeState=clean"
-done
-k8s_stamp="kubernetes=$KUBERNETES_VERSION staging=$staging_version ldflags=-s -w$ver_ldflags"
 all_ok=1
 for c in "${node_cmds[@]}"; do stamp_ok "$c" "$k8s_stamp" || all_ok=0; done
 if ((all_ok)); then

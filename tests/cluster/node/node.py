@@ -111,18 +111,7 @@ def _run(args: list[str], *, check: bool = True, timeout: float = 120, **kw: Any
 
 def _script(path: pathlib.Path, *args: str, timeout: float) -> pathlib.Path:
     """Run a build script (progress on stderr, shown on failure); its last stdout line."""
-    proc = subprocess.run(
-        ["bash", str(path), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.splitlines()[-40:])
-        raise NodeError(f"{path.name} exited {proc.returncode}:\n{tail}")
-    return pathlib.Path(proc.stdout.strip().splitlines()[-1])
+    return controlplane.run_script(path, *args, timeout=timeout, error=NodeError)
 
 
 def missing_host_tools() -> list[str]:

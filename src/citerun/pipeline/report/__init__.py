@@ -8,30 +8,11 @@ names below (``report.build``, ``report.render_html``, ``report.Report``...).
 
 from __future__ import annotations
 
-from citerun.pipeline.report.build import Pages, Row, build, evidence_pages, page_images
-from citerun.pipeline.report.model import (
-    SCHEMA_VERSION,
-    Box,
-    CitationEntry,
-    CitationSource,
-    EvidenceEntry,
-    MatchInfo,
-    Report,
-    SourceEntry,
-    SourceStatus,
-    Summary,
-    ThesisInfo,
-    VerdictCounts,
-    main,
-    schema_json,
-    summarize,
-    unused,
-)
-from citerun.pipeline.report.render import PageImages, render_html, risk
+from citerun.pipeline.report import build as _build
+from citerun.pipeline.report import model as _model
+from citerun.pipeline.report import render as _render
+from citerun.pipeline.report.build import *  # noqa: F403 (each module's __all__)
+from citerun.pipeline.report.model import *  # noqa: F403
+from citerun.pipeline.report.render import *  # noqa: F403
 
-__all__ = [
-    "SCHEMA_VERSION", "Box", "CitationEntry", "CitationSource", "EvidenceEntry", "MatchInfo",
-    "PageImages", "Pages", "Report", "Row", "SourceEntry", "SourceStatus", "Summary",
-    "ThesisInfo", "VerdictCounts", "build", "evidence_pages", "main", "page_images",
-    "render_html", "risk", "schema_json", "summarize", "unused",
-]
+__all__ = _model.__all__ + _build.__all__ + _render.__all__

@@ -32,6 +32,8 @@ from citerun.pipeline.report.model import (
 )
 from citerun.states import DocumentState
 
+__all__ = ["Pages", "Row", "build", "evidence_pages", "page_images"]
+
 
 class Row(Protocol):
     """A stored row read by column name (an ``asyncpg.Record``, a dict in a test)."""

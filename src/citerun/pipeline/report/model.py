@@ -22,6 +22,12 @@ import pydantic
 
 from citerun.pipeline import judge
 
+__all__ = [
+    "SCHEMA_VERSION", "Box", "CitationEntry", "CitationSource", "EvidenceEntry",
+    "MatchInfo", "Report", "SourceEntry", "SourceStatus", "Summary", "ThesisInfo",
+    "VerdictCounts", "main", "schema_json", "summarize", "unused",
+]
+
 SCHEMA_VERSION: typing.Final = 1  # = Report.schema_version (tests/unit/test_single_sources.py)
 
 

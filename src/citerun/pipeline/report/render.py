@@ -17,6 +17,8 @@ import html
 from citerun.pipeline import judge
 from citerun.pipeline.report.model import CitationEntry, EvidenceEntry, Report
 
+__all__ = ["PageImages", "render_html", "risk"]
+
 
 # What a reader should check first: a contradiction, then a claim the source does not
 # make, then part-support, then what could not be judged; within a verdict the less sure
