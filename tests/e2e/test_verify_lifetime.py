@@ -79,9 +79,14 @@ def _query(data_dir: Path, statement: str, *args: object) -> list[dict[str, obje
 def test_kill_9_of_verify_leaves_no_process_and_no_running_run(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     log = open(tmp_path / "verify.log", "wb")
+    # One task at a time per worker: the run's 18 tasks cannot all be in flight when the
+    # verify dies, so the drain cannot finish the run (on a quiet machine the demo takes
+    # about 4 s once the workers are up, and with the default concurrency a kill 3 s in
+    # could find its last tasks claimed and the run then succeeded during the drain).
     proc = subprocess.Popen(
         [sys.executable, "-P", "-m", "citerun", "verify", str(EXAMPLES / "thesis.pdf"),
-         "--sources", str(EXAMPLES / "sources"), "--out", str(tmp_path / "r.html")],
+         "--sources", str(EXAMPLES / "sources"), "--out", str(tmp_path / "r.html"),
+         "--concurrency", "1"],
         cwd=tmp_path, env=_env(data_dir), stdout=log, stderr=subprocess.STDOUT)
     try:
         _wait(lambda: len(processes_of(proc.pid)) >= 2 or proc.poll() is not None, 120,
