@@ -16,7 +16,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 
 from bench.queue import processes
 
@@ -48,8 +47,6 @@ def _cells(output: str, measure: str) -> list[str]:
 
 
 def test_the_queue_bench_prints_a_row_per_system() -> None:
-    pytest.importorskip("pgqueuer", reason="the bench extra is not installed")
-    pytest.importorskip("procrastinate", reason="the bench extra is not installed")
     env = {**os.environ, "COLUMNS": "250", "PYTHONWARNINGS": "ignore"}
     done = subprocess.run([sys.executable, "-m", "bench.queue", *SMALL], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=400, check=False)
