@@ -277,6 +277,13 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
     mapped = citations.map_citations(extraction, infos, pipeline_settings().match)
     state = {d["digest"]: d for d in sources}
     judge_ids: list[int] = []
+    first_pages: dict[str, str] = {}  # a source several naming citations name: read once
+
+    async def first_page(conn: asyncpg.Connection, digest: str) -> str:
+        if digest not in first_pages:
+            first_pages[digest] = await conn.fetchval(_Q["document_first_page"], digest) or ""
+        return first_pages[digest]
+
     async with ctx.fenced() as conn:
         for m in mapped:
             c = m.citation
@@ -296,7 +303,7 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
             elif c.names_work and (named := judge.judge_named(
                     c.names_work, state[m.document_id]["title"],
                     state[m.document_id]["authors"] or (),
-                    await conn.fetchval(_Q["document_first_page"], m.document_id) or "")):
+                    await first_page(conn, m.document_id))):
                 # It names its source ("called Chubby [8]") and the source is that work.
                 await _record(conn, citation_id, payload.run_id, named.verdict, named.rationale,
                               confidence=named.confidence, evidence=_evidence_rows(named))
