@@ -181,10 +181,10 @@ NOT_SETTINGS: dict[str, str] = {
     # Switches of the tests, benches and test scripts: the `citerun` processes the tests
     # start inherit them.
     "CITERUN_EVALDATA": "tests/unit/test_realpdf.py and bench/: the evaluation data",
-    "CITERUN_HELDOUT_PDFS": "bench/eval_heldout.py: the held-out PDFs",
+    "CITERUN_HELDOUT_PDFS": "bench/quality/heldout.py: the held-out PDFs",
     "CITERUN_UPDATE_SCHEMA": "tests/db/test_migrations.py: rewrite the expected schema",
     "CITERUN_NODE_TESTS": "scripts/test: run the real-node cluster tests",
-    "CITERUN_K8S_CACHE": "tests/cluster and bench/bench_node.py: the Kubernetes build cache",
+    "CITERUN_K8S_CACHE": "tests/cluster and bench/cluster/node.py: the Kubernetes build cache",
     "CITERUN_BUILD_JOBS": "tests/cluster/build.sh: parallel compile jobs",
     "CITERUN_BUILDAH_DRIVER": "tests/cluster/node/images.sh: buildah's storage driver",
     "CITERUN_NODE_SNAPSHOTTER": "tests/cluster/node: containerd's snapshotter",
