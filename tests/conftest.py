@@ -42,6 +42,31 @@ def citerun_command() -> list[str]:
     return [str(script)]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """As root, the embedded server runs as another user that must pass every directory
+    above its data dir, and citerun no longer opens them (issue 27). pytest keeps its
+    tmp root 0700 (and resets it), so as root this session's tmp dirs live under a root
+    of its own, made passable (0711, no listing) by the ``tmp_path`` fixture below."""
+    if os.geteuid() == 0 and not config.option.basetemp:
+        root = Path(tempfile.mkdtemp(prefix="citerun-pytest-"))
+        root.chmod(0o711)
+        config.option.basetemp = str(root / "tmp")
+
+
+@pytest.fixture
+def tmp_path(tmp_path: Path, pytestconfig: pytest.Config) -> Path:
+    """pytest's ``tmp_path``, and as root passable (0711) up to this session's own root
+    (only directories this session made; never pytest's shared root)."""
+    if os.geteuid() == 0 and pytestconfig.option.basetemp:
+        root = Path(pytestconfig.option.basetemp).parent
+        if root.name.startswith("citerun-pytest-") and tmp_path.is_relative_to(root):
+            path = tmp_path
+            while path != root:
+                path.chmod(0o711)
+                path = path.parent
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[embedded.EmbeddedPostgres]:
     # Not under pytest's tmp root: pytest resets that to mode 0700 (another pytest run

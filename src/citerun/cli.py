@@ -124,10 +124,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         thesis, sources = verify.check_arguments(args.thesis, args.sources, args.workers,
                                                  args.concurrency, args.timeout)
         keys = verify.parse_keys(args.key or [])
+        out = verify.report_paths(
+            Path(args.out) if args.out else Path.cwd() / f"{thesis.stem}.citerun.html",
+            [thesis, *sources])
     except verify.UsageError as err:
         print(f"citerun verify: error: {err}", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else Path.cwd() / f"{thesis.stem}.citerun.html"
     settings = Settings()
 
     def terminate(signum: int, _frame: object) -> None:
@@ -280,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("thesis", help="the thesis PDF")
     p.add_argument("--sources", nargs="+", required=True,
                    help="source PDFs, or directories holding them")
-    p.add_argument("--out", help="where to write the HTML report (JSON goes beside it)")
+    p.add_argument("--out", help="where to write the report: .html or .htm (the JSON goes "
+                   "beside it) or .json (the HTML goes beside it); never an input file")
     p.add_argument("--workers", type=_count(1, 64), default=2, help="local worker processes")
     p.add_argument("--concurrency", type=_count(1, 256), default=2, help="tasks per worker")
     p.add_argument("--key", action="append", metavar="KEY=FILE",
@@ -324,8 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="print or save the report of a CitationRun")
     p.add_argument("name")
     p.add_argument("-n", "--namespace", default="default")
-    p.add_argument("--out", help="write the report here (.html or .json) instead of printing")
-    p.add_argument("--format", choices=["json", "html"], default="json")
+    p.add_argument("--out", help="write the report here instead of printing; its suffix "
+                   "(.html, .htm or .json) sets the format")
+    p.add_argument("--format", choices=["json", "html"],
+                   help="format when printing (default json); with --out it must agree")
     p.set_defaults(func=cmd_report)
     return parser
 

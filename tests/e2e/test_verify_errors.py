@@ -76,9 +76,11 @@ def test_out_on_a_full_disk_is_one_line_and_a_timeout_cancels_the_run(tmp_path: 
     done = citerun("verify", THESIS, "--sources", SOURCES, "--timeout", "0.5",
                    data_dir=data_dir)
     assert_one_error_line(done, 1, "did not finish within")
-    done = citerun("verify", THESIS, "--sources", SOURCES, "--out", "/dev/full",
+    full = tmp_path / "full.html"  # the suffix sets the format; the bytes go to /dev/full
+    full.symlink_to("/dev/full")
+    done = citerun("verify", THESIS, "--sources", SOURCES, "--out", str(full),
                    data_dir=data_dir)
-    assert_one_error_line(done, 1, "/dev/full", "No space left on device")
+    assert_one_error_line(done, 1, "full.html", "No space left on device")
 
     async def states(url: str) -> list[str]:
         conn = await db.connect(url)
@@ -90,3 +92,54 @@ def test_out_on_a_full_disk_is_one_line_and_a_timeout_cancels_the_run(tmp_path: 
 
     with localdb.database(Settings(data_dir=data_dir)) as url:
         assert asyncio.run(states(url)) == ["cancelled", "succeeded"]
+
+
+# Issue 27: --out never overwrites an input, and its suffix sets the format.
+
+@pytest.mark.parametrize("case", ["the thesis", "the json beside names a source", "a .pdf",
+                                  "no report suffix"])
+def test_verify_out_that_would_overwrite_an_input_or_has_no_report_suffix_is_refused(
+        tmp_path: Path, case: str) -> None:
+    thesis = tmp_path / "mythesis.pdf"
+    thesis.write_bytes((EXAMPLES / "thesis.pdf").read_bytes())
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    source = sources / "notes.json"  # named directly, any file is a source
+    source.write_bytes(b"not a pdf")
+    out, needle = {
+        "the thesis": (thesis, "mythesis.pdf"),
+        "the json beside names a source": (sources / "notes.html", "notes.json"),
+        "a .pdf": (tmp_path / "report.pdf", ".pdf"),
+        "no report suffix": (tmp_path / "report.txt", ".html, .htm or .json"),
+    }[case]
+    before = {p: p.read_bytes() for p in (thesis, source)}
+    done = citerun("verify", str(thesis), "--sources", SOURCES, str(source), "--out", str(out),
+                   data_dir=tmp_path / "data", timeout=120)
+    assert_one_error_line(done, 2, "--out", needle)
+    assert {p: p.read_bytes() for p in before} == before
+    assert not (tmp_path / "data" / "postgres").exists()  # refused before any work
+
+
+def test_report_out_follows_the_same_suffix_rule(tmp_path: Path) -> None:
+    env = {"CITERUN_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",
+           "KUBECONFIG": str(tmp_path / "no-kubeconfig")}
+    done = citerun("report", "some-run", "--out", str(tmp_path / "r.txt"),
+                   data_dir=tmp_path / "data", env_extra=env, timeout=60)
+    assert_one_error_line(done, 2, "--out", ".html, .htm or .json")
+    done = citerun("report", "some-run", "--format", "html", "--out", str(tmp_path / "r.json"),
+                   data_dir=tmp_path / "data", env_extra=env, timeout=60)
+    assert_one_error_line(done, 2, "--format html")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's server runs as another user")
+def test_verify_as_root_changes_no_permission_outside_its_data_dir(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    locked.chmod(0o700)
+    data_dir = locked / "data"
+    above = [locked, *locked.parents]
+    modes = {p: p.stat().st_mode for p in above}
+    done = citerun("verify", THESIS, "--sources", SOURCES, "--timeout", "20",
+                   data_dir=data_dir, timeout=300)
+    assert {p: p.stat().st_mode for p in above} == modes
+    assert_one_error_line(done, 1, "cannot pass", "chmod o+x")
