@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import asyncpg
@@ -53,18 +53,31 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.basetemp = str(root / "tmp")
 
 
-@pytest.fixture
-def tmp_path(tmp_path: Path, pytestconfig: pytest.Config) -> Path:
-    """pytest's ``tmp_path``, and as root passable (0711) up to this session's own root
-    (only directories this session made; never pytest's shared root)."""
-    if os.geteuid() == 0 and pytestconfig.option.basetemp:
-        root = Path(pytestconfig.option.basetemp).parent
-        if root.name.startswith("citerun-pytest-") and tmp_path.is_relative_to(root):
-            path = tmp_path
+def passable(path: Path, config: pytest.Config) -> Path:
+    """As root, make ``path`` passable (0711, no listing) for the embedded server's user,
+    up to this session's own root (only directories this session made; never pytest's
+    shared root)."""
+    if os.geteuid() == 0 and config.option.basetemp:
+        root = Path(config.option.basetemp).parent
+        if root.name.startswith("citerun-pytest-") and path.is_relative_to(root):
             while path != root:
                 path.chmod(0o711)
                 path = path.parent
-    return tmp_path
+    return path
+
+
+@pytest.fixture
+def tmp_path(tmp_path: Path, pytestconfig: pytest.Config) -> Path:
+    """pytest's ``tmp_path``, passable as root (see ``passable``)."""
+    return passable(tmp_path, pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def server_tmp(tmp_path_factory: pytest.TempPathFactory,
+               pytestconfig: pytest.Config) -> Callable[[str], Path]:
+    """``tmp_path_factory.mktemp`` for a session-scoped directory a citerun run keeps its
+    data under: passable as root (see ``passable``)."""
+    return lambda name: passable(tmp_path_factory.mktemp(name), pytestconfig)
 
 
 @pytest.fixture(scope="session")

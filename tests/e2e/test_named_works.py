@@ -125,8 +125,8 @@ NAMED = {CHUBBY: "Chubby", GAN: "Generative Adversarial Network", MAPREDUCE: "Ma
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, typing.Any]]:
-    root = tmp_path_factory.mktemp("named")
+def reports(server_tmp: typing.Callable[[str], pathlib.Path]) -> list[dict[str, typing.Any]]:
+    root = server_tmp("named")
     for spec in (NUMERIC, AUTHOR_YEAR, *SOURCES):
         mk.write_pdf(spec, root / spec.filename)
     built = []

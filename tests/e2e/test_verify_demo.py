@@ -66,8 +66,8 @@ def parse_task_count(data_dir: pathlib.Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    return tmp_path_factory.mktemp("verify")
+def workspace(server_tmp: typing.Callable[[str], pathlib.Path]) -> pathlib.Path:
+    return server_tmp("verify")
 
 
 @pytest.fixture(scope="module")
