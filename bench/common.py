@@ -35,13 +35,23 @@ def was_busy(*loads: str) -> bool:
     return max(float(load.split(" / ")[0]) for load in loads) > 0.75 * (os.cpu_count() or 1)
 
 
+def workdir(prefix: str) -> pathlib.Path:
+    """A fresh temporary directory for a bench's server and logs, passable (0711, no
+    listing) so the embedded server's own user reaches its data dir inside when the
+    bench runs as root: citerun opens no directory it did not make (issue 27), the
+    bench made this one."""
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    tmp.chmod(0o711)
+    return tmp
+
+
 @contextlib.contextmanager
 def postgres(prefix: str, *, stop: str = "fast", keep: bool = False, keep_on_error: bool = False
              ) -> Iterator[tuple[pathlib.Path, embedded.EmbeddedPostgres]]:
     """A started embedded Postgres in a fresh temporary directory (yielded too: worker
     logs go beside it), stopped on the way out, also on an error or Ctrl-C; the directory
     is removed unless ``keep``, or ``keep_on_error`` and an exception left the block."""
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    tmp = workdir(prefix)
     server = embedded.EmbeddedPostgres(tmp / "pg")
     failed = False
     try:

@@ -60,9 +60,10 @@ def passable(path: Path, config: pytest.Config) -> Path:
     if os.geteuid() == 0 and config.option.basetemp:
         root = Path(config.option.basetemp).parent
         if root.name.startswith("citerun-pytest-") and path.is_relative_to(root):
-            while path != root:
-                path.chmod(0o711)
-                path = path.parent
+            step = path
+            while step != root:
+                step.chmod(0o711)
+                step = step.parent
     return path
 
 

@@ -42,7 +42,6 @@ import shutil
 import signal
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -52,7 +51,7 @@ import asyncpg
 from kubernetes import client as k8s
 
 from bench import machine as bench_machine
-from bench.common import REPO, load_average
+from bench.common import REPO, load_average, workdir
 from citerun import db, embedded, queue, retry
 from citerun.operator import autoscaler, kube
 from citerun.operator.settings import AutoscalerConfig, OperatorConfig
@@ -421,7 +420,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    tmp = Path(tempfile.mkdtemp(prefix="citerun-bench-autoscaler-"))
+    tmp = workdir("citerun-bench-autoscaler-")
     (tmp / "logs").mkdir()
     server = embedded.EmbeddedPostgres(tmp / "pg")
     plane = controlplane.ControlPlane(bin_dir=controlplane.build())
