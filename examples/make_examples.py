@@ -513,7 +513,9 @@ EXPECTED: dict[str, object] = {
                        why="the reference entry has no source PDF"),
                 _claim(N_ADMISSIONS, "[4]", WEI, "supported"),
                 _claim(N_ADMISSIONS_WRONG, "[4]", WEI, "contradicted",
-                       why="the source finds that admissions RISE in the heat"),
+                       ["contradicted", "unsupported"],
+                       "the source finds that admissions RISE in the heat; a judge not sure "
+                       "of it shows that sentence to be checked instead of accusing"),
                 _claim("Reflective roofs cool the flats beneath them", "[3]", OKAFOR,
                        "supported"),
                 _claim(N_STORMWATER, "[3]", OKAFOR, "unsupported",

@@ -4,6 +4,7 @@ Usage::
 
     python -m bench.quality.out_of_domain [--limit 600] [--sets healthver,scitab,...]
                                           [--model PATH] [--trained-on scifact]
+                                          [--config NAME=JSON ...]
 
 Every set of :mod:`bench.quality.claims` plus SciFact dev (each claim against each
 abstract it cites, :func:`bench.common.gold_label`) goes through the judge a run uses
@@ -152,6 +153,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=600, help="pairs per set (seeded sample)")
     parser.add_argument("--sets", default="scifact," + ",".join(claims.SETS))
     parser.add_argument("--model", default=None, help="a judge_model.json; the shipped one if unset")
+    parser.add_argument("--config", action="append", default=[], metavar="NAME=JSON",
+                        help="a judge configuration (TrainedJudgeConfig fields as JSON) to "
+                        "compare, one table each in the same run; repeatable; the shipped "
+                        "configuration if none")
     parser.add_argument("--trained-on", default="scifact",
                         help="comma-separated sets the model was trained on (marked in domain)")
     args = parser.parse_args(argv)
@@ -161,10 +166,15 @@ def main(argv: list[str] | None = None) -> None:
         sets["scifact"] = scifact_dev(args.limit)
     sets.update(claims.load([n for n in names if n != "scifact"], limit=args.limit))
     embedder = embed.WordLlamaEmbedder()
-    config = embedded.TrainedJudgeConfig(model_file=args.model) if args.model else None
-    the_judge = embedded.TrainedJudge(embedder, config)
-    rows = run(the_judge, sets, set(args.trained_on.split(",")))
-    print(table(rows))
+    configs = [(name, json.loads(value)) for name, _, value in
+               (c.partition("=") for c in args.config)] or [("shipped", {})]
+    for name, fields in configs:
+        if args.model:
+            fields = {"model_file": args.model, **fields}
+        the_judge = embedded.TrainedJudge(embedder, embedded.TrainedJudgeConfig(**fields))
+        rows = run(the_judge, sets, set(args.trained_on.split(",")))
+        print(f"\n{name}: {json.dumps(fields)}\n")
+        print(table(rows))
     print("\n" + machine.summary_line())
 
 

@@ -278,3 +278,74 @@ def test_the_dev_figures_carry_a_bootstrap_interval_over_claims() -> None:
     assert low == evaluate.bootstrap(pairs, noisy)[0]  # seeded
     _, macro, f1s = evaluate.metrics(perfect, noisy)
     assert low[0] <= macro <= high[0] and low[1] <= f1s["CONTRADICT"] <= high[1] and low[0] < high[0]
+
+
+def test_the_shipped_calibration_belongs_to_the_shipped_model(tmp_path: pathlib.Path,
+                                                              trained: judge.TrainedJudge) -> None:
+    """The out-of-domain calibration (issue 23) loads for the shipped trees, softens them
+    and is refused when missing, malformed, out of range or fitted to another model."""
+    loaded = model.Recalibration.load()
+    data = json.loads(model.CALIBRATION.read_text(encoding="utf-8"))
+    assert data["model_sha256"] == ARTIFACT_SHA256 and "SciTab" in data["fitted_on"]
+    sure = numpy.array([[0.96, 0.02, 0.02]])
+    assert loaded.apply(sure).max() < sure.max()  # softened
+    assert abs(float(loaded.apply(sure).sum()) - 1.0) < 1e-9
+    path = tmp_path / "calibration.json"
+    with pytest.raises(judge.JudgeConfigError, match="cannot read"):
+        model.Recalibration.load(path)
+    path.write_text(json.dumps({**data, "weight": -1.0}), encoding="utf-8")
+    with pytest.raises(judge.JudgeConfigError, match="out of range"):
+        model.Recalibration.load(path)
+    other = tmp_path / "model.json"
+    other.write_bytes(model.ARTIFACT.read_bytes() + b"\n")
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(judge.JudgeConfigError, match="another model"):
+        model.Recalibration.load(path, other)
+    # The default: the package's trees with the package's calibration; none when turned
+    # off, nor for a model of one's own without a calibration of its own.
+    assert trained.calibration is not None and trained.calibration.weight == loaded.weight
+    off = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(calibrated=False))
+    own = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(model_file=other))
+    assert off.calibration is None and own.calibration is None
+    with pytest.raises(judge.JudgeConfigError, match="another model"):
+        judge.TrainedJudge(embed.WordLlamaEmbedder(),
+                           judge.TrainedJudgeConfig(model_file=other, calibration_file=path))
+
+
+async def test_contradicted_only_with_a_sentence_that_states_the_opposite() -> None:
+    """Issue 23, the default (calibration + gate): `contradicted` shows a sentence stating
+    the opposite; a source that only seems to disagree is "check this"."""
+    gated = judge.TrainedJudge(embed.WordLlamaEmbedder())
+    source = _passage("Cognitive behavioural therapy for insomnia in older adults. In a randomised trial "
+                      "of 46 adults, cognitive behavioural therapy improved sleep efficiency and was "
+                      "effective in treating chronic insomnia, with benefits lasting six months.")
+    ineffective = await gated.judge("Cognitive behavioural therapy is ineffective for insomnia in older "
+                                    "adults.", [source])
+    assert ineffective.verdict == Verdict.CONTRADICTED
+    assert "effective in treating" in ineffective.evidence[0].quote
+    other = _passage("Heat and hospital admissions of older adults. Admissions of adults aged 75 "
+                     "and over were recorded in six cities from 2005 to 2016.")
+    vague = await gated.judge("Hospital admissions of older adults are driven by air pollution.",
+                              [other])
+    assert vague.verdict != Verdict.CONTRADICTED and "P(contradict)" in vague.rationale
+
+
+async def test_a_sentence_stating_the_opposite_is_shown_when_the_judge_leans_the_other_way(
+        trained: judge.TrainedJudge) -> None:
+    """The demo's "admissions fall" claim: the trees lean (not clearly) towards support on
+    the closest sentences, but one nearly as close says admissions rose. Not "partially
+    supported" then: that sentence, shown to be checked (issue 23)."""
+    source = _passage(
+        "We linked daily emergency hospital admissions of adults aged 75 and over in six "
+        "cities to daily maximum temperature from 2005 to 2016. For every degree Celsius by "
+        "which the daily maximum temperature exceeded 30 °C, emergency admissions of adults "
+        "aged 75 and over rose by 12 percent. Older adults are more vulnerable to heat because "
+        "the body's ability to regulate its temperature declines with age. Deaths during heat "
+        "waves are well documented; hospital admissions, which show the burden on health "
+        "services, less so.")
+    found = await trained.judge("Hospital admissions of older adults fall during heat waves, "
+                                "because older people then stay at home.", [source])
+    assert found.verdict in (Verdict.CONTRADICTED, Verdict.UNSUPPORTED)
+    assert "rose by 12 percent" in found.evidence[0].quote
+    if found.verdict == Verdict.UNSUPPORTED:
+        assert found.confidence <= 0.5 and "check this citation" in found.rationale

@@ -252,6 +252,33 @@ def _prefix_antonyms(claim: collections.abc.Set[str], evidence: collections.abc.
     return count
 
 
+def opposite_of(claim: str, sentence: str, sentence_tokens: collections.abc.Iterable[str],
+                *, directions_only: bool = False) -> str | None:
+    """Why ``sentence`` states the opposite of ``claim``, or ``None``: a negation or direction
+    that disagrees (:func:`.language.polarity_conflict`), an antonym pair with one side on
+    each (young/old, WordNet's), or a word negated by its prefix (effective/ineffective).
+    What the judge needs before it says ``contradicted``: a sentence it can show.
+    ``directions_only``: only a direction word on both sides that disagrees counts."""
+    conflict = language.polarity_conflict(claim, sentence)
+    if directions_only:
+        # Only a direction on both sides ("fall" against "rose"): a "cannot" or "not" near
+        # shared words, or an antonym pair, is too weak a cue on its own.
+        anchors = language.anchors_of(claim, sentence)
+        both = (language.polarity_of(claim, anchors).direction
+                and language.polarity_of(sentence, anchors).direction)
+        return conflict if conflict and both else None
+    if conflict:
+        return conflict
+    claim_set, sentence_set = frozenset(language.tokenize(claim)), frozenset(sentence_tokens)
+    claim_stems, sentence_stems = _stems(claim_set), _stems(sentence_set)
+    opposite, _ = _lexicon()
+    if (_antonym_conflicts(claim_stems, sentence_stems) or _prefix_antonyms(claim_set, sentence_set)
+            or any(other in sentence_stems - claim_stems
+                   for stem in claim_stems - sentence_stems for other in opposite.get(stem, ()))):
+        return "the claim and the source use words of opposite meaning"
+    return None
+
+
 def _lexicon_cues(claim: collections.abc.Set[str], top: collections.abc.Set[str],
                   first: collections.abc.Set[str], score: float) -> list[float]:
     """WordNet antonyms with one side in the claim only and the other in the best

@@ -246,3 +246,45 @@ def fit(x: Array, y: Array, weights: Array, *, hidden: int = 0, l2: float = 1e-3
     layers = tuple((params[i].astype(numpy.float32), params[i + 1].astype(numpy.float32))
                    for i in range(0, len(params), 2))
     return Model(features.NAMES, mean.astype(numpy.float32), scale.astype(numpy.float32), layers)
+
+
+CALIBRATION = pathlib.Path(__file__).with_name("calibration.json")
+
+
+@dataclasses.dataclass(frozen=True)
+class Recalibration:
+    """The trees' probabilities made to mean the same out of domain (issue 23):
+    ``softmax(weight * log p + bias)``, fitted by ``bench/train/fit_calibration.py`` on
+    claims of a set the trees never saw (SciTab's, none of those the benches measure).
+    ``weight`` below 1 softens the trees' confidence, which on SciFact's own claims was
+    right and elsewhere was 0.9 where they were right half the time; ``bias`` moves the
+    classes' priors (the trees, trained on SciFact, say "not enough info" far too often
+    on other text). The decision is the most probable class of the result."""
+
+    weight: float
+    bias: Array
+    model_sha256: str
+
+    def apply(self, probabilities: Array) -> Array:
+        logp = numpy.log(numpy.clip(probabilities, 1e-6, 1.0))
+        return softmax(self.weight * logp + self.bias)
+
+    @classmethod
+    def load(cls, path: pathlib.Path = CALIBRATION, model_path: pathlib.Path = ARTIFACT) -> Recalibration:
+        """Load it; :class:`JudgeConfigError` if it is missing, malformed or fitted to
+        another model than ``model_path`` (a retrained model needs its calibration refitted)."""
+        import hashlib
+
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            weight, bias = float(data["weight"]), numpy.asarray(data["bias"], dtype=numpy.float64)
+            sha = str(data["model_sha256"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise JudgeConfigError(f"cannot read the judge calibration {str(path)!r}: {err}") from err
+        if bias.shape != (3,) or not numpy.isfinite(bias).all() or not 0.0 < weight < 10.0:
+            raise JudgeConfigError(f"the judge calibration {str(path)!r} is out of range")
+        if hashlib.sha256(model_path.read_bytes()).hexdigest() != sha:
+            raise JudgeConfigError(
+                f"the judge calibration {str(path)!r} was fitted to another model than "
+                f"{str(model_path)!r}; refit it with bench/train/fit_calibration.py")
+        return cls(weight, bias, sha)
