@@ -57,8 +57,8 @@ class TaskLimits(pydantic.BaseModel):
 class LimitSettings(pydantic.BaseModel):
     """Bounded work per task: what one hostile document may cost a worker.
 
-    Parsing (and chunking) of a document and claim extraction from a thesis run in a
-    child process under these limits; a document over a limit fails permanently as
+    Parsing (and chunking) of a document, claim extraction from a thesis and mapping its
+    citations to the sources run in a child process under these limits; a document over a limit fails permanently as
     ``document_too_complex`` with the limit named, once, instead of stalling a worker.
     """
 
@@ -77,6 +77,13 @@ class LimitSettings(pydantic.BaseModel):
         description="extract_citations: finding markers and claims in a 300-page thesis "
         "takes under 2 s and 200 MiB; 15 s and 1 GiB leave sevenfold room. Wall time 2x "
         "the CPU time (waiting for a core).")
+    match: TaskLimits = pydantic.Field(
+        default_factory=lambda: TaskLimits(cpu_s=60, address_space_mb=1024, wall_s=90.0),
+        description="Mapping a thesis's citations to its sources (extract_citations, after "
+        "the extraction): 3,000 references, 6,000 citations and 500 sources whose years "
+        "all lie within three years take about 6 s of CPU and 200 MiB (issue 27; it took "
+        "16 minutes on the worker's loop before the matching was indexed); the caps of "
+        "MatchConfig bound the input, 60 s leave tenfold room. Wall time 1.5x the CPU.")
     max_children: int = pydantic.Field(
         2, ge=1, le=64, description="Sandboxed children one worker runs at once (others "
         "wait, heartbeating): parsing is CPU-bound, and this bounds the worker's memory at "

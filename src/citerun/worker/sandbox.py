@@ -18,6 +18,9 @@ stages do not run in the worker's process at all:
 
 Caps on pages and characters (:class:`citerun.pipeline.settings.LimitSettings`)
 are checked in the child as soon as the numbers are known, before the expensive stages.
+Mapping the citations to the sources runs in a child too, under the ``match`` limits,
+after the caps on reference entries and citations (:class:`citations.MatchConfig`) are
+checked here (issue 27: the mapping once ran on the worker's loop for minutes).
 """
 
 from __future__ import annotations
@@ -271,3 +274,33 @@ async def extract(pages: list[tuple[int, str]], limits: LimitSettings) -> citati
         raise DocumentTooComplex(over)
     return await run(limits.extract, citations.extract, pages, slots=limits.max_children)
 
+
+
+def map_job(extraction: citations.Extraction, sources: tuple[citations.SourceInfo, ...],
+            config: citations.MatchConfig) -> tuple[citations.MappedCitation, ...] | citations.DuplicateKeyError:
+    """:func:`citations.map_citations` (runs in the child); a duplicate key comes back as
+    a value, so the worker raises it as the unsandboxed call did."""
+    try:
+        return citations.map_citations(extraction, sources, config)
+    except citations.DuplicateKeyError as err:
+        return err
+
+
+async def map_citations(extraction: citations.Extraction,
+                        sources: list[citations.SourceInfo] | tuple[citations.SourceInfo, ...],
+                        config: citations.MatchConfig,
+                        limits: LimitSettings) -> tuple[citations.MappedCitation, ...]:
+    """:func:`citations.map_citations` under the ``match`` limits, off the event loop.
+
+    A thesis over the caps on entries or citations raises :class:`DocumentTooComplex`
+    before a child is started.
+    """
+    try:
+        citations.check_size(extraction, config)
+    except citations.TooLargeToMatch as err:
+        raise DocumentTooComplex(str(err)) from err
+    result = await run(limits.match, map_job, extraction, tuple(sources), config,
+                       slots=limits.max_children)
+    if isinstance(result, citations.DuplicateKeyError):
+        raise result
+    return result

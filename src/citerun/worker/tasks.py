@@ -264,17 +264,22 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                                   year=d["year"], explicit_keys=tuple(d["keys"] or ()),
                                   doi=d["doi"], arxiv_id=d["arxiv_id"])
              for d in sources]
-    try:  # in a child process under the extract limits (see src/citerun/worker/sandbox.py)
+    action = "extract"
+    try:  # in child processes under the extract and match limits (see worker/sandbox.py)
         extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
                                            pipeline_settings().limits)
+        action = "match"
+        mapped = await sandbox.map_citations(extraction, infos, pipeline_settings().match,
+                                             pipeline_settings().limits)
     except sandbox.DocumentTooComplex as err:
         logger.info("thesis of run %s rejected: %s", payload.run_id, err,
-                    extra={"action": "extract", "reason": err.reason})
+                    extra={"action": action, "reason": err.reason})
         async with ctx.fenced() as conn:
             await runs.finish(conn, payload.run_id, RunState.FAILED,
-                              f"the thesis {thesis['filename']} could not be read: {err}")
+                              f"the thesis {thesis['filename']} could not be "
+                              f"{'read' if action == 'extract' else 'matched to its sources'}: "
+                              f"{err}")
         return
-    mapped = citations.map_citations(extraction, infos, pipeline_settings().match)
     state = {d["digest"]: d for d in sources}
     judge_ids: list[int] = []
     first_pages: dict[str, str] = {}  # a source several naming citations name: read once

@@ -7,7 +7,7 @@ order a reader works, one job a module:
 - :mod:`.model`: the frozen dataclasses handed on (:class:`ReferenceEntry`,
   :class:`ExtractedCitation`, :class:`Extraction`, :class:`SourceInfo`,
   :class:`MappedCitation`), :class:`MatchConfig` (part of a run's spec, so pydantic)
-  and :class:`DuplicateKeyError`.
+  and :class:`DuplicateKeyError`, :class:`TooLargeToMatch`.
 - :mod:`.patterns`: the regex fragments and word sets names and years are read with
   (a surname and its particles, "et al.", a year, a page locator).
 - :mod:`.references`: the reference list, found by its heading, and its entries, split
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from citerun.pipeline.citations.entries import parse_entry
 from citerun.pipeline.citations.extraction import extract
-from citerun.pipeline.citations.mapping import map_citations, match, match_score
+from citerun.pipeline.citations.mapping import check_size, map_citations, match, match_score
 from citerun.pipeline.citations.model import (
     DuplicateKeyError,
     ExtractedCitation,
@@ -41,6 +41,7 @@ from citerun.pipeline.citations.model import (
     MatchMethod,
     ReferenceEntry,
     SourceInfo,
+    TooLargeToMatch,
     normalize_key,
 )
 from citerun.pipeline.citations.references import REFERENCE_HEADINGS, parse_reference_list
@@ -56,6 +57,8 @@ __all__ = [
     "MatchMethod",
     "ReferenceEntry",
     "SourceInfo",
+    "TooLargeToMatch",
+    "check_size",
     "extract",
     "fold",
     "map_citations",

@@ -167,10 +167,43 @@ class MatchConfig(pydantic.BaseModel):
             "accepts Mueller/Muller and OCR slips, rejects Smith/Smyth."
         ),
     )
+    max_source_authors: int = pydantic.Field(
+        default=100,
+        ge=1,
+        description=(
+            "Authors of a source the matching reads, the first ones: the first author "
+            "decides and a share of 100 names is as telling as of all. A source whose "
+            "metadata lists 20,000 authors (a physics collaboration, or a hostile PDF) "
+            "cost 26 s with 20 references before this cap (issue 27)."
+        ),
+    )
+    max_references: int = pydantic.Field(
+        default=5000,
+        ge=1,
+        description=(
+            "Reference entries of one thesis beyond which its run is refused "
+            "(TooLargeToMatch, the run fails with the limit named): the longest "
+            "theses and review articles list under 2,000; 5,000 bounds the matching's "
+            "work (indexes are linear in the entries, a source's title search scans them)."
+        ),
+    )
+    max_citations: int = pydantic.Field(
+        default=20_000,
+        ge=1,
+        description=(
+            "Citations (marker and source pairs) of one thesis beyond which its run is "
+            "refused: a 300-page thesis has a few thousand; each citation is also one "
+            "judge task, so 20,000 bounds the run's work as well as the matching's."
+        ),
+    )
 
 
 class DuplicateKeyError(errors.CiterunError):
     """The same explicit citation key is given for two different sources."""
+
+
+class TooLargeToMatch(errors.CiterunError):
+    """The thesis has more reference entries or citations than the matching's caps."""
 
 
 def normalize_key(key: str) -> str:
