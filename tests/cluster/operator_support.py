@@ -107,6 +107,29 @@ def create(api: k8s.ApiClient, namespace: str, body: dict[str, Any]) -> dict[str
     return obj
 
 
+def accepted(api: k8s.ApiClient, namespace: str, body: dict[str, Any]) -> bool:
+    """Whether the API server admits ``body`` now (a dry run: nothing is stored)."""
+    try:
+        k8s.CustomObjectsApi(api).create_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, body, dry_run="All")
+    except k8s.ApiException as err:
+        if err.status == 422:
+            return False
+        raise
+    return True
+
+
+async def wait_schema(api: k8s.ApiClient, namespace: str, body: dict[str, Any],
+                      accepts: bool, timeout: float = 30) -> None:
+    """Wait until the server applies a CRD just applied: it admits (or refuses) ``body``.
+
+    A CRD's new schema reaches the API server's handlers asynchronously; a create sent
+    right after ``kubectl apply`` may still be checked against the old one.
+    """
+    await wait_for(lambda: accepted(api, namespace, body) == accepts, timeout,
+                   f"the server to {'admit' if accepts else 'refuse'} the body under the new CRD")
+
+
 async def wait_for(check: Callable[[], Any], timeout: float, what: str,
                    logs: Callable[[], str] = lambda: "") -> Any:
     deadline = time.monotonic() + timeout

@@ -98,9 +98,11 @@ async def test_invalid_specs_are_rejected_by_the_server_and_by_the_handler(
     body["spec"]["sources"].append(dict(body["spec"]["sources"][0]))  # a duplicate name
     body["spec"]["thesis"] = {"name": "t.pdf"}  # no document source
     try:
+        await ops.wait_schema(api_client, namespace, body, accepts=True)
         ops.create(api_client, namespace, body)
     finally:
         control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ops.CRD))
+        await ops.wait_schema(api_client, namespace, bad, accepts=False)
     failed = await ops.wait_for(
         lambda: (c := ops.condition(ops.get(api_client, namespace, "sneaky"), "Failed"))
         and c["status"] == "True" and c, 30, "a Failed condition", _logs(op))
