@@ -1,0 +1,128 @@
+"""What the writer's files say, in one shape whatever the format.
+
+:class:`WrittenThesis` is what :mod:`.latex` and :mod:`.docx` return; :func:`to_extraction`
+turns it into the :class:`~citerun.pipeline.citations.Extraction` the rest of a run reads,
+the citation keys kept as the reference entries' labels so that mapping is by key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from citerun import errors
+from citerun.pipeline.citations import model as citations
+
+Format = typing.Literal["latex", "docx"]
+LibraryFormat = typing.Literal["bibtex", "csl-json", "field"]
+
+
+class WriterFileError(errors.CiterunError):
+    """A writer's file that cannot be read: malformed, hostile, or over the limits."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LibraryItem:
+    """One item of the writer's library: a .bib entry, a CSL-JSON item, a field's item.
+
+    ``key`` is the citation key the thesis uses (``smith2020``, or a reference manager's
+    item id); ``authors`` are surnames as written (an institution as a whole name);
+    ``files`` are the attached file paths exactly as the library gives them (a .bib's
+    ``file`` field in Zotero's/JabRef's/Mendeley's forms, split into paths).
+    """
+
+    key: str
+    title: str | None = None
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    doi: str | None = None
+    files: tuple[str, ...] = ()
+    kind: str | None = None  # "article", "book", ... as the library names it
+    origin: LibraryFormat = "bibtex"
+
+    def reference_text(self) -> str:
+        """A readable one-line reference for the report: "Smith, Jones (2020). Title."."""
+        head = ", ".join(self.authors) or self.key
+        year = f" ({self.year})" if self.year else ""
+        title = f" {self.title}." if self.title else ""
+        doi = f" doi:{self.doi}" if self.doi else ""
+        return f"{head}{year}.{title}{doi}"
+
+
+@dataclasses.dataclass(frozen=True)
+class WrittenCitation:
+    """One citation as the writer wrote it: the keys it names, where, and its claim.
+
+    ``claim`` is the sentence the citation stands in, as plain text (macros resolved,
+    the citation itself cut out); for a citation in a footnote, the sentence of the
+    body the footnote mark stands in. ``keys`` are the library keys in the order
+    written. ``locator`` is the page locator without its prefix ("45", "45-47",
+    "45 f.", "Rn. 12" keeps its prefix), ``prenote`` the text before the keys
+    ("vgl.", "see"). ``marker`` is the citation as written ("\\parencite[45]{smith2020}",
+    a field's displayed text). ``where`` says where it stands ("chapter2.tex:118",
+    "paragraph 34", "footnote 3"), ``page`` the page where one is known, else 1.
+    """
+
+    keys: tuple[str, ...]
+    claim: str
+    marker: str
+    where: str
+    locator: str | None = None
+    prenote: str | None = None
+    in_footnote: bool = False
+    page: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Skipped:
+    """Something that looked like a citation and was not taken, with the reason."""
+
+    where: str
+    text: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class WrittenThesis:
+    """A thesis read from the writer's files.
+
+    ``pages`` is its plain text as ``(page, text)`` (one page where the format has none);
+    ``library`` every item the thesis's library holds (cited or not); ``skipped`` what
+    was not taken and why.
+    """
+
+    format: Format
+    pages: tuple[tuple[int, str], ...]
+    citations: tuple[WrittenCitation, ...]
+    library: tuple[LibraryItem, ...]
+    skipped: tuple[Skipped, ...] = ()
+
+
+def entry_for(index: int, item: LibraryItem) -> citations.ReferenceEntry:
+    """The reference entry a library item stands for; its label is the citation key."""
+    return citations.ReferenceEntry(
+        index=index, text=item.reference_text(), label=item.key, authors=item.authors,
+        year=item.year, year_suffix="", title=item.title, doi=item.doi)
+
+
+def to_extraction(thesis: WrittenThesis) -> citations.Extraction:
+    """The extraction a run reads: one citation per (citation, key), keys as labels.
+
+    A key no library item holds stays a citation (it is reported unresolved, never
+    dropped). One judgement per (claim, key, locator), as for a PDF.
+    """
+    entries = tuple(entry_for(i, item) for i, item in enumerate(thesis.library))
+    found: list[citations.ExtractedCitation] = []
+    seen: dict[tuple[str, str, str | None], int] = {}
+    for written in thesis.citations:
+        for key in written.keys:
+            same = (written.claim, key, written.locator)
+            if same in seen:
+                first = seen[same]
+                found[first] = dataclasses.replace(found[first], markers=found[first].markers + 1)
+                continue
+            seen[same] = len(found)
+            found.append(citations.ExtractedCitation(
+                ordinal=len(found) + 1, key=key, claim=written.claim, page=written.page,
+                marker=written.marker, locator=written.locator))
+    return citations.Extraction(tuple(found), entries, None)
