@@ -8,16 +8,27 @@ them."""
 from __future__ import annotations
 
 import http.server
+import ipaddress
 import threading
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from citerun.pipeline import fetch
 
 BODY = b"%PDF-1.7\n" + b"x" * 5000
 LOCAL = fetch.AddressPolicy.from_strings(allow=["127.0.0.1/32"])
+
+# Location values an attacker's server may answer with (issue 27): backslashes (which
+# browsers read as slashes and urllib as a path), a scheme without a host, a broken IPv6
+# literal, nothing, a bad port, control characters and 10 kB ones. Sent as latin-1.
+BAD_LOCATIONS = ["http:\\\\127.0.0.2/secret", "https:\\\\example.org/x.pdf", "/\\\\127.0.0.2/x",
+                 "http:///x", "https:///x", "http:x.pdf", "//[::1", "http://[::1/x", "",
+                 "   ", "http://127.0.0.1:99999/x", "http://127.0.0.1:x/", "/x\x7fy",
+                 "http://exa mple.org/x", "/" + "a" * 10_000,
+                 "http://" + "a" * 10_000 + "/x.pdf"]
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -39,6 +50,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif self.path.startswith("/redirect?to="):
             self.send_response(302)
             self.send_header("Location", self.path.split("=", 1)[1])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path.startswith("/bad-redirect/"):
+            self.send_response(302)
+            self.send_header("Location", BAD_LOCATIONS[int(self.path.rsplit("/", 1)[1])])
             self.send_header("Content-Length", "0")
             self.end_headers()
         elif self.path == "/busy.pdf":
@@ -184,3 +200,87 @@ async def test_open_and_closed_ports_give_the_same_message(server: str) -> None:
         await fetch.download(f"{server}/nothing-here.pdf", max_bytes=10_000, timeout_s=5,
                              policy=LOCAL)
     assert str(refused.value) == str(missing.value) == fetch.GENERIC_MESSAGE
+
+
+def _teredo(server: str, client: str) -> str:
+    """A Teredo address (2001::/32) naming ``server`` and, bit-inverted, ``client``."""
+    value = (0x2001 << 112) | (int(ipaddress.IPv4Address(server)) << 64) | (
+        0xFFFFFFFF ^ int(ipaddress.IPv4Address(client)))
+    return str(ipaddress.IPv6Address(value))
+
+
+# IPv6 addresses that carry an internal IPv4 address (every stdlib or RFC 6052 form),
+# and the deprecated site-local range: each must be judged by the IPv4 inside.
+INTERNAL_V6 = ["::127.0.0.1", "::ffff:0:7f00:1", "::ffff:0:10.0.0.1", "::ffff:127.0.0.1",
+               "::169.254.169.254", "64:ff9b::127.0.0.1", "64:ff9b::10.0.0.1",
+               "64:ff9b:1::8.8.8.8", "64:ff9b:1:ffff::a00:1", "2002:7f00:1::1",
+               "2002:a9fe:a9fe::1", _teredo("65.54.227.120", "10.0.0.1"),
+               _teredo("127.0.0.1", "8.8.8.8"), "fec0::1", "fec0:0:0:ffff::1", "feff::1",
+               "::", "::1", "::0.0.0.2"]
+
+
+@pytest.mark.parametrize("address", INTERNAL_V6)
+def test_ipv6_that_embeds_an_internal_ipv4_or_is_site_local_is_refused(address: str) -> None:
+    assert not fetch.DEFAULT_POLICY.permits(ipaddress.ip_address(address)), address
+
+
+def test_ipv6_that_embeds_a_public_ipv4_is_judged_by_it() -> None:
+    for address in ("64:ff9b::8.8.8.8", "2002:808:808::1", "::ffff:8.8.8.8",
+                    _teredo("65.54.227.120", "8.8.4.4"), "2606:4700::1111"):
+        assert fetch.DEFAULT_POLICY.permits(ipaddress.ip_address(address)), address
+    # The operator's IPv4 lists reach the IPv4 inside as well: allowing 127.0.0.1 allows
+    # its IPv6 spellings (as it always did for ::ffff:127.0.0.1), denying a range denies them.
+    for address in ("::ffff:127.0.0.1", "::127.0.0.1", "64:ff9b::127.0.0.1", "2002:7f00:1::1"):
+        assert LOCAL.permits(ipaddress.ip_address(address)), address
+    cluster = fetch.AddressPolicy.from_strings(deny=["8.8.8.0/24"])
+    for address in ("64:ff9b::8.8.8.8", "2002:808:808::1", _teredo("65.54.227.120", "8.8.8.8")):
+        assert not cluster.permits(ipaddress.ip_address(address)), address
+
+
+async def test_ipv6_urls_that_embed_loopback_reach_nothing(
+        hostile: tuple[str, list[str]]) -> None:
+    hostport, hits = hostile
+    port = hostport.rsplit(":", 1)[1]
+    for literal in ("::127.0.0.2", "::ffff:0:127.0.0.2", "64:ff9b::127.0.0.2",
+                    "2002:7f00:2::1", _teredo("65.54.227.120", "127.0.0.2"), "fec0::1"):
+        for policy in (fetch.DEFAULT_POLICY, LOCAL):
+            with pytest.raises(fetch.DownloadError) as err:
+                await fetch.download(f"http://[{literal}]:{port}/x.pdf", max_bytes=10_000,
+                                     timeout_s=5, policy=policy)
+            assert err.value.reason == "blocked_address", literal
+    assert hits == []
+
+
+@pytest.mark.parametrize("index", range(len(BAD_LOCATIONS)))
+async def test_a_malformed_redirect_is_an_ordinary_download_failure(
+        server: str, hostile: tuple[str, list[str]], index: int) -> None:
+    hostport, hits = hostile
+    with pytest.raises(fetch.DownloadError) as err:
+        await fetch.download(f"{server}/bad-redirect/{index}", max_bytes=10_000, timeout_s=5,
+                             policy=LOCAL)
+    assert err.value.reason == "bad_redirect" and err.value.permanent, err.value.reason
+    assert str(err.value) == fetch.GENERIC_MESSAGE
+    assert hits == []
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1/\x01", "http://127.0.0.1/a\x7fb",
+                                 "http://[::1", "http://127.0.0.1:99999/",
+                                 "http://" + "a" * 3000 + "/x.pdf"])
+async def test_a_malformed_url_is_an_ordinary_download_failure(url: str) -> None:
+    with pytest.raises(fetch.DownloadError) as err:
+        await fetch.download(url, max_bytes=10_000, timeout_s=5, policy=LOCAL)
+    assert err.value.reason == "bad_url" and err.value.permanent
+    assert str(err.value) == fetch.GENERIC_MESSAGE
+
+
+async def test_a_client_passed_in_gets_the_location_check_once(server: str) -> None:
+    async with httpx.AsyncClient(follow_redirects=False, trust_env=False) as client:
+        for _ in range(2):
+            with pytest.raises(fetch.DownloadError) as err:
+                # "//[::1": httpx itself would raise RemoteProtocolError ("network").
+                await fetch.download(f"{server}/bad-redirect/6", max_bytes=10_000,
+                                     timeout_s=5, policy=LOCAL, client=client)
+            assert err.value.reason == "bad_redirect"
+        assert len(client.event_hooks["response"]) == 1
+        assert await fetch.download(f"{server}/redirect?to={server}/doc.pdf", max_bytes=10_000,
+                                    timeout_s=5, policy=LOCAL, client=client) == BODY

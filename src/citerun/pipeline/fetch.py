@@ -6,13 +6,18 @@ must not become their proxy into the cluster (issue 12, attack 4):
 * only http and https;
 * the host is resolved here and every address checked against :class:`AddressPolicy`:
   loopback, private, link-local (cloud metadata 169.254.169.254 included), CGNAT/shared,
-  multicast, reserved and unspecified addresses are refused, as are the configured
-  cluster ranges, unless an operator allow-lists a network explicitly;
+  multicast, reserved, site-local and unspecified addresses are refused, as are the
+  configured cluster ranges, unless an operator allow-lists a network explicitly; an IPv6
+  address that carries an IPv4 one (mapped, compatible, translated, NAT64, 6to4, Teredo)
+  is judged by the IPv4 inside, since that is where a translator or relay delivers it
+  (issue 27);
 * the connection goes to the address that was checked (the URL's host is kept for the
   Host header, TLS SNI and certificate checks), so a DNS answer that changes between the
   check and the connect (rebinding) cannot slip through;
 * redirects are followed by hand, at most :data:`MAX_REDIRECTS`, each target checked
-  like the first URL;
+  like the first URL; a Location that parsers may read differently (backslashes, a
+  scheme without a host, whitespace or control characters, over :data:`MAX_URL_CHARS`)
+  or that does not parse is refused as ``bad_redirect`` before any request (issue 27);
 * the body is streamed and aborted past the size cap; the whole download, redirects
   included, has one deadline; environment proxies are ignored.
 
@@ -35,18 +40,31 @@ import httpx
 from citerun import errors
 
 MAX_REDIRECTS = 5
+MAX_URL_CHARS = 2048  # the CRD's maxLength for a source URL; a redirect gets no more
+_REDIRECTS = (301, 302, 303, 307, 308)
 GENERIC_MESSAGE = "the document could not be downloaded from its URL"
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Refused even though some are "global" by the IANA registries: shared address space
-# (CGNAT, often used for cluster pods/services), the IPv4/IPv6 translation and 6to4
-# relay prefixes (which can embed an internal IPv4 address), and well-known metadata
-# addresses of cloud providers.
+# (CGNAT, often used for cluster pods/services), the local-use NAT64 prefix (RFC 8215:
+# a network's own translator, whose IPv4 sits at a position only that network knows, so
+# it cannot be judged by the IPv4 inside), site-local (deprecated, still routed by some
+# networks) and well-known metadata addresses of cloud providers.
 _ALWAYS_DENIED = tuple(ipaddress.ip_network(n) for n in (
-    "100.64.0.0/10", "192.0.0.0/24", "198.18.0.0/15", "64:ff9b::/96", "64:ff9b:1::/48",
-    "2002::/16", "169.254.0.0/16", "fd00:ec2::254/128", "fe80::/10"))
+    "100.64.0.0/10", "192.0.0.0/24", "198.18.0.0/15", "64:ff9b:1::/48",
+    "169.254.0.0/16", "fd00:ec2::254/128", "fe80::/10", "fec0::/10"))
+
+# IPv6 prefixes whose last 32 bits are an IPv4 address the packet ends up at (besides
+# the stdlib's ipv4_mapped, sixtofour and teredo): IPv4-compatible (RFC 4291, ::/96, :: and
+# ::1 included, which carry 0.0.0.0 and 0.0.0.1), IPv4-translated (RFC 2765,
+# ::ffff:0:0:0/96) and the well-known NAT64 prefix (RFC 6052, 64:ff9b::/96).
+_LAST_32_IS_IPV4 = tuple(ipaddress.ip_network(n) for n in (
+    "::/96", "::ffff:0:0:0/96", "64:ff9b::/96"))
+# ASCII controls, space and backslash: URL parsers disagree on them (WHATWG reads a
+# backslash as a slash, urllib keeps it in the path; some strip whitespace, some do not).
+_AMBIGUOUS_URL_CHARS = frozenset(map(chr, (*range(0x21), 0x5C, 0x7F)))
 
 
 class DownloadError(errors.CiterunError):
@@ -76,14 +94,31 @@ class AddressPolicy:
                    tuple(ipaddress.ip_network(n, strict=False) for n in deny))
 
     def permits(self, address: IPAddress) -> bool:
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
         if any(address in net for net in self.allow if net.version == address.version):
             return True
         if any(address in net for net in (*_ALWAYS_DENIED, *self.deny)
                if net.version == address.version):
             return False
+        if isinstance(address, ipaddress.IPv6Address):
+            inside = embedded_ipv4(address)
+            if inside:
+                return all(self.permits(v4) for v4 in inside)
+            if address.is_reserved:  # unassigned space; site-local is denied above
+                return False
         return address.is_global and not address.is_multicast
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses an IPv6 address carries (both ends of a Teredo one), or ()."""
+    if address.ipv4_mapped is not None:
+        return (address.ipv4_mapped,)
+    if address.sixtofour is not None:
+        return (address.sixtofour,)
+    if address.teredo is not None:
+        return address.teredo
+    if any(address in net for net in _LAST_32_IS_IPV4):
+        return (ipaddress.IPv4Address(int(address) & 0xFFFFFFFF),)
+    return ()
 
 
 DEFAULT_POLICY = AddressPolicy()
@@ -104,13 +139,15 @@ async def _resolve(host: str, port: int) -> list[IPAddress]:
     loop = asyncio.get_running_loop()
     try:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as err:
+    except (socket.gaierror, UnicodeError, ValueError) as err:
         raise DownloadError("dns", permanent=False) from err
     return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
 
 
 async def _target(url: str, policy: AddressPolicy) -> _Target:
     """Check ``url`` and pin it to an allowed address of its host."""
+    if len(url) > MAX_URL_CHARS or any(c.isascii() and not c.isprintable() for c in url):
+        raise DownloadError("bad_url", permanent=True)  # httpx refuses controls: say so first
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -139,12 +176,52 @@ async def _target(url: str, policy: AddressPolicy) -> _Target:
     return _Target(pinned, host_header, host if scheme == "https" else None)
 
 
+def _check_location(location: str | None) -> str:
+    """``location`` if every URL parser reads it alike, else ``bad_redirect``.
+
+    Refused: nothing, over :data:`MAX_URL_CHARS`, ambiguous characters, a scheme or a
+    ``//`` without a host (urllib resolves ``http:///x`` on the old host, browsers on
+    host ``x``), and anything urllib or httpx cannot parse.
+    """
+    if not location or len(location) > MAX_URL_CHARS or not _AMBIGUOUS_URL_CHARS.isdisjoint(
+            location):
+        raise DownloadError("bad_redirect", permanent=True)
+    try:
+        parts = urlsplit(location)
+        parts.port  # noqa: B018 - a port that is no number raises here
+        httpx.URL(location)
+    except (ValueError, httpx.InvalidURL) as err:
+        raise DownloadError("bad_redirect", permanent=True) from err
+    has_authority = location[len(parts.scheme) + 1 if parts.scheme else 0:].startswith("//")
+    if (parts.scheme and not has_authority) or (has_authority and not parts.hostname):
+        raise DownloadError("bad_redirect", permanent=True)
+    return location
+
+
+async def _refuse_bad_location(response: httpx.Response) -> None:
+    """httpx parses a redirect's Location even when it does not follow it, and raises
+    ``InvalidURL`` or ``RemoteProtocolError`` on its own terms; this response hook checks
+    it first so that every malformed one is the same permanent ``bad_redirect``."""
+    if response.status_code in _REDIRECTS:
+        _check_location(response.headers.get("location"))
+
+
+def _with_location_check(client: httpx.AsyncClient) -> None:
+    hooks = client.event_hooks
+    if _refuse_bad_location not in hooks["response"]:
+        client.event_hooks = {**hooks, "response": [_refuse_bad_location, *hooks["response"]]}
+
+
 async def download(url: str, *, max_bytes: int, timeout_s: float,
                    client: httpx.AsyncClient | None = None,
                    policy: AddressPolicy = DEFAULT_POLICY) -> bytes:
-    """The body of ``url``; raises :class:`DownloadError` with a reason."""
+    """The body of ``url``; raises :class:`DownloadError` with a reason.
+
+    A ``client`` passed in gets this module's Location check added to its response hooks.
+    """
     own = client is None
     client = client or httpx.AsyncClient(follow_redirects=False, trust_env=False)
+    _with_location_check(client)
     try:
         async with asyncio.timeout(timeout_s):
             current = url
@@ -155,11 +232,12 @@ async def download(url: str, *, max_bytes: int, timeout_s: float,
                         "GET", target.url, follow_redirects=False, extensions=extensions,
                         headers={"Host": target.host_header, "Accept": "application/pdf"},
                 ) as resp:
-                    if resp.status_code in (301, 302, 303, 307, 308):
-                        location = resp.headers.get("location")
-                        if not location:
-                            raise DownloadError("http_error", permanent=True)
-                        current = urljoin(current, location)
+                    if resp.status_code in _REDIRECTS:
+                        location = _check_location(resp.headers.get("location"))
+                        try:
+                            current = urljoin(current, location)
+                        except ValueError as err:
+                            raise DownloadError("bad_redirect", permanent=True) from err
                         continue
                     return await _body(resp, max_bytes)
             raise DownloadError("too_many_redirects", permanent=True)
@@ -167,6 +245,8 @@ async def download(url: str, *, max_bytes: int, timeout_s: float,
         raise DownloadError("timeout", permanent=False) from err
     except httpx.HTTPError as err:
         raise DownloadError("network", permanent=False) from err
+    except httpx.InvalidURL as err:  # a URL (or joined redirect) only httpx finds malformed
+        raise DownloadError("bad_url", permanent=True) from err
     finally:
         if own:
             await client.aclose()
