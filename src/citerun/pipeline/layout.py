@@ -539,9 +539,15 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
         page = doc[index]
         raw_pages.append(_raw_lines(page))
         sizes.append((float(page.rect.width), float(page.rect.height)))
-    counts: collections.Counter[str] = collections.Counter()
+    counts: collections.Counter[str] = collections.Counter()  # key -> pages with it at an edge
+    everywhere: collections.Counter[str] = collections.Counter()  # key -> lines with it
     for lines, (_, height) in zip(raw_pages, sizes):
         counts.update({_edge_key(r.text) for r in _edge_lines(lines, height)})
+        everywhere.update(_edge_key(r.text) for r in lines)
+    # A running head stands once a page, at its edge; a line whose shape fills the pages
+    # ("[12] Source document 12." in a list of uniform entries) is text, at the edge or not.
+    heads = {key for key, pages in counts.items()
+             if pages >= _MIN_REPEATS and everywhere[key] < 2 * pages}
     body_size = _body_size(raw_pages)
     layouts: list[PageLayout] = []
     for index, (lines, (width, height)) in enumerate(zip(raw_pages, sizes)):
@@ -552,7 +558,7 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
             for r in lines
             if not (
                 id(r) in edge
-                and (counts[_edge_key(r.text)] >= _MIN_REPEATS or PAGE_NUMBER.fullmatch(r.text))
+                and (_edge_key(r.text) in heads or PAGE_NUMBER.fullmatch(r.text))
             )
             and r is not lone_head
         ]

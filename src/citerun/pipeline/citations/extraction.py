@@ -39,21 +39,34 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
 
     found = markers.find_markers(body)
     labels = {e.label for e in listed if e.label}
+    skipped: list[tuple[model.Marker, str]] = []
+
+    def skip(marker: model.Marker, reason: str) -> bool:
+        skipped.append((marker, reason))
+        return False
+
     # Raised numbers cite only in a paper that numbers its list and has no bracketed
     # numbers; elsewhere they are footnote marks.
     bracketed = any(not r.superscript and r.key.isdigit() for m in found for r in m.refs)
     if bracketed or not labels:
-        found = [m for m in found if not any(r.superscript for r in m.refs)]
+        found = [m for m in found if not any(r.superscript for r in m.refs) or skip(
+            m, "a raised number in a paper that cites in brackets or has no numbered "
+               "reference list: read as a footnote mark")]
     numeric = [m for m in found if m.refs and all(r.key.isdigit() for r in m.refs)]
     # "[0, 1]" is an interval; in a paper whose list is author-year, or whose numbered
-    # list holds none of the numbers, a bracketed number is an equation or a range.
+    # list holds none of the numbers, a bracketed number is an equation or a range. A
+    # number within the list's labels that the list lacks cites an entry not read: kept.
+    last = max((int(label) for label in labels if label.isdigit()), default=0)
     drop = {
         id(m)
         for m in numeric
         if any(r.key == "0" for r in m.refs)
-        or (len(listed) >= 5 and not any(r.key in labels for r in m.refs))
+        or (len(listed) >= 5 and not any(r.key in labels or int(r.key) <= last for r in m.refs))
     }
-    found = [m for m in found if id(m) not in drop]
+    found = [m for m in found if id(m) not in drop or skip(
+        m, "a bracketed number the reference list does not hold: read as an equation, "
+           "an interval or a range" if labels else
+           "a bracketed number, but no numbered reference list was found")]
     if labels and all(label.isdigit() for label in labels) and any(
             r.key in labels for m in numeric if id(m) not in drop for r in m.refs):
         # A paper that numbers its list and cites by number makes no author-year
@@ -61,7 +74,9 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
         # figure reproducing another paper's text), and "Smith et al. (2020) [5]" is
         # cited by its "[5]". "Singh and Agarwal [1989]" is the paper's own narrative
         # citation (its year in brackets where a number would stand), so it stays.
-        found = [m for m in found if m.year_bracket or not any(r.authors for r in m.refs)]
+        found = [m for m in found if m.year_bracket or not any(r.authors for r in m.refs)
+                 or skip(m, "an author-year marker in a paper that cites by number: read "
+                            "as quoted material")]
     found = sorted(found + markers.bare_markers(body, found, listed), key=lambda m: m.start)
     spans = claims.claim_spans(body, found)
     starts = [s for s, _ in spans]
@@ -119,5 +134,26 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
                     names_work=attribution.named_work(body, marker, spans[sentence_of[number]]),
                 )
             )
-    return model.Extraction(tuple(citations), listed, reference_page)
+    notes = [model.Skipped(f"page {joined.page_at(claims.old_offset(offsets, m.start))}",
+                           " ".join(m.text.split()), reason) for m, reason in skipped]
+    return model.Extraction(tuple(citations), listed, reference_page,
+                            tuple(_short_list(listed, reference_page) + notes))
+
+
+def _short_list(listed: tuple[model.ReferenceEntry, ...],
+                reference_page: int | None) -> list[model.Skipped]:
+    """A numbered list whose parsed entries fall short of its labels (1-200 with 36
+    entries): the numbers missing, so a reader knows the list was not read whole."""
+    numbers = sorted(int(e.label) for e in listed if e.label and e.label.isdigit())
+    if not numbers:
+        return []
+    missing = sorted(set(range(1, numbers[-1] + 1)) - set(numbers))
+    if not missing:
+        return []
+    shown = ", ".join(str(n) for n in missing[:20]) + (" ..." if len(missing) > 20 else "")
+    return [model.Skipped(
+        f"reference list (page {reference_page})" if reference_page else "reference list",
+        f"entries {shown} ({len(missing)} of {numbers[-1]})",
+        "the numbered list's entries were not all read: citations of the missing "
+        "numbers are kept as unresolved")]
 

@@ -81,12 +81,27 @@ class ExtractedCitation:
 
 
 @dataclasses.dataclass(frozen=True)
+class Skipped:
+    """Something that looked like a citation, or should have been one, and was not taken,
+    with the reason: a report says what it left out (nothing is dropped silently).
+
+    ``where`` is "page 12", "reference list (page 40)", "chapter2.tex:118".
+    """
+
+    where: str
+    text: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Extraction:
-    """What :func:`extract` found: citations, the reference list and where it starts."""
+    """What :func:`extract` found: citations, the reference list and where it starts,
+    and what it did not take (:class:`Skipped`)."""
 
     citations: tuple[ExtractedCitation, ...]
     references: tuple[ReferenceEntry, ...]
     reference_page: int | None
+    skipped: tuple[Skipped, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

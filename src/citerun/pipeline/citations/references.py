@@ -205,14 +205,22 @@ def _footnotes_in(lines: list[tuple[int, str]], start: int, end: int) -> set[int
     return notes
 
 
-def _longest_chain(matches: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """The longest run of labels numbered n, n+1, n+2 ... in reading order."""
+# A list labelled "[n]" at line starts may skip this many numbers where an entry was
+# not read (a line lost at a page edge): the chain goes on, and the gap is reported.
+_MAX_LABEL_GAP = 25
+
+
+def _longest_chain(matches: list[tuple[int, int, str]],
+                   max_gap: int = 1) -> list[tuple[int, int, str]]:
+    """The longest run of labels numbered n, n+1, n+2 ... in reading order; with
+    ``max_gap`` > 1 a run may skip up to ``max_gap - 1`` numbers between two labels."""
     best_end: dict[int, tuple[int, int]] = {}  # number -> (chain length, match index)
     back: list[int] = []
     top = (0, -1)
     for index, (_, _, label) in enumerate(matches):
         number = int(label)
-        before = best_end.get(number - 1)
+        before = max((best_end[number - k] for k in range(1, max_gap + 1)
+                      if number - k in best_end), default=None)
         length = before[0] + 1 if before else 1
         back.append(before[1] if before else -1)
         if length > best_end.get(number, (0, -1))[0]:
@@ -242,7 +250,7 @@ def _split_numbered(text: str) -> list[tuple[str, str]] | None:
         if pattern is _ALPHA_LABEL:
             bounds = found if len(found) >= 2 else []
         else:
-            bounds = _longest_chain(found)
+            bounds = _longest_chain(found, _MAX_LABEL_GAP if pattern is _BRACKET_LABEL else 1)
         if len(bounds) >= 2 and (pattern is not _BARE_LABEL_LINE or len(bounds) >= 5):
             return [
                 (label, " ".join(text[end:(bounds[i + 1][0] if i + 1 < len(bounds) else len(text))].split()))

@@ -12,6 +12,10 @@ import typing
 
 from citerun import errors
 from citerun.pipeline.citations import model as citations
+from citerun.pipeline.citations.model import Skipped
+
+__all__ = ["Format", "LibraryFormat", "LibraryItem", "Skipped", "WriterFileError",
+           "WrittenCitation", "WrittenThesis", "entry_for", "to_extraction"]
 
 Format = typing.Literal["latex", "docx"]
 LibraryFormat = typing.Literal["bibtex", "csl-json", "field"]
@@ -74,15 +78,6 @@ class WrittenCitation:
 
 
 @dataclasses.dataclass(frozen=True)
-class Skipped:
-    """Something that looked like a citation and was not taken, with the reason."""
-
-    where: str
-    text: str
-    reason: str
-
-
-@dataclasses.dataclass(frozen=True)
 class WrittenThesis:
     """A thesis read from the writer's files.
 
@@ -125,4 +120,4 @@ def to_extraction(thesis: WrittenThesis) -> citations.Extraction:
             found.append(citations.ExtractedCitation(
                 ordinal=len(found) + 1, key=key, claim=written.claim, page=written.page,
                 marker=written.marker, locator=written.locator))
-    return citations.Extraction(tuple(found), entries, None)
+    return citations.Extraction(tuple(found), entries, None, thesis.skipped)
