@@ -1,0 +1,231 @@
+"""A BibTeX/BibLaTeX library (Better BibTeX, JabRef, Mendeley, Zotero) into library items.
+
+bibtexparser 2 splits the file into entries (a malformed entry becomes a failed block,
+which is reported as :class:`~.model.Skipped`, never fatal to the rest) and resolves
+``@string`` macros; names are split with its BibTeX name rules ("von Last, Jr, First",
+"First von Last", ``{Institution Name}`` whole), and LaTeX in titles and names
+(``{\\"u}``, ``\\&``, protective braces) becomes text through pylatexenc. The ``file``
+field is read in the three shapes reference managers write it (see :func:`file_paths`)
+because it states which PDF belongs to which entry. A file over :data:`MAX_BYTES` or
+with more than :data:`MAX_ENTRIES` entries is refused before parsing, so its cost is
+bounded (50,000 short entries parse in about 6 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from bibtexparser import model as bibmodel
+from bibtexparser.entrypoint import parse_string
+from bibtexparser.middlewares.names import parse_single_name_into_parts, split_multiple_persons_names
+from pylatexenc import latex2text  # type: ignore[import-untyped]
+
+from citerun.pipeline.writer.model import LibraryItem, Skipped, WriterFileError
+
+#: A .bib over this many bytes is refused: 50,000 entries with abstracts are ~15 MB.
+MAX_BYTES = 20 * 1024 * 1024
+#: Entries of one .bib beyond which it is refused.
+MAX_ENTRIES = 50_000
+#: A field longer than this is cut before LaTeX decoding (a title is never this long;
+#: pylatexenc recurses per brace group, so its input is kept small and flat).
+MAX_FIELD_CHARS = 2_000
+#: Names of one entry read (a physics collaboration lists thousands; mapping reads 100).
+MAX_NAMES = 200
+
+_ENTRY_START = re.compile(r"@\s*([A-Za-z]+)\s*[{(]")
+_NOT_ENTRIES = frozenset({"string", "comment", "preamble"})
+_YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
+_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+_DOI = re.compile(r"10\.\d{4,9}/\S+")
+# A JabRef/Zotero file type: "PDF", "pdf", "application/pdf".
+_FILE_TYPE = re.compile(r"[A-Za-z0-9.+-]{1,40}(?:/[A-Za-z0-9.+-]{1,60})?")
+_SPACES = re.compile(r"\s+")
+_TO_TEXT = latex2text.LatexNodes2Text(math_mode="text", strict_latex_spaces=False)
+
+# bibtexparser logs each failed block at warning level; those are reported as Skipped.
+logging.getLogger("bibtexparser").setLevel(logging.ERROR)
+
+
+def latex_text(value: str) -> str:
+    """A field's LaTeX as plain text, whitespace collapsed ("{\\"u}ber \\& {BERT}" ->
+    "über & BERT"). Deep nesting (which pylatexenc would recurse into) is flattened first."""
+    value = value[:MAX_FIELD_CHARS]
+    if _depth(value) > 20:
+        value = value.replace("{", "").replace("}", "")
+    try:
+        text = str(_TO_TEXT.latex_to_text(value))
+    except (RecursionError, ValueError, IndexError):
+        text = re.sub(r"\\[A-Za-z]+|[{}\\$]", "", value)
+    return _SPACES.sub(" ", text).strip()
+
+
+def _depth(value: str) -> int:
+    depth = deepest = 0
+    for char in value:
+        if char == "{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == "}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def surnames(names: str) -> tuple[str, ...]:
+    """The surnames of a BibTeX name list, particles kept ("van Gogh"); a braced name
+    (``{World Health Organization}``) is one whole name."""
+    found: list[str] = []
+    for name in split_multiple_persons_names(names[: MAX_FIELD_CHARS * 10])[:MAX_NAMES]:
+        if name.strip().lower() == "others":
+            continue
+        try:
+            parts = parse_single_name_into_parts(name, strict=False)
+        except (ValueError, IndexError):
+            continue
+        surname = latex_text(" ".join([*parts.von, *parts.last]) or " ".join(parts.first))
+        if surname:
+            found.append(surname)
+    return tuple(found)
+
+
+def year_of(entry: bibmodel.Entry) -> int | None:
+    """The year from ``year`` ("2020", "{2020}") or biblatex's ``date`` ("2019-05-02")."""
+    for key in ("year", "date"):
+        value = _field(entry, key)
+        match = _YEAR.search(value) if value else None
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def doi_of(value: str | None) -> str | None:
+    """A DOI without its resolver prefix, LaTeX escapes undone (``\\_`` -> ``_``)."""
+    if not value:
+        return None
+    text = _DOI_PREFIX.sub("", value.strip().replace("\\_", "_").replace("{", "").replace("}", ""))
+    match = _DOI.search(text)
+    return match.group(0).rstrip(".,;") if match else None
+
+
+def _split_unescaped(text: str, sep: str) -> list[str]:
+    """``text`` split at each ``sep`` not escaped by a backslash (escapes kept)."""
+    parts: list[str] = []
+    current: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and i + 1 < len(text):
+            current.append(text[i:i + 2])
+            i += 2
+            continue
+        if char == sep:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
+def _unescape(path: str) -> str:
+    r"""``C\:\\Users`` -> ``C:\Users``: a backslash escapes ``\ : ;``; others stay."""
+    return re.sub(r"\\([\\:;])", r"\1", path.replace(r"\_", "_").replace(r"\&", "&")).strip()
+
+
+def file_paths(value: str) -> tuple[str, ...]:
+    r"""The paths of a ``file`` field, in every shape reference managers write.
+
+    - Zotero (Better BibTeX): a path, several separated by ``;``, ``:`` and ``\``
+      escaped: ``files/12/Smith - 2020.pdf``, ``C\:\\Users\\me\\x.pdf``;
+    - JabRef and Zotero's own export: ``Description:path:Type``
+      (``:papers/x.pdf:PDF``, ``Full Text PDF:files/3/x.pdf:application/pdf``);
+    - Mendeley: JabRef's shape with its backslash written ``$\backslash$``
+      (``:C$\backslash$:/Users/me/x.pdf:pdf``).
+    """
+    value = value.replace(r"$\backslash$", "\\").replace("{", "").replace("}", "")
+    paths: list[str] = []
+    for part in _split_unescaped(value, ";"):
+        fields = _split_unescaped(part, ":")
+        if len(fields) >= 3 and _FILE_TYPE.fullmatch(fields[-1].strip()):
+            raw = ":".join(fields[1:-1])
+        elif len(fields) == 2 and len(fields[0].strip()) == 1 and fields[0].strip().isalpha():
+            raw = ":".join(fields)  # an unescaped drive letter: "C:/x.pdf"
+        elif len(fields) == 2 and _FILE_TYPE.fullmatch(fields[1].strip()) and "." in fields[0]:
+            raw = fields[0]  # "path:PDF"
+        elif len(fields) == 2:
+            raw = fields[1]  # "Description:path"
+        else:
+            raw = ":".join(fields)
+        path = _unescape(raw)
+        if path:
+            paths.append(path)
+    return tuple(dict.fromkeys(paths))
+
+
+def _field(entry: bibmodel.Entry, key: str) -> str | None:
+    field = entry.fields_dict.get(key)
+    if field is None or not isinstance(field.value, str):
+        return None
+    return field.value
+
+
+def item_of(entry: bibmodel.Entry) -> LibraryItem:
+    """One parsed entry as a library item."""
+    names = _field(entry, "author") or _field(entry, "editor") or ""
+    title = _field(entry, "title")
+    files = _field(entry, "file") or ""
+    return LibraryItem(
+        key=entry.key.strip(), title=latex_text(title) or None if title else None,
+        authors=surnames(names), year=year_of(entry), doi=doi_of(_field(entry, "doi")),
+        files=file_paths(files[: MAX_FIELD_CHARS * 10]) if files else (),
+        kind=entry.entry_type.lower() or None, origin="bibtex")
+
+
+def _line(block: bibmodel.Block) -> str:
+    """Where a block starts, 1-based as an editor shows it."""
+    return f"line {block.start_line + 1}" if block.start_line is not None else "line ?"
+
+
+def _error_text(error: Exception) -> str:
+    """bibtexparser's reason for a failed block, one line."""
+    text = getattr(error, "abort_reason", None) or getattr(error, "message", None) or str(error)
+    return _SPACES.sub(" ", str(text)).strip()[:200] or type(error).__name__
+
+
+def read_bibtex(text: str) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
+    """Every entry of a .bib as a library item, and what was skipped with the reason.
+
+    Raises :class:`~.model.WriterFileError` for a file over :data:`MAX_BYTES` or with
+    more than :data:`MAX_ENTRIES` entries (counted before parsing). A malformed entry or
+    a second entry under a key already seen is skipped (the first one is kept).
+    """
+    size = len(text.encode("utf-8", errors="replace")) if len(text) * 4 > MAX_BYTES else len(text)
+    if size > MAX_BYTES:
+        raise WriterFileError(f".bib file of {size:,} bytes is over the limit of {MAX_BYTES:,}")
+    entries = sum(1 for m in _ENTRY_START.finditer(text) if m.group(1).lower() not in _NOT_ENTRIES)
+    if entries > MAX_ENTRIES:
+        raise WriterFileError(
+            f".bib file has {entries:,} entries, over the limit of {MAX_ENTRIES:,}")
+    try:
+        library = parse_string(text)
+    except (RecursionError, ValueError, IndexError) as err:
+        raise WriterFileError(f".bib file cannot be parsed: {err}") from None
+    items: list[LibraryItem] = []
+    skipped: list[Skipped] = []
+    for block in library.failed_blocks:
+        where = _line(block)
+        raw = _SPACES.sub(" ", block.raw or "")[:200]
+        if isinstance(block, bibmodel.DuplicateBlockKeyBlock):
+            reason = f"a second entry with the key {block.key!r}; the first is kept"
+        else:
+            reason = f"malformed entry: {_error_text(block.error)}"
+        skipped.append(Skipped(where=where, text=raw, reason=reason))
+    for entry in library.entries:
+        if not entry.key.strip():
+            skipped.append(Skipped(where=_line(entry),
+                                   text=_SPACES.sub(" ", entry.raw or "")[:200],
+                                   reason="an entry without a key"))
+            continue
+        items.append(item_of(entry))
+    return tuple(items), tuple(skipped)
