@@ -50,9 +50,10 @@ logging.getLogger("bibtexparser").setLevel(logging.ERROR)
 def latex_text(value: str) -> str:
     """A field's LaTeX as plain text, whitespace collapsed ("{\\"u}ber \\& {BERT}" ->
     "über & BERT"). Deep nesting (which pylatexenc would recurse into) is flattened first."""
-    value = value[:MAX_FIELD_CHARS]
+    value = value[:MAX_FIELD_CHARS * 10]
     if _depth(value) > 20:
         value = value.replace("{", "").replace("}", "")
+    value = value[:MAX_FIELD_CHARS]
     try:
         text = str(_TO_TEXT.latex_to_text(value))
     except (RecursionError, ValueError, IndexError):

@@ -1,0 +1,1205 @@
+"""A LaTeX thesis (a bundle's .tex files and .bib) into a :class:`~.model.WrittenThesis`.
+
+The source states what the printed page only shows: ``\\parencite[45]{smith2020}``
+names its library key and its locator. This module finds every cite command of natbib
+and biblatex (multi-cites with several ``[pre][post]{keys}`` groups too), the sentence
+of the body each stands in (a citation in a footnote, or a ``\\footcite``, stands for the
+body sentence the footnote mark is in), and the libraries the thesis names
+(``\\bibliography``, ``\\addbibresource``).
+
+TeX is never executed. The reader is a single linear scan with an explicit stack of
+groups, not a recursive parser: pylatexenc's walker reads about 70 KB of LaTeX a second
+and recurses once per brace group (a file of 2,000 nested braces exhausts Python's
+stack), both too costly for a hostile file under the parse stage's 30 s. pylatexenc
+still gives the table of text macros (``\\ss``, ``\\ldots``, ``\\alpha``) and bib.py's
+decoding of titles. Bounds: ``\\input`` chains at most :data:`MAX_DEPTH` deep, every
+file and macro expansion read counts against :data:`MAX_TOTAL_CHARS`, and any argument
+is looked for within :data:`ARG_WINDOW` characters, so the work is linear in the text.
+What is not read (a path leaving the bundle, a missing file, a file including itself)
+is reported as :class:`~.model.Skipped`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import posixpath
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from pylatexenc import latex2text  # type: ignore[import-untyped]
+
+from citerun.pipeline.pdf import splitting
+from citerun.pipeline.writer import bib as bibtex
+from citerun.pipeline.writer.model import (
+    LibraryItem,
+    Skipped,
+    WriterFileError,
+    WrittenCitation,
+    WrittenThesis,
+)
+
+#: How deep ``\\input`` files (and macros expanding into macros) may nest.
+MAX_DEPTH = 20
+#: Characters of LaTeX read in all, every included file and expansion counted.
+MAX_TOTAL_CHARS = 20 * 1024 * 1024
+#: How far an argument (``[p. 45]``, ``{smith2020,jones2019}``) is looked for.
+ARG_WINDOW = 4_000
+#: A ``\\newcommand`` body longer than this is not expanded.
+MAX_MACRO_BODY = 2_000
+#: Macros defined beyond this many are not expanded.
+MAX_MACROS = 10_000
+#: Skipped things listed one by one; beyond this they are counted.
+MAX_SKIPPED = 1_000
+#: Key groups of one multi-cite (``\\cites[..]{a}[..]{b}...``) read.
+MAX_CITE_GROUPS = 100
+
+# What each cite command prints in the text: "paren" nothing of the sentence (a
+# parenthesis, a number, a footnote mark), "names" the authors ("Smith et al. (2020)
+# showed"), "foot" a footnote. A "multi" command takes several groups.
+_PAREN, _NAMES, _FOOT = "paren", "names", "foot"
+_CITES: dict[str, str] = {
+    **dict.fromkeys(("cite", "Cite", "citep", "Citep", "citealp", "Citealp", "citeyear",
+                     "citeyearpar", "citenum", "parencite", "Parencite", "autocite",
+                     "Autocite", "supercite", "fullcite", "citetitle", "citedate",
+                     "citeurl", "citeurldate", "citeurlhtml", "cites", "Cites", "parencites",
+                     "Parencites", "autocites", "Autocites", "supercites"), _PAREN),
+    **dict.fromkeys(("citet", "Citet", "citealt", "Citealt", "citeauthor", "Citeauthor",
+                     "citefullauthor", "textcite", "Textcite", "textcites", "Textcites"),
+                    _NAMES),
+    **dict.fromkeys(("footcite", "Footcite", "footcitetext", "footfullcite", "smartcite",
+                     "Smartcite", "footcites", "Footcites", "footcitetexts", "smartcites",
+                     "Smartcites"), _FOOT),
+}
+_MULTI = frozenset(name for name in _CITES if name.endswith("cites") or name.endswith("citetexts"))
+
+_HEADINGS = frozenset({"part", "chapter", "section", "subsection", "subsubsection",
+                       "paragraph", "subparagraph", "addchap", "addsec", "minisec",
+                       "frametitle"})
+_INCLUDES = frozenset({"input", "include", "subfile", "import", "subimport", "inputfrom",
+                       "subinputfrom", "includefrom", "subincludefrom"})
+_DEFINITIONS = frozenset({"newcommand", "renewcommand", "providecommand",
+                          "DeclareRobustCommand", "def", "gdef", "edef", "xdef"})
+# Macros whose arguments are not text: read and dropped. "*" an optional star, "["
+# an optional argument, "{" a mandatory one, "t" a last one that is text.
+_ARGSPECS: dict[str, str] = {
+    "label": "{", "ref": "*{", "pageref": "*{", "eqref": "{", "autoref": "*{",
+    "nameref": "*{", "vref": "*{", "cref": "*{", "Cref": "*{", "cpageref": "{",
+    "Autoref": "*{", "hyperref": "[{", "bibliographystyle": "{", "pagestyle": "{",
+    "thispagestyle": "{", "pagenumbering": "{", "hypersetup": "{", "graphicspath": "{",
+    "geometry": "{", "lstset": "{", "tikzset": "{", "pgfplotsset": "{",
+    "selectlanguage": "*{", "index": "{", "glossary": "{", "thanks": "{", "url": "{",
+    "nolinkurl": "{", "includepdf": "[{", "nocite": "{", "printbibliography": "[",
+    "printglossary": "[", "setcounter": "{{", "addtocounter": "{{", "setlength": "{{",
+    "addtolength": "{{", "settowidth": "{{", "definecolor": "[{{{", "title": "[{",
+    "author": "[{", "date": "{", "subtitle": "{", "vspace": "*{", "hspace": "*{",
+    "includegraphics": "*[[{", "usepackage": "[{[", "RequirePackage": "[{[",
+    "documentclass": "[{[", "newtheorem": "*{[{[", "newenvironment": "*{[[{{",
+    "renewenvironment": "*{[[{{", "DeclareMathOperator": "*{{", "color": "[{",
+    "pagecolor": "[{", "todo": "[{", "marginpar": "[{", "marginnote": "[{",
+    "bibitem": "[{", "newacronym": "[{{{", "newglossaryentry": "{{", "captionsetup": "[{",
+    "DeclareFieldFormat": "[{{", "ExecuteBibliographyOptions": "[{", "defbibheading": "{[{",
+    "addtocontents": "{{", "addcontentsline": "{{{", "titleformat": "*{[{{{{[",
+    "titlespacing": "*{{{{[", "fancyhead": "[{", "fancyfoot": "[{", "lhead": "[{",
+    "chead": "[{", "rhead": "[{", "lfoot": "[{", "cfoot": "[{", "rfoot": "[{",
+    "raisebox": "{[[t", "rule": "[{{", "linespread": "{", "fontsize": "{{",
+    "setmainfont": "[{[", "setsansfont": "[{[", "setmonofont": "[{[", "newlength": "{",
+    "newcounter": "{[", "let": "", "includeonly": "{", "excludecomment": "{",
+    "includecomment": "{", "newgeometry": "{", "restoregeometry": "",
+    "AtBeginDocument": "{", "AtEndDocument": "{",
+    # The text of these is their last argument.
+    "textcolor": "[{t", "colorbox": "[{t", "href": "[{t", "foreignlanguage": "[{t",
+    "makebox": "[[t", "framebox": "[[t", "parbox": "[[[{t", "foreignquote": "{t",
+    "hyphenquote": "{t", "foreigntextquote": "{t[[", "textquote": "[[t",
+    "enquote": "*t", "captionof": "*{[t",
+}
+_DROPPED = {name: spec for name, spec in _ARGSPECS.items() if not spec.endswith("t")}
+_TEXT_LAST = {name: spec for name, spec in _ARGSPECS.items() if spec.endswith("t")}
+# Environments whose body is not TeX text: skipped to their \end.
+_VERBATIM = frozenset({"verbatim", "verbatim*", "Verbatim", "lstlisting", "minted", "comment",
+                       "filecontents", "filecontents*", "alltt", "tikzpicture", "forest",
+                       "pgfpicture", "thebibliography", "spverbatim", "BVerbatim", "LVerbatim"})
+_DISPLAY_MATH = frozenset(
+    name + star for name in ("equation", "align", "gather", "multline", "eqnarray", "flalign",
+                             "alignat", "displaymath", "math", "dmath", "IEEEeqnarray")
+    for star in ("", "*"))
+_FLOATS = frozenset(name + star for name in ("figure", "table", "wrapfigure", "wraptable",
+                                             "sidewaysfigure", "sidewaystable", "subfigure",
+                                             "subtable", "algorithm", "listing", "figwindow")
+                    for star in ("", "*"))
+_TABULAR = frozenset({"tabular", "tabular*", "tabularx", "tabulary", "longtable", "array",
+                      "supertabular", "xtabular", "tblr", "longtblr"})
+# Mandatory arguments an environment's \begin takes that are not text.
+_ENV_ARGS = {"tabular": 1, "tabular*": 2, "tabularx": 2, "tabulary": 2, "longtable": 1,
+             "array": 1, "supertabular": 1, "xtabular": 1, "tblr": 1, "longtblr": 1,
+             "minipage": 1, "otherlanguage": 1, "otherlanguage*": 1, "wrapfigure": 2,
+             "wraptable": 2, "multicols": 1, "multicols*": 1, "subfigure": 1, "subtable": 1,
+             "figwindow": 1}
+
+_ACCENTS = {"'": "\u0301", "`": "\u0300", '"': "\u0308", "^": "\u0302", "~": "\u0303",
+            "=": "\u0304", ".": "\u0307", "c": "\u0327", "H": "\u030b", "k": "\u0328",
+            "b": "\u0331", "d": "\u0323", "r": "\u030a", "u": "\u0306", "v": "\u030c"}
+_CONTROL_SYMBOLS = {"&": "&", "%": "%", "$": "$", "#": "#", "_": "_", "{": "{", "}": "}",
+                    ",": " ", ";": " ", ":": " ", "!": "", " ": " ", "-": "", "@": "",
+                    "/": "", "\n": " ", "\t": " ", "|": "‖"}
+
+
+def _text_macros() -> dict[str, str]:
+    """Macros that stand for text (``\\ss`` ß, ``\\ldots`` …, ``\\alpha`` α), from
+    pylatexenc's table; its placeholders ("<cit.>") and dates are left out."""
+    table: dict[str, str] = {}
+    db = latex2text.get_default_latex_context_db()
+    for category in db.category_list:
+        for spec in db.iter_macro_specs([category]):
+            repl = spec.simplify_repl
+            name = str(spec.macroname)
+            if (isinstance(repl, str) and "%" not in repl and repl.strip()
+                    and not repl.startswith("<") and name.isalpha() and name != "today"):
+                table.setdefault(name, repl)
+    table.update({"LaTeX": "LaTeX", "TeX": "TeX", "LaTeXe": "LaTeX2e", "BibTeX": "BibTeX",
+                  "S": "§", "P": "¶", "copyright": "©", "euro": "€", "textregistered": "®",
+                  "texttrademark": "™", "textellipsis": "…", "dots": "…", "ldots": "…",
+                  "textbar": "|", "textless": "<", "textgreater": ">", "quad": " ",
+                  "qquad": " ", "enspace": " ", "thinspace": " ", "nobreakspace": " ",
+                  "space": " ", "slash": "/", "textsuperscript": "", "ie": "i.e.",
+                  "eg": "e.g.", "etal": "et al."})
+    return table
+
+
+_TEXT = _text_macros()
+
+_SPECIAL = re.compile(r"[\\{}%$~\n&]|-{2,3}|``|''|,,")
+_RAW_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
+_NAME = re.compile(r"[A-Za-z@]+\*?|.", re.DOTALL)
+_SPACES = re.compile(r"\s+")
+_BLANK_REST = re.compile(r"[ \t\r]*\n")
+_CITE_ANYWHERE = re.compile(r"\\[A-Za-z]*cite[a-z]*\b")
+_BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
+_END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
+_DOCUMENTCLASS = re.compile(r"^[^%\n]*?\\documentclass\s*(?:\[[^\]\n]*\])?\s*\{\s*([^}\s]*)",
+                            re.MULTILINE)
+_NOT_MAIN_CLASSES = frozenset({"subfiles", "standalone"})
+# "p. 45", "pp. 45--47", "S. 45 f.", "45ff", "xii": a page locator and its prefix.
+_PAGE_PREFIX = r"(?:pp?\.|pg\.|pages?|S\.|Seiten?|s\.)"
+_PAGES = re.compile(
+    rf"(?:{_PAGE_PREFIX}\s*)?(?P<a>\d+|[ivxlcdm]+)"
+    r"(?:\s*(?:[-–—]+|bis)\s*(?P<b>\d+|[ivxlcdm]+))?(?:\s*(?P<f>ff?)\.?)?",
+    re.IGNORECASE)
+_EMPTY_BRACKETS = re.compile(r"\(\s*[;,]?\s*\)|\[\s*[;,]?\s*\]")
+_SPACE_BEFORE = re.compile(r"\s+([,.;:!?)\]])")
+_SPACE_AFTER_OPEN = re.compile(r"([(\[])\s+")
+
+
+def _decode(data: bytes) -> str:
+    """A .tex file's text: UTF-8 (a BOM dropped), else Latin-1 as inputenc's latin1."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")
+
+
+def locator_of(postnote: str) -> str | None:
+    """The locator of a postnote without its page prefix: "p. 45" -> "45",
+    "pp. 45--47" -> "45-47", "S. 45 f." -> "45 f.", "45ff" -> "45 ff."; any other
+    postnote ("Rn. 12", "chap. 3") as written."""
+    text = _SPACES.sub(" ", postnote).strip()
+    if not text:
+        return None
+    match = _PAGES.fullmatch(text)
+    if not match:
+        return text
+    locator = match.group("a")
+    if match.group("b"):
+        locator += "-" + match.group("b")
+    if match.group("f"):
+        locator += f" {match.group('f').lower()}."
+    return locator
+
+
+def clean_claim(text: str) -> str:
+    """A claim's text tidied after its citations were cut: "data (see )." -> "data (see)."."""
+    text = _SPACES.sub(" ", text)
+    text = _EMPTY_BRACKETS.sub("", text)
+    text = _SPACE_BEFORE.sub(r"\1", text)
+    text = _SPACE_AFTER_OPEN.sub(r"\1", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+@dataclasses.dataclass
+class _Cite:
+    """A cite command as read, before its sentence is known."""
+
+    keys: tuple[str, ...]
+    marker: str
+    where: str
+    locator: str | None
+    prenote: str | None
+    prints: str  # _PAREN, _NAMES or _FOOT
+    in_footnote: bool
+
+
+class _Block:
+    """A run of text that is one paragraph (or heading, caption, footnote, table row).
+
+    It joins the document's blocks when its first piece comes, so blocks stay in the
+    order their text starts (an empty paragraph before a heading is not placed first).
+    """
+
+    def __init__(self, kind: str, blocks: list[_Block]) -> None:
+        self.kind = kind
+        self.pieces: list[str | _Cite] = []
+        self.space = True  # whether the text so far ends in a space (or is empty)
+        self._blocks = blocks
+
+    def _piece(self, piece: str | _Cite) -> None:
+        if not self.pieces:
+            self._blocks.append(self)
+        self.pieces.append(piece)
+
+    def add(self, text: str) -> None:
+        text = _SPACES.sub(" ", text)
+        if self.space:
+            text = text.lstrip(" ")
+        if text:
+            self._piece(text)
+            self.space = text.endswith(" ")
+
+    def cite(self, cite: _Cite) -> None:
+        self._piece(cite)
+
+
+class _Stream:
+    """Where text of one kind goes: the body, a footnote, a heading, a float."""
+
+    def __init__(self, kind: str, blocks: list[_Block]) -> None:
+        self.kind = kind
+        self._blocks = blocks
+        self.block = _Block(kind, blocks)
+
+    def brk(self) -> None:
+        """End the paragraph: text after this is another block."""
+        if self.block.pieces:
+            self.block = _Block(self.kind, self._blocks)
+
+
+@dataclasses.dataclass
+class _Frame:
+    """An open group (``{``), environment or argument, as the scan's explicit stack."""
+
+    kind: str  # "base", "group", "env", "raw", "footnote", "heading", "caption"
+    stream: _Stream | None
+    anchor: _Block | None = None  # a footnote's cites stand in this body block
+    in_footnote: bool = False
+    env: str | None = None
+    depth: int = 0  # a raw frame's brace depth
+    on_close: Callable[[], None] | None = None
+
+    def group(self) -> _Frame:
+        """A brace group inside this frame: its text goes where this frame's goes."""
+        return _Frame("group", self.stream, self.anchor, self.in_footnote)
+
+
+@dataclasses.dataclass
+class _Source:
+    """The text being scanned and how a position in it is named ("ch1.tex:12")."""
+
+    path: str
+    text: str
+    newlines: list[int]
+    line: int | None = None  # a macro expansion: every position is the use's line
+
+    def __post_init__(self) -> None:
+        self._next: dict[str, tuple[int, int]] = {}
+
+    def find(self, sub: str, start: int, limit: int) -> int:
+        """``text.find(sub, start)`` if it is before ``limit``, else -1; the last answer
+        for each ``sub`` is kept, so that a file of a million unclosed ``\\verb|`` or
+        ``[`` costs one pass, not one pass each."""
+        seen = self._next.get(sub)
+        if seen is not None and seen[0] <= start and (seen[1] < 0 or seen[1] >= start):
+            found = seen[1]
+        else:
+            found = self.text.find(sub, start)
+            self._next[sub] = (start, found)
+        return found if 0 <= found < limit else -1
+
+    def where(self, pos: int) -> str:
+        line = self.line if self.line is not None else bisect.bisect_right(self.newlines, pos) + 1
+        return f"{self.path}:{line}"
+
+
+class _Reader:
+    """One scan of a thesis: the state the cite commands, groups and files share."""
+
+    def __init__(self, files: Mapping[str, str], main: str) -> None:
+        self.files = files
+        self.main = main
+        self.root = posixpath.dirname(main)
+        self.blocks: list[_Block] = []
+        self.body = _Stream("body", self.blocks)
+        self.frames: list[_Frame] = []
+        self.skipped: list[Skipped] = []
+        self.libraries: list[tuple[str, str]] = []  # (path, where)
+        self.macros: dict[str, str] = {}
+        self.open_files: list[str] = []
+        self.total = 0
+        self.stopped = False
+        self.not_listed = 0
+
+    # -- output --------------------------------------------------------------------
+
+    @property
+    def top(self) -> _Frame:
+        return self.frames[-1]
+
+    def emit(self, text: str) -> None:
+        stream = self.top.stream
+        if stream is not None and text:
+            stream.block.add(text)
+
+    def brk(self) -> None:
+        stream = self.top.stream
+        if stream is not None:
+            stream.brk()
+
+    def skip(self, where: str, text: str, reason: str) -> None:
+        self.not_listed += len(self.skipped) >= MAX_SKIPPED
+        if len(self.skipped) < MAX_SKIPPED:
+            self.skipped.append(Skipped(where=where, text=_SPACES.sub(" ", text[:600])[:300],
+                                        reason=reason))
+
+    # -- files -----------------------------------------------------------------------
+
+    def count(self, chars: int) -> None:
+        self.total += chars
+        if self.total > MAX_TOTAL_CHARS:
+            raise WriterFileError(
+                f"the thesis's LaTeX with its included files and macros is over "
+                f"{MAX_TOTAL_CHARS:,} characters")
+
+    def resolve(self, name: str, current: str, suffix: str,
+                universe: Iterable[str] | None = None) -> tuple[str | None, str]:
+        """The bundle path ``name`` refers to (among ``universe``, the .tex files by
+        default), or None and why not: TeX looks beside the main file, subfiles beside
+        themselves; nothing outside the bundle is ever looked at."""
+        paths = self.files if universe is None else set(universe)
+        raw = name.strip().strip('"').strip()
+        if not raw:
+            return None, "an empty file name"
+        if raw.startswith(("/", "\\", "~")) or re.match(r"[A-Za-z]:", raw) or "\\" in raw:
+            return None, "an absolute path, outside the bundle"
+        leaves = False
+        for base in dict.fromkeys((self.root, posixpath.dirname(current))):
+            path = posixpath.normpath(posixpath.join(base, raw))
+            if path == ".." or path.startswith("../"):
+                leaves = True
+                continue
+            for candidate in (path, path + suffix):
+                if candidate in paths:
+                    return candidate, ""
+        if leaves:
+            return None, "a path leaving the bundle"
+        return None, "not in the bundle"
+
+    def include(self, name: str, src: _Source, pos: int, depth: int, marker: str) -> None:
+        where = src.where(pos)
+        path, why = self.resolve(name, src.path, ".tex")
+        if path is None:
+            self.skip(where, marker, f"included file {name!r}: {why}")
+            return
+        if path in self.open_files:
+            self.skip(where, marker, f"included file {path!r} includes itself")
+            return
+        if depth + 1 > MAX_DEPTH:
+            self.skip(where, marker, f"included file {path!r}: files nest over {MAX_DEPTH} deep")
+            return
+        text = self.files[path]
+        begin = _BEGIN_DOCUMENT.search(text)
+        if begin:  # a subfile: its own preamble is not the thesis's (lines kept)
+            end = _END_DOCUMENT.search(text, begin.end())
+            text = "\n" * text.count("\n", 0, begin.end()) + \
+                text[begin.end():end.start() if end else len(text)]
+        self.open_files.append(path)
+        try:
+            self.scan(_Source(path, text, _newlines(text)), depth + 1)
+        finally:
+            self.open_files.pop()
+
+    # -- the scan --------------------------------------------------------------------
+
+    def scan(self, src: _Source, depth: int, cost: int = 0) -> None:
+        """Read ``src`` into the blocks; groups it opens and leaves open end with it.
+        ``cost`` is counted besides its length (an expansion's, so that a million
+        expansions of an empty macro are bounded too)."""
+        text = src.text
+        self.count(len(text) + cost)
+        base = len(self.frames)
+        i, n = 0, len(text)
+        while i < n and not self.stopped:
+            if self.top.kind == "raw":
+                i = self._raw(text, i)
+                continue
+            match = _SPECIAL.search(text, i)
+            if match is None:
+                self.emit(text[i:])
+                break
+            if match.start() > i:
+                self.emit(text[i:match.start()])
+            token = match.group()
+            i = match.end()
+            if token == "\\":
+                i = self.macro(src, match.start(), depth)
+            elif token == "{":
+                self.frames.append(self.top.group())
+            elif token == "}":
+                if len(self.frames) > base and self.top.kind != "env":
+                    self.close()
+            elif token == "%":
+                end = text.find("\n", i)
+                i = n if end < 0 else end + 1
+                blank = _BLANK_REST.match(text, i)
+                if blank:  # the comment's line ended a paragraph
+                    self.brk()
+                    i = blank.end()
+            elif token == "\n":
+                blank = _BLANK_REST.match(text, i)
+                if blank:
+                    self.brk()
+                    i = blank.end()
+                else:
+                    self.emit(" ")
+            elif token == "$":
+                i = self.math(src, i - 1)
+            else:
+                self.emit({"~": " ", "&": " ", "--": "–", "---": "—", "``": "“", "''": "”",
+                           ",,": "„"}[token])
+        while len(self.frames) > base:
+            self.close()
+
+    def close(self) -> None:
+        frame = self.frames.pop()
+        if frame.on_close is not None:
+            frame.on_close()
+
+    def _raw(self, text: str, i: int) -> int:
+        """Skip inside a dropped argument that did not close within the window."""
+        frame = self.top
+        for token in _RAW_TOKEN.finditer(text, i):
+            if token.group() == "{":
+                frame.depth += 1
+            elif token.group() == "}":
+                frame.depth -= 1
+                if frame.depth == 0:
+                    self.frames.pop()
+                    return token.end()
+        self.frames.pop()
+        return len(text)
+
+    def math(self, src: _Source, start: int) -> int:
+        """``$...$`` kept as its text ("p < 0.05"); ``$$...$$`` dropped."""
+        text = src.text
+        if text.startswith("$$", start):
+            end = src.find("$$", start + 2, start + ARG_WINDOW)
+            if end < 0:
+                return start + 2
+            self.emit(" ")
+            return end + 2
+        end = start + 1
+        while True:
+            end = src.find("$", end, start + ARG_WINDOW)
+            if end < 0:
+                return start + 1
+            if text[end - 1] != "\\":
+                break
+            end += 1
+        self.emit(math_text(text[start + 1:end]))
+        return end + 1
+
+    # -- macros ------------------------------------------------------------------------
+
+    def macro(self, src: _Source, start: int, depth: int) -> int:
+        """Handle the control sequence at ``start`` (its backslash); the position after."""
+        text = src.text
+        match = _NAME.match(text, start + 1)
+        if match is None:
+            return start + 1
+        name = match.group()
+        i = match.end()
+        bare = name.rstrip("*")
+        if len(name) == 1 and not name.isalpha():
+            return self.control_symbol(src, name, i)
+        if bare in _CITES:
+            return self.cite(src, start, bare, i)
+        if name in self.macros:
+            return self.expand(src, start, name, i, depth)
+        if bare in _INCLUDES:
+            return self.include_command(src, start, bare, i, depth)
+        if bare in _DEFINITIONS:
+            return self.define(src, start, bare, i)
+        if bare in ("bibliography", "addbibresource", "addglobalbib", "addsectionbib"):
+            return self.library(src, start, i)
+        if bare == "begin":
+            return self.begin(src, start, i)
+        if bare == "end":
+            return self.end(src, start, i)
+        if bare in _HEADINGS or bare == "caption":
+            return self.titled(src, start, bare, i)
+        if bare in ("footnote", "footnotetext"):
+            return self.footnote(src, i)
+        if bare in ("item", "par", "clearpage", "newpage", "cleardoublepage", "bigskip",
+                    "medskip", "smallskip", "appendix"):
+            self.brk()
+            if bare == "item":
+                return self.drop_args(src, "[", i, start)
+            return i
+        if bare in ("newline", "linebreak"):
+            self.emit(" ")
+            return i
+        if bare in _TEXT_LAST:
+            return self.text_last(src, start, bare, i)
+        if bare in _DROPPED:
+            return self.drop_args(src, _DROPPED[bare], i, start)
+        if bare in ("verb", "lstinline", "mintinline"):
+            return self.verb(src, bare, i)
+        if name in _ACCENTS:  # \c{c}, \v{s}, \H{o}
+            return self.accent(text, name, i)
+        if bare in _TEXT:
+            self.emit(_TEXT[bare])
+            return _skip_macro_space(text, i)
+        # Any other macro: its name is dropped, its groups read as text.
+        return _skip_macro_space(text, i)
+
+    def control_symbol(self, src: _Source, name: str, i: int) -> int:
+        text = src.text
+        if name in _ACCENTS:
+            return self.accent(text, name, i)
+        if name == "\\":
+            env = self._env()
+            if env in _TABULAR:
+                self.brk()
+            else:
+                self.emit(" ")
+            i = _skip_star(text, i)
+            return _skip_optional(src, i)[1]
+        if name == "[":
+            end = src.find("\\]", i, i + ARG_WINDOW)
+            self.emit(" ")
+            return i if end < 0 else end + 2
+        if name == "(":
+            end = src.find("\\)", i, i + ARG_WINDOW)
+            if end < 0:
+                return i
+            self.emit(math_text(text[i:end]))
+            return end + 2
+        self.emit(_CONTROL_SYMBOLS.get(name, ""))
+        return i
+
+    def accent(self, text: str, name: str, i: int) -> int:
+        """``\\"u``, ``\\"{u}``, ``\\c{c}``, ``\\'{\\i}``: the accented letter."""
+        j = i
+        while j < len(text) and text[j] == " " and name.isalpha():
+            j += 1
+        if j < len(text) and text[j] == "{":
+            end = text.find("}", j, j + 12)
+            if end < 0:
+                return i
+            base, after = text[j + 1:end].strip(), end + 1
+        elif j < len(text):
+            base, after = text[j], j + 1
+        else:
+            return i
+        base = {"\\i": "i", "\\j": "j"}.get(base, base)
+        if len(base) != 1:
+            self.emit(base)
+            return after
+        self.emit(unicodedata.normalize("NFC", base + _ACCENTS[name]))
+        return after
+
+    def _env(self) -> str | None:
+        for frame in reversed(self.frames):
+            if frame.env is not None:
+                return frame.env
+        return None
+
+    def drop_args(self, src: _Source, spec: str, i: int, start: int) -> int:
+        """Read and drop the arguments ``spec`` describes."""
+        text = src.text
+        for kind in spec:
+            if kind == "*":
+                i = _skip_star(text, i)
+            elif kind == "[":
+                found, i = _skip_optional(src, i)
+                self._check_dropped(src, start, i, found)
+            elif kind == "{":
+                arg, end = read_group(text, i)
+                if arg is None:
+                    if end >= 0:  # opened and not closed within the window: skip as TeX would
+                        self.frames.append(_Frame("raw", None, depth=1))
+                        return end
+                    break  # a one-token argument: "\label x"
+                self._check_dropped(src, start, end, arg)
+                i = end
+        return i
+
+    def _check_dropped(self, src: _Source, start: int, end: int, arg: str | None) -> None:
+        if arg and _CITE_ANYWHERE.search(arg):
+            self.skip(src.where(start), src.text[start:min(end, start + 300)],
+                      "a citation inside a command whose text is not part of the thesis")
+
+    def text_last(self, src: _Source, start: int, name: str, i: int) -> int:
+        """``\\textcolor{red}{text}``, ``\\href{url}{text}``: drop all but the text."""
+        i = self.drop_args(src, _TEXT_LAST[name][:-1], i, start)
+        j = _skip_spaces(src.text, i)
+        if j < len(src.text) and src.text[j] == "{":
+            self.frames.append(self.top.group())
+            return j + 1
+        return i
+
+    def verb(self, src: _Source, name: str, i: int) -> int:
+        text = src.text
+        i = _skip_star(text, i)
+        if name != "verb":
+            i = _skip_optional(src, i)[1]
+            if name == "mintinline":
+                arg, end = read_group(text, i)
+                i = end if arg is not None else i
+        if i >= len(text):
+            return i
+        delimiter = "}" if text[i] == "{" else text[i]
+        end = src.find(delimiter, i + 1, i + ARG_WINDOW)
+        if end < 0:
+            return i + 1
+        self.emit(text[i + 1:end])
+        return end + 1
+
+    def titled(self, src: _Source, start: int, name: str, i: int) -> int:
+        """A heading or a caption: its own block, never glued onto a claim."""
+        text = src.text
+        i = _skip_star(text, i)
+        i = _skip_optional(src, i)[1]
+        if name == "caption":
+            i = _skip_star(text, i)
+        j = _skip_spaces(text, i)
+        if j >= len(text) or text[j] != "{":
+            return i
+        parent = self.top
+        if parent.stream is not None:
+            parent.stream.brk()
+        stream = _Stream("heading" if name != "caption" else "caption", self.blocks) \
+            if parent.stream is not None else None
+
+        def done() -> None:
+            if parent.stream is not None:
+                parent.stream.brk()
+
+        self.frames.append(_Frame("heading", stream, anchor=None, in_footnote=False,
+                                  on_close=done))
+        return j + 1
+
+    def footnote(self, src: _Source, i: int) -> int:
+        text = src.text
+        i = _skip_optional(src, i)[1]
+        j = _skip_spaces(text, i)
+        if j >= len(text) or text[j] != "{":
+            return i
+        parent = self.top
+        anchor = parent.anchor if parent.in_footnote else (
+            parent.stream.block if parent.stream is not None else None)
+        stream = _Stream("footnote", self.blocks) if parent.stream is not None else None
+        self.frames.append(_Frame("footnote", stream, anchor=anchor, in_footnote=True))
+        return j + 1
+
+    def begin(self, src: _Source, start: int, i: int) -> int:
+        text = src.text
+        name, end = read_group(text, i)
+        if name is None:
+            return i
+        name = name.strip()
+        i = end
+        if name == "document":
+            self.frames[0].stream = self.body
+            if self.top.kind != "base":
+                self.top.stream = self.body
+            return i
+        if name in _VERBATIM or name in _DISPLAY_MATH:
+            close = re.compile(r"\\end\s*\{" + re.escape(name) + r"\}")
+            found = close.search(text, i)
+            if name in _DISPLAY_MATH:
+                self.emit(" ")
+            elif (found and name != "thebibliography"
+                  and _CITE_ANYWHERE.search(text, i, found.start())):
+                self.skip(src.where(start), text[start:start + 200],
+                          f"a citation inside a {name} environment, which is not text")
+            return found.end() if found else len(text)
+        self.brk()
+        i = _skip_optional(src, i)[1]
+        for _ in range(_ENV_ARGS.get(name, 0)):
+            i = _skip_optional(src, i)[1]
+            arg, end = read_group(text, i)
+            if arg is None:
+                break
+            i = end
+        parent = self.top
+        stream = parent.stream
+        if name in _FLOATS and stream is not None and stream.kind == "body":
+            stream = _Stream("float", self.blocks)
+        self.frames.append(_Frame("env", stream, anchor=parent.anchor,
+                                  in_footnote=parent.in_footnote, env=name))
+        return i
+
+    def end(self, src: _Source, start: int, i: int) -> int:
+        name, end = read_group(src.text, i)
+        if name is None:
+            return i
+        name = name.strip()
+        if name == "document":
+            self.stopped = True
+            return end
+        for k in range(len(self.frames) - 1, 0, -1):
+            if self.frames[k].kind == "env" and self.frames[k].env == name:
+                while len(self.frames) > k:
+                    self.close()
+                break
+        self.brk()
+        return end
+
+    def include_command(self, src: _Source, start: int, name: str, i: int, depth: int) -> int:
+        text = src.text
+        i = _skip_star(text, i)
+        first, end = read_group(text, i)
+        if first is None:
+            if name != "input":
+                return i
+            bare = re.compile(r"\s*([^\s{}\\%]+)").match(text, i)
+            if not bare:
+                return i
+            first, end = bare.group(1), bare.end()
+        target = first
+        if name in ("import", "subimport", "inputfrom", "subinputfrom", "includefrom",
+                    "subincludefrom"):
+            second, end2 = read_group(text, end)
+            if second is None:
+                return end
+            directory = first.strip()
+            if name.startswith("sub"):
+                directory = posixpath.join(posixpath.dirname(src.path), directory)
+                directory = posixpath.relpath(directory, self.root or ".") if directory else ""
+            target, end = posixpath.join(directory, second.strip()), end2
+        marker = text[start:end]
+        if name == "include":
+            self.brk()
+        self.include(target, src, start, depth, marker)
+        if name == "include":
+            self.brk()
+        return end
+
+    def define(self, src: _Source, start: int, name: str, i: int) -> int:
+        """``\\newcommand{\\x}{text}``: kept for expansion when it takes no arguments."""
+        text = src.text
+        i = _skip_star(text, i)
+        j = _skip_spaces(text, i)
+        if text.startswith("{", j):
+            macro, end = read_group(text, j)
+            if macro is None:
+                return i
+            macro = macro.strip()
+            j = end
+        elif text.startswith("\\", j):
+            found = _NAME.match(text, j + 1)
+            if found is None:
+                return j + 1
+            macro, j = "\\" + found.group(), found.end()
+        else:
+            return i
+        takes_args = False
+        if name in ("def", "gdef", "edef", "xdef"):
+            brace = text.find("{", j, j + 200)
+            if brace < 0:
+                return j
+            takes_args = "#" in text[j:brace]
+            j = brace
+        else:
+            arity, j = _skip_optional(src, j)
+            takes_args = arity is not None
+            j = _skip_optional(src, j)[1]
+        body, end = read_group(text, j)
+        if body is None:
+            if end >= 0:
+                self.frames.append(_Frame("raw", None, depth=1))
+                return end
+            return j
+        macro_name = macro[1:] if macro.startswith("\\") else macro
+        if (not takes_args and "#" not in body and len(body) <= MAX_MACRO_BODY
+                and len(self.macros) < MAX_MACROS and re.fullmatch(r"[A-Za-z@]+", macro_name)):
+            self.macros[macro_name] = body
+        return end
+
+    def expand(self, src: _Source, start: int, name: str, i: int, depth: int) -> int:
+        """A user macro without arguments, read as its definition's text."""
+        if depth + 1 > MAX_DEPTH:
+            self.skip(src.where(start), "\\" + name,
+                      f"macro \\{name} expands over {MAX_DEPTH} levels deep")
+            return i
+        body = self.macros[name]
+        line = int(src.where(start).rsplit(":", 1)[1])
+        self.scan(_Source(src.path, body, [], line=line), depth + 1, cost=100)
+        return _skip_macro_space(src.text, i)
+
+    def library(self, src: _Source, start: int, i: int) -> int:
+        text = src.text
+        i = _skip_optional(src, i)[1]
+        names, end = read_group(text, i)
+        if names is None:
+            return i
+        for name in names.split(","):
+            if name.strip():
+                self.libraries.append((name.strip(), src.where(start)))
+        return end
+
+    # -- citations ---------------------------------------------------------------------
+
+    def cite(self, src: _Source, start: int, name: str, i: int) -> int:
+        """A cite command: its key groups with their pre- and postnotes."""
+        text = src.text
+        i = _skip_star(text, i)
+        groups: list[tuple[str | None, str | None, str]] = []
+        if name in _MULTI:
+            for _ in range(2):  # the (multiprenote)(multipostnote)
+                j = _skip_spaces(text, i)
+                if text.startswith("(", j):
+                    close = src.find(")", j, j + ARG_WINDOW)
+                    if close < 0:
+                        break
+                    i = close + 1
+        while len(groups) < (MAX_CITE_GROUPS if name in _MULTI else 1):
+            first, j = _skip_optional(src, i)
+            second, j = _skip_optional(src, j) if first is not None else (None, j)
+            keys, end = read_group(text, j)
+            if keys is None:
+                break
+            pre, post = (first, second) if second is not None else (None, first)
+            groups.append((pre, post, keys))
+            i = end
+        marker = _SPACES.sub(" ", text[start:i])[:500]
+        where = src.where(start)
+        if not groups:
+            self.skip(where, text[start:start + 200], f"\\{name} without a key argument")
+            return i
+        frame = self.top
+        target = frame.anchor if frame.in_footnote else (
+            frame.stream.block if frame.stream is not None else None)
+        if target is None:
+            self.skip(where, marker, "a citation outside the thesis's text (preamble, "
+                                     "bibliography or a command that is not printed)")
+            return i
+        prints = _CITES[name]
+        for pre, post, keys in groups:
+            found = tuple(dict.fromkeys(k.strip() for k in keys.split(",") if k.strip()))
+            if not found or any(c in k for k in found for c in "\\{}#%"):
+                self.skip(where, marker, "a citation without readable keys")
+                continue
+            target.cite(_Cite(
+                keys=found, marker=marker, where=where,
+                locator=locator_of(note_text(post)) if post else None,
+                prenote=note_text(pre) or None if pre else None, prints=prints,
+                in_footnote=frame.in_footnote or prints == _FOOT))
+        return i
+
+    # -- the result ----------------------------------------------------------------------
+
+    def result(self, library: Sequence[LibraryItem]) -> tuple[tuple[WrittenCitation, ...], str]:
+        by_key = {item.key: item for item in library}
+        citations: list[WrittenCitation] = []
+        texts: list[str] = []
+        for block in self.blocks:
+            text, cuts, cites = _render(block, by_key)
+            page_text = clean_claim(_cut(text, 0, len(text), cuts))
+            if page_text:
+                texts.append(page_text)
+            if not cites:
+                continue
+            spans = splitting.sentence_spans(text)
+            for offset, cite, textual in cites:
+                span = _sentence_for(spans, offset, textual)
+                claim = clean_claim(_cut(text, *span, cuts)) if span else ""
+                if not claim:
+                    self.skip(cite.where, cite.marker, "a citation with no sentence around it")
+                    continue
+                citations.append(WrittenCitation(
+                    keys=cite.keys, claim=claim, marker=cite.marker, where=cite.where,
+                    locator=cite.locator, prenote=cite.prenote, in_footnote=cite.in_footnote))
+        if self.not_listed:
+            self.skipped.append(Skipped(where=self.main, text="", reason=(
+                f"{self.not_listed:,} more things skipped, not listed one by one")))
+        return tuple(citations), "\n\n".join(texts)
+
+
+def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
+        str, list[tuple[int, int]], list[tuple[int, _Cite, bool]]]:
+    """A block's text, the placeholder ranges to cut, and where each cite stands.
+
+    A citation that prints names ("\\textcite") gives the authors' surnames, as the page
+    shows them; one that stands as the subject of its sentence without names known (a
+    numeric "\\cite{x} showed", a key missing from the library) leaves a placeholder
+    word so that the sentence before it still ends, cut from the claim afterwards.
+    """
+    out: list[str] = []
+    length = 0
+    cuts: list[tuple[int, int]] = []
+    cites: list[tuple[int, _Cite, bool]] = []
+    pieces = block.pieces
+    for index, piece in enumerate(pieces):
+        if isinstance(piece, str):
+            out.append(piece)
+            length += len(piece)
+            continue
+        textual = not piece.in_footnote and (
+            piece.prints == _NAMES or _opens_sentence(out, pieces, index))
+        if not textual:
+            cites.append((length, piece, False))
+            continue
+        names = _names(piece.keys, library) if piece.prints == _NAMES else None
+        before = "" if not out or out[-1].endswith(" ") else " "
+        word = names or "X"
+        after = "" if index + 1 < len(pieces) and isinstance(pieces[index + 1], str) and \
+            str(pieces[index + 1]).startswith(" ") else " "
+        out.append(before)
+        length += len(before)
+        cites.append((length, piece, True))
+        if not names:
+            cuts.append((length, length + len(word)))
+        out.append(word + after)
+        length += len(word) + len(after)
+    return "".join(out), cuts, cites
+
+
+def _opens_sentence(out: list[str], pieces: list[str | _Cite], index: int) -> bool:
+    """Whether the cite at ``index`` stands where a sentence starts and goes on in lower
+    case ("... end. \\cite{x} showed"): it is the sentence's subject."""
+    before = "".join(out[-3:]).rstrip()
+    if before and before[-1] not in ".!?:":
+        return False
+    for piece in pieces[index + 1:]:
+        if isinstance(piece, str) and piece.strip():
+            return piece.lstrip()[:1].islower()
+    return False
+
+
+def _names(keys: Iterable[str], library: Mapping[str, LibraryItem]) -> str | None:
+    """"Smith", "Smith and Jones", "Smith et al." for each key; None if one is unknown."""
+    parts: list[str] = []
+    for key in keys:
+        item = library.get(key)
+        if item is None or not item.authors:
+            return None
+        authors = item.authors
+        if len(authors) == 1:
+            parts.append(authors[0])
+        elif len(authors) == 2:
+            parts.append(f"{authors[0]} and {authors[1]}")
+        else:
+            parts.append(f"{authors[0]} et al.")
+    return " and ".join(parts) or None
+
+
+def _cut(text: str, start: int, end: int, cuts: list[tuple[int, int]]) -> str:
+    """``text[start:end]`` without the placeholder ranges."""
+    out: list[str] = []
+    pos = start
+    for cut_start, cut_end in cuts:
+        if cut_end <= pos or cut_start >= end:
+            continue
+        out.append(text[pos:max(pos, cut_start)])
+        pos = max(pos, cut_end)
+    out.append(text[pos:end])
+    return "".join(out)
+
+
+def _sentence_for(spans: list[tuple[int, int]], offset: int,
+                  textual: bool) -> tuple[int, int] | None:
+    """The sentence a cite at ``offset`` stands in. Between two sentences a citation
+    that prints names belongs to the one after it, any other to the one before
+    ("data.\\footcite{x} Next")."""
+    if not spans:
+        return None
+    starts = [s for s, _ in spans]
+    k = bisect.bisect_right(starts, offset) - 1
+    if k >= 0 and spans[k][0] < offset < spans[k][1]:
+        return spans[k]
+    before = spans[k] if k >= 0 and spans[k][1] <= offset else (
+        spans[k - 1] if k >= 1 else None)
+    after_index = k + 1 if k < 0 or spans[k][0] < offset else k
+    after = spans[after_index] if 0 <= after_index < len(spans) else None
+    if textual:
+        return after or before
+    return before or after
+
+
+def _newlines(text: str) -> list[int]:
+    return [m.start() for m in re.finditer("\n", text)]
+
+
+def _skip_spaces(text: str, i: int) -> int:
+    """Past spaces and at most one line break, as TeX reads between arguments."""
+    n = len(text)
+    newline = False
+    while i < n and text[i] in " \t\r\n":
+        if text[i] == "\n":
+            if newline:
+                break
+            newline = True
+        i += 1
+    return i
+
+
+def _skip_macro_space(text: str, i: int) -> int:
+    """A control word eats the spaces after it (``\\ss{}`` and ``\\ss `` alike)."""
+    if text.startswith("{}", i):
+        return i + 2
+    n = len(text)
+    while i < n and text[i] in " \t":
+        i += 1
+    return i
+
+
+def _skip_star(text: str, i: int) -> int:
+    return i + 1 if text.startswith("*", i) else i
+
+
+def _skip_optional(src: _Source, i: int) -> tuple[str | None, int]:
+    """An optional ``[...]`` argument at ``i`` (spaces before it skipped): its text and
+    the position after it, or None and ``i``. Brackets inside braces do not close it."""
+    text = src.text
+    j = _skip_spaces(text, i)
+    if not text.startswith("[", j):
+        return None, i
+    end = j
+    for _ in range(10):
+        end = src.find("]", end + 1, j + ARG_WINDOW)
+        if end < 0:
+            return None, i
+        inner = text[j + 1:end]
+        if inner.count("{") == inner.count("}"):
+            return inner, end + 1
+    return None, i
+
+
+def read_group(text: str, i: int) -> tuple[str | None, int]:
+    """The brace group at ``i`` (spaces before it skipped): its text and the position
+    after it; ``(None, -1)`` when there is none, ``(None, p)`` when it opens at ``p - 1``
+    and does not close within :data:`ARG_WINDOW` characters."""
+    j = _skip_spaces(text, i)
+    if not text.startswith("{", j):
+        return None, -1
+    depth = 0
+    limit = min(len(text), j + ARG_WINDOW)
+    for token in _RAW_TOKEN.finditer(text, j, limit):
+        char = token.group()
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return text[j + 1:token.start()], token.end()
+    return None, j + 1
+
+
+def math_text(tex: str) -> str:
+    """Inline math as text: symbols as characters (``\\alpha`` α, ``\\leq`` ≤), other
+    macros and braces dropped ("p \\leq 0.05" -> "p ≤ 0.05")."""
+    def symbol(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return _TEXT.get(name, _CONTROL_SYMBOLS.get(name, ""))
+
+    text = re.sub(r"\\([A-Za-z]+|.)\s*", symbol, tex)
+    return _SPACES.sub(" ", text.replace("{", "").replace("}", "").replace("~", " ")).strip()
+
+
+def note_text(tex: str | None) -> str:
+    """A pre- or postnote as text: ``p.~45`` -> "p. 45", ``45\\psq`` -> "45 f."."""
+    if not tex:
+        return ""
+    tex = tex.replace("\\psqq", " ff.").replace("\\psq", " f.").replace("\\pno", "p.")
+    tex = tex.replace("\\ppno", "pp.").replace("\\nopp", "").replace("--", "–")
+    text = re.sub(r"\\([\"'`^~=.])\{?([A-Za-z])\}?",
+                  lambda m: unicodedata.normalize("NFC", m.group(2) + _ACCENTS[m.group(1)]), tex)
+    return math_text(text.replace("$", ""))
+
+
+def _choose_main(files: Mapping[str, str], main: str | None) -> str:
+    """The main .tex: the one given, else the one with a ``\\documentclass`` (not a
+    subfile's or a standalone figure's)."""
+    if main is not None:
+        path = posixpath.normpath(main.strip().lstrip("/")) if main.strip() else ""
+        for candidate in (path, path + ".tex"):
+            if candidate in files:
+                return candidate
+        raise WriterFileError(f"the main file {main!r} is not in the bundle")
+    tex = sorted(p for p in files if p.lower().endswith((".tex", ".ltx")))
+    if not tex:
+        raise WriterFileError("the bundle holds no .tex file")
+    mains = []
+    for path in tex:
+        found = _DOCUMENTCLASS.search(files[path])
+        if found and found.group(1) not in _NOT_MAIN_CLASSES:
+            mains.append(path)
+    if len(mains) == 1:
+        return mains[0]
+    if not mains and len(tex) == 1:
+        return tex[0]
+    if not mains:
+        raise WriterFileError(f"no .tex file of the bundle has a \\documentclass "
+                              f"({', '.join(tex[:10])}); name the main file")
+    raise WriterFileError(f"{len(mains)} .tex files have a \\documentclass "
+                          f"({', '.join(mains[:10])}); name the main file")
+
+
+def read_latex(files: Mapping[str, bytes], main: str | None = None,
+               bib: Sequence[LibraryItem] = ()) -> WrittenThesis:
+    """The thesis in a bundle of LaTeX files (path inside the bundle -> bytes).
+
+    ``main`` names the main .tex (else the one with ``\\documentclass``); ``bib`` are
+    library items given besides the .bib files the thesis names. A key no library holds
+    stays a citation (it is reported unresolved later); ``\\nocite`` is no citation.
+    """
+    texts = {path: _decode(data) for path, data in files.items()
+             if path.lower().endswith((".tex", ".ltx", ".sty", ".cls"))}
+    main_path = _choose_main(texts, main)
+    reader = _Reader(texts, main_path)
+    text = texts[main_path]
+    has_document = _BEGIN_DOCUMENT.search(text) is not None
+    reader.frames.append(_Frame("base", None if has_document else reader.body))
+    reader.open_files.append(main_path)
+    reader.scan(_Source(main_path, text, _newlines(text)), 0)
+    library, skipped = _libraries(files, reader)
+    merged: dict[str, LibraryItem] = {}
+    for item in (*library, *bib):
+        merged.setdefault(item.key, item)
+    items = tuple(merged.values())
+    citations, plain = reader.result(items)
+    return WrittenThesis(format="latex", pages=((1, plain),), citations=citations,
+                         library=items, skipped=(*reader.skipped, *skipped))
+
+
+def _libraries(files: Mapping[str, bytes], reader: _Reader) -> tuple[
+        list[LibraryItem], list[Skipped]]:
+    """The items of the .bib files the thesis names; every .bib of the bundle when it
+    names none (a thesis whose \\bibliography sits in a file not read)."""
+    bibs = sorted(p for p in files if p.lower().endswith(".bib"))
+    paths: list[str] = []
+    skipped: list[Skipped] = []
+    for name, where in reader.libraries:
+        path, why = reader.resolve(name, reader.main, ".bib", bibs)
+        if path is None:
+            skipped.append(Skipped(where=where, text=name, reason=f"library {name!r}: {why}"))
+        elif path not in paths:
+            paths.append(path)
+    if not reader.libraries:
+        paths = bibs
+    items: list[LibraryItem] = []
+    for path in paths:
+        found, skips = bibtex.read_bibtex(_decode(files[path]))
+        items.extend(found)
+        skipped.extend(dataclasses.replace(s, where=f"{path} {s.where}") for s in skips)
+    return items, skipped

@@ -1,0 +1,304 @@
+"""The LaTeX thesis and BibTeX library readers (issue 24): real files, hostile ones bounded.
+
+The thesis under ``tests/data/writer/latex/thesis`` is written as people write them:
+biblatex with ``\\footcite`` and multi-cites, natbib commands, chapters by ``\\input``
+and ``\\include``, pre- and postnotes, a figure caption, German text with accents, and
+a Better BibTeX library whose ``file`` fields come in Zotero's, JabRef's and Mendeley's
+shapes. The hostile inputs must end in a clear error or a Skipped entry, in bounded time.
+"""
+
+from __future__ import annotations
+
+import io
+import pathlib
+import time
+import zipfile
+
+import pytest
+
+from citerun.pipeline.writer import archive, bib, latex
+from citerun.pipeline.writer.model import (
+    LibraryItem,
+    WriterFileError,
+    WrittenCitation,
+    WrittenThesis,
+    to_extraction,
+)
+
+THESIS = pathlib.Path(__file__).resolve().parents[1] / "data" / "writer" / "latex" / "thesis"
+
+
+def _bundle(root: pathlib.Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _doc(body: str, preamble: str = "") -> dict[str, bytes]:
+    return {"main.tex": (f"\\documentclass{{article}}\n{preamble}\n\\begin{{document}}\n"
+                         f"{body}\n\\end{{document}}\n").encode()}
+
+
+@pytest.fixture(scope="module")
+def thesis() -> WrittenThesis:
+    return latex.read_latex(_bundle(THESIS))
+
+
+def _by_marker(thesis: WrittenThesis) -> dict[str, list[WrittenCitation]]:
+    found: dict[str, list[WrittenCitation]] = {}
+    for citation in thesis.citations:
+        found.setdefault(citation.marker, []).append(citation)
+    return found
+
+
+# -- the library --------------------------------------------------------------------
+
+
+def test_bibtex_items_with_names_years_dois_and_files() -> None:
+    items, skipped = bib.read_bibtex((THESIS / "refs.bib").read_text("utf-8"))
+    by_key = {item.key: item for item in items}
+    assert set(by_key) == {"smith2020", "mueller2019", "who2021", "jones2018"}
+    smith = by_key["smith2020"]
+    assert smith.title == "BERT Über Alles: Hallucinated References & How to Find Them"
+    assert smith.authors == ("Smith", "Doe")
+    assert smith.year == 2020  # from biblatex's date = {2020-05-02}
+    assert smith.doi == "10.1000/xyz_123"
+    assert smith.files == ("/home/me/Zotero/storage/ABCD1234/Smith - 2020 - BERT Uber Alles.pdf",)
+    assert by_key["mueller2019"].authors == ("Müller", "van der Berg", "Li")
+    # Zotero's own export: Description:path:mime-type, ";" between attachments.
+    assert by_key["mueller2019"].files == ("files/12/Müller et al. - 2019 - Zitieren.pdf",
+                                           "files/13/snapshot.html")
+    # An institution in braces is one name; Mendeley's $\backslash$ drive letter.
+    assert by_key["who2021"].authors == ("World Health Organization",)
+    assert by_key["who2021"].files == (
+        "C:/Users/me/Documents/Mendeley Desktop/WHO - 2021 - Global Report.pdf",)
+    # JabRef with an escaped Windows path.
+    assert by_key["jones2018"].files == ("C:\\Users\\me\\papers\\jones2018.pdf",)
+    assert by_key["jones2018"].authors == ("Jones",) and by_key["jones2018"].kind == "inproceedings"
+    assert len(skipped) == 1 and "malformed" in skipped[0].reason
+    assert skipped[0].where == "line 28" and "broken" in skipped[0].text
+
+
+@pytest.mark.parametrize(("field", "paths"), [
+    ("files/12/Smith - 2020 - Title.pdf", ("files/12/Smith - 2020 - Title.pdf",)),
+    (r"C\:\\Users\\me\\a.pdf;C\:\\Users\\me\\b.pdf", ("C:\\Users\\me\\a.pdf", "C:\\Users\\me\\b.pdf")),
+    (":papers/x.pdf:PDF", ("papers/x.pdf",)),
+    ("Supplement:papers/supp.pdf:PDF;:papers/x.pdf:PDF", ("papers/supp.pdf", "papers/x.pdf")),
+    (r":C$\backslash$:/Users/me/x.pdf:pdf", ("C:/Users/me/x.pdf",)),
+    (r":Users/me/Mendeley Desktop/Smith\_2020.pdf:pdf", ("Users/me/Mendeley Desktop/Smith_2020.pdf",)),
+])
+def test_file_field_shapes(field: str, paths: tuple[str, ...]) -> None:
+    assert bib.file_paths(field) == paths
+
+
+def test_bibtex_duplicate_key_skipped_first_kept() -> None:
+    items, skipped = bib.read_bibtex("@misc{a, title={First}}\n@misc{a, title={Second}}\n")
+    assert [(i.key, i.title) for i in items] == [("a", "First")]
+    assert len(skipped) == 1 and "second entry with the key 'a'" in skipped[0].reason
+
+
+def test_bibtex_over_the_limits_refused_fast() -> None:
+    many = "".join(f"@misc{{k{i},title={{t}}}}\n" for i in range(bib.MAX_ENTRIES + 1))
+    started = time.monotonic()
+    with pytest.raises(WriterFileError, match="entries, over the limit"):
+        bib.read_bibtex(many)
+    huge = "@misc{k, abstract={" + "x" * (bib.MAX_BYTES + 1) + "}}"
+    with pytest.raises(WriterFileError, match="over the limit"):
+        bib.read_bibtex(huge)
+    assert time.monotonic() - started < 5  # refused before parsing
+
+
+def test_bibtex_deeply_nested_title_is_text() -> None:
+    items, _ = bib.read_bibtex("@misc{k, title={" + "{" * 5000 + "Deep" + "}" * 5000 + "}}")
+    assert items[0].title == "Deep"
+
+
+# -- the thesis ---------------------------------------------------------------------
+
+
+def test_every_citation_with_keys_locators_and_prenotes(thesis: WrittenThesis) -> None:
+    found = {(c.marker, c.keys, c.locator, c.prenote, c.in_footnote) for c in thesis.citations}
+    assert found == {
+        ("\\parencite[p.~45]{smith2020}", ("smith2020",), "45", None, False),
+        ("\\textcite{mueller2019}", ("mueller2019",), None, None, False),
+        ("\\footcite[pp.~12--14]{who2021}", ("who2021",), "12-14", None, True),
+        ("\\cite[vgl.][S.~45 f.]{mueller2019}", ("mueller2019",), "45 f.", "vgl.", True),
+        ("\\citeauthor{smith2020}", ("smith2020",), None, None, True),
+        ("\\citep[see][chapter~3]{smith2020,jones2018}", ("smith2020", "jones2018"),
+         "chapter 3", "see", False),
+        ("\\citet{jones2018}", ("jones2018",), None, None, False),
+        ("\\autocites(see)()[45ff]{smith2020}[][12]{mueller2019}", ("smith2020",), "45 ff.",
+         None, False),
+        ("\\autocites(see)()[45ff]{smith2020}[][12]{mueller2019}", ("mueller2019",), "12",
+         None, False),
+        ("\\citet{who2021}", ("who2021",), None, None, False),
+        ("\\parencite[vgl.][S.~3]{mueller2019}", ("mueller2019",), "3", "vgl.", False),
+        ("\\cite*{unknownkey}", ("unknownkey",), None, None, False),
+        ("\\citealp[Sec.~2]{jones2018}", ("jones2018",), "Sec. 2", None, False),
+        ("\\cite{smith2020}", ("smith2020",), None, None, False),
+    }
+    where = {c.marker: c.where for c in thesis.citations}
+    assert where["\\parencite[p.~45]{smith2020}"] == "thesis.tex:12"
+    assert where["\\citet{jones2018}"] == "chapters/related.tex:3"
+    assert where["\\cite{smith2020}"] == "chapters/method.tex:5"
+
+
+def test_claims_are_the_body_sentences_as_plain_text(thesis: WrittenThesis) -> None:
+    claims = {m: [c.claim for c in cs] for m, cs in _by_marker(thesis).items()}
+    assert claims["\\parencite[p.~45]{smith2020}"] == ["Language models hallucinate references."]
+    # \textcite prints the authors' names, as the page does.
+    assert claims["\\textcite{mueller2019}"] == [
+        "This was first measured by Müller et al. in a large study of scientific writing."]
+    # \footcite after the period, and a \cite inside a \footnote: the body sentence.
+    assert claims["\\footcite[pp.~12--14]{who2021}"] == claims["\\textcite{mueller2019}"]
+    assert claims["\\cite[vgl.][S.~45 f.]{mueller2019}"] == [
+        "Tools such as CiteCheck check citations automatically."]  # \newcommand expanded
+    assert claims["\\citet{jones2018}"] == ["Jones argue that p < 0.05 is not enough."]
+    assert claims["\\parencite[vgl.][S.~3]{mueller2019}"] == ["Die Fehlerquote ist hoch."]
+    assert claims["\\cite*{unknownkey}"] == ["Weiße und größere Modelle sind besser."]
+    assert claims["\\citet{who2021}"] == ["Error rates by model, after World Health Organization."]
+    for citation in thesis.citations:
+        assert "\\" not in citation.claim and "{" not in citation.claim
+        for key in citation.keys:
+            assert key not in citation.claim
+        for heading in ("Introduction", "Related Work", "Method"):
+            assert heading not in citation.claim
+        assert "Error rates" not in citation.claim or citation.marker == "\\citet{who2021}"
+
+
+def test_library_pages_and_skipped(thesis: WrittenThesis) -> None:
+    assert [item.key for item in thesis.library] == ["smith2020", "mueller2019", "who2021",
+                                                      "jones2018"]
+    (number, text), = thesis.pages
+    assert number == 1 and text.startswith("Introduction\n\nLanguage models hallucinate")
+    assert "\\" not in text and "Text after the end" not in text and "inverbatim" not in text
+    reasons = {s.where: s.reason for s in thesis.skipped}
+    assert reasons["thesis.tex:20"] == "included file '../../etc/passwd': a path leaving the bundle"
+    assert reasons["thesis.tex:21"] == "included file 'chapters/missing': not in the bundle"
+    assert reasons["chapters/method.tex:3"] == "included file 'chapters/method.tex' includes itself"
+    assert "verbatim" in reasons["chapters/method.tex:8"]
+    assert "not part of the thesis" in reasons["thesis.tex:7"]  # \title{... \cite{...}}
+    assert "malformed" in reasons["refs.bib line 28"]
+    assert not any("notcited" in c.keys for c in thesis.citations)  # \nocite
+
+
+def test_to_extraction_keys_are_labels(thesis: WrittenThesis) -> None:
+    extraction = to_extraction(thesis)
+    assert [e.label for e in extraction.references] == [i.key for i in thesis.library]
+    keys = [c.key for c in extraction.citations]
+    assert set(keys) == {"smith2020", "mueller2019", "who2021", "jones2018", "unknownkey"}
+    first = extraction.citations[0]
+    assert (first.key, first.locator, first.claim) == (
+        "smith2020", "45", "Language models hallucinate references.")
+    assert [c.ordinal for c in extraction.citations] == list(range(1, len(keys) + 1))
+
+
+def test_zip_bundle_through_archive() -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as out:
+        for path, data in _bundle(THESIS).items():
+            out.writestr(path, data)
+    from_zip = latex.read_latex(archive.read_bundle(buf.getvalue()))
+    assert from_zip == latex.read_latex(_bundle(THESIS))
+
+
+@pytest.mark.parametrize(("postnote", "locator"), [
+    ("45", "45"), ("p. 45", "45"), ("p.~45", "45"), ("pp. 45--47", "45-47"),
+    ("S. 45 f.", "45 f."), ("45ff", "45 ff."), ("45\\psq", "45 f."), ("xii", "xii"),
+    ("Rn. 12", "Rn. 12"),
+])
+def test_locators(postnote: str, locator: str) -> None:
+    assert latex.locator_of(latex.note_text(postnote)) == locator
+
+
+def test_natbib_forms_and_sentence_placement() -> None:
+    library = [LibraryItem(key="lee", authors=("Lee", "Kim")), LibraryItem(key="wu", authors=("Wu",))]
+    files = _doc(
+        "Models fail often. \\cite{lee} showed this first. \\Citet*{wu} confirmed it.\n"
+        "As in~\\cite{lee,wu}, results hold (see \\citealp{wu}). Results differ "
+        "\\citep[][45--47]{lee}.\\footnote{Compare \\citet{wu}.} The end.\n\n"
+        "\\section{Results \\label{x}}\nA new paragraph \\parencites[3]{lee}[5]{wu} here.")
+    found = [(c.keys, c.claim, c.locator, c.in_footnote)
+             for c in latex.read_latex(files, bib=library).citations]
+    assert found == [
+        (("lee",), "showed this first.", None, False),
+        (("wu",), "Wu confirmed it.", None, False),
+        (("lee", "wu"), "As in, results hold (see).", None, False),
+        (("wu",), "As in, results hold (see).", None, False),
+        (("lee",), "Results differ.", "45-47", False),
+        (("wu",), "Results differ.", None, True),
+        (("lee",), "A new paragraph here.", "3", False),
+        (("wu",), "A new paragraph here.", "5", False),
+    ]
+
+
+def test_main_file_choice() -> None:
+    files = {"a.tex": b"\\documentclass{article}\\begin{document}A.\\end{document}",
+             "b.tex": b"\\documentclass{report}\\begin{document}B.\\end{document}",
+             "c.tex": b"\\documentclass[a.tex]{subfiles}\\begin{document}C.\\end{document}"}
+    with pytest.raises(WriterFileError, match=r"a\.tex, b\.tex"):
+        latex.read_latex(files)
+    assert latex.read_latex(files, main="b.tex").pages == ((1, "B."),)
+    with pytest.raises(WriterFileError, match="not in the bundle"):
+        latex.read_latex(files, main="../x.tex")
+
+
+# -- hostile --------------------------------------------------------------------------
+
+
+def _timed(files: dict[str, bytes]) -> tuple[WrittenThesis, float]:
+    started = time.monotonic()
+    result = latex.read_latex(files)
+    return result, time.monotonic() - started
+
+
+def test_absolute_and_escaping_inputs_are_skipped() -> None:
+    thesis, _ = _timed(_doc("\\input{/etc/passwd}\n\\include{C:/Windows/win.ini}\n"
+                            "\\input ../../etc/shadow\n\\import{../}{secret}\nText."))
+    reasons = [s.reason for s in thesis.skipped]
+    assert reasons == ["included file '/etc/passwd': an absolute path, outside the bundle",
+                       "included file 'C:/Windows/win.ini': an absolute path, outside the bundle",
+                       "included file '../../etc/shadow': a path leaving the bundle",
+                       "included file '../secret': a path leaving the bundle"]
+    assert thesis.pages == ((1, "Text."),)
+
+
+def test_include_chains_are_capped() -> None:
+    files = {f"c{i}.tex": f"Level {i}. \\input{{c{i + 1}}}".encode() for i in range(40)}
+    files.update(_doc("\\input{c0}"))
+    thesis, seconds = _timed(files)
+    assert seconds < 5
+    assert any("nest over 20 deep" in s.reason for s in thesis.skipped)
+    assert "Level 19." in thesis.pages[0][1] and "Level 20." not in thesis.pages[0][1]
+
+
+def test_many_nested_braces_bounded() -> None:
+    body = "A claim " + "{" * 100_000 + "inside \\cite{k}" + "}" * 100_000 + ". Next."
+    thesis, seconds = _timed(_doc(body))
+    assert seconds < 20
+    assert [(c.keys, c.claim) for c in thesis.citations] == [(("k",), "A claim inside.")]
+    unclosed, seconds = _timed({"main.tex": ("\\documentclass{article}\\begin{document}"
+                                             + "{" * 100_000 + "x \\cite{k}.").encode()})
+    assert seconds < 20 and [c.keys for c in unclosed.citations] == [("k",)]
+
+
+def test_unclosed_arguments_cost_one_pass() -> None:
+    for unit in ("\\cite[", "\\section[", "\\verb|", "\\label{", "$", "\\begin{verbatim}"):
+        thesis, seconds = _timed(_doc(unit * 100_000))
+        assert seconds < 20, unit
+        assert len(thesis.skipped) <= latex.MAX_SKIPPED + 1
+
+
+def test_macro_bombs_are_refused_or_skipped() -> None:
+    levels = "".join(f"\\newcommand\\m{chr(98 + i)}{{" + f"\\m{chr(97 + i)}" * 10 + "}"
+                     for i in range(8))
+    with pytest.raises(WriterFileError, match="over"):
+        latex.read_latex(_doc("\\mi", preamble="\\newcommand\\ma{xxxxxxxxxx}" + levels))
+    thesis, _ = _timed(_doc("Loop \\again.", preamble="\\newcommand\\again{\\again}"))
+    assert any("expands over 20 levels" in s.reason for s in thesis.skipped)
+
+
+def test_total_text_is_capped() -> None:
+    chapter = ("Words and more words. " * 50_000).encode()  # about 1.1 MB
+    files = {"ch.tex": chapter, **_doc("\\input{ch}" * 25)}
+    with pytest.raises(WriterFileError, match="over 20,971,520 characters"):
+        latex.read_latex(files)
