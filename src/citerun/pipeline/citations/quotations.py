@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import re
 import typing
 import unicodedata
@@ -192,7 +193,7 @@ def block_quotation(paragraph: str, *, min_words: int = MIN_WORDS) -> Quotation 
     around it and the citation after it; None when fewer than ``min_words`` remain."""
     start, end = 0, len(paragraph)
     citation = _TRAILING_CITATION.search(paragraph)
-    if citation and citation.start() > 0:
+    if citation:
         end = citation.start()
     while start < end and paragraph[start].isspace():
         start += 1
@@ -215,10 +216,13 @@ def block_quotation(paragraph: str, *, min_words: int = MIN_WORDS) -> Quotation 
 
 # --- normalising both sides ------------------------------------------------------------
 
-_WORD = re.compile(r"[^\W_]+")
+# Characters that vanish inside a word (soft hyphen, zero-width marks).
 _INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
-_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u2010\u2011][ \t]*\n\s*(?=[^\W\d_])")
-_PAGE_END_HYPHEN = re.compile(r"[^\W\d_][-\u2010\u2011]\s*$")
+# Raised and lowered digits are note numbers and formulas, not part of the word they touch.
+_NOT_WORD = frozenset("⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉")
+_RAISED = re.compile("[\u00b2\u00b3\u00b9\u2070\u2074-\u2079\u2080-\u2089]")
+_LINE_HYPHEN = re.compile(r"[-\u2010\u2011](?<=[^\W\d_].)[ \t]*\n\s*(?=[^\W\d_])")
+_HYPHENS = "-\u2010\u2011"
 
 
 def _join_line_hyphen(match: re.Match[str]) -> str:
@@ -227,28 +231,86 @@ def _join_line_hyphen(match: re.Match[str]) -> str:
 
 
 def _normal(text: str) -> str:
-    """Ligatures and compatibility forms unfolded (NFKC: "ﬁ" -> "fi", "…" -> "..."),
-    invisible characters removed, words hyphenated at a line end joined."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-    return _LINE_HYPHEN.sub(_join_line_hyphen, text)
+    """Compatibility forms unfolded (NFKC: "ﬁ" -> "fi", "…" -> "..."), invisible
+    characters removed, words hyphenated at a line end joined."""
+    if not text.isascii():
+        text = _INVISIBLE.sub("", _RAISED.sub(" ", text))
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+    if "\n" in text:
+        text = _LINE_HYPHEN.sub(_join_line_hyphen, text)
+    return text
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@functools.lru_cache(maxsize=1 << 16)
+def _is_word_char(code: int) -> bool:
+    """Letters, digits and the combining marks inside a word ("i̇" of a folded "İ")."""
+    char = chr(code)
+    if char in _NOT_WORD or char == "_":
+        return False
+    return char.isalnum() or unicodedata.category(char) in ("Mn", "Mc")
+
+
+_ASCII_WORD = np.array([_is_word_char(code) for code in range(128)], dtype=bool)
+
+
+def _codes(text: str) -> npt.NDArray[np.uint32]:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _word_mask(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
+    """Which code points are word characters, vectorised: ASCII by a table, the rest
+    by one look-up per distinct character."""
+    mask = np.zeros(len(codes), dtype=bool)
+    ascii_ = codes < 128
+    mask[ascii_] = _ASCII_WORD[codes[ascii_]]
+    other = ~ascii_
+    if other.any():
+        distinct, where = np.unique(codes[other], return_inverse=True)
+        flags = np.fromiter((_is_word_char(int(c)) for c in distinct), dtype=bool, count=len(distinct))
+        mask[other] = flags[where]
+    return mask
+
+
+def _bounds(codes: npt.NDArray[np.uint32]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Where each word begins and ends (code point offsets), and the word mask."""
+    mask = _word_mask(codes)
+    edges = np.diff(mask.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), mask
+
+
+def _words(text: str) -> list[str]:
+    """The words of already normalised ``text``, case kept."""
+    if not text:
+        return []
+    starts, ends, _ = _bounds(_codes(text))
+    return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+@dataclasses.dataclass(eq=False)
 class SourceText:
     """A source's pages as words, ready for many quotations (see :func:`prepare_source`).
 
-    ``hay`` is the case-folded words run together; ``starts[i]`` is where word ``i``
-    begins in it, ``page_of[i]`` the position of its page; a word hyphenated over a page
-    break is one word of the first page, listed in ``spills``.
+    ``hay`` is the case-folded words run together; word ``i`` is
+    ``hay[starts[i]:starts[i] + lengths[i]]`` and stands on page ``page_of[i]``; a word
+    hyphenated over a page break is one word of the first page, listed in ``spills``.
+    The words as printed (case kept) are read from ``texts`` page by page when a
+    quotation is found there.
     """
 
     labels: tuple[str, ...]
-    exact: list[str]
-    folded: list[str]
+    texts: tuple[str, ...]
     hay: str
     starts: npt.NDArray[np.int64]
-    page_of: npt.NDArray[np.int32]
+    lengths: npt.NDArray[np.int64]
+    page_of: npt.NDArray[np.int64]
+    first_word: npt.NDArray[np.int64]  # per page, and the word count at the end
     spills: frozenset[int]
+    _exact: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def word_count(self) -> int:
+        return len(self.starts)
 
     def is_start(self, offset: int) -> bool:
         """Whether ``offset`` of :attr:`hay` is where a word begins (or the end)."""
@@ -257,44 +319,85 @@ class SourceText:
         at = int(np.searchsorted(self.starts, offset))
         return at < len(self.starts) and int(self.starts[at]) == offset
 
-    def word_at(self, offset: int) -> int:
-        """The index of the word that holds ``offset`` of :attr:`hay`."""
-        return int(np.searchsorted(self.starts, offset, side="right")) - 1
-
     def word_from(self, offset: int) -> int:
         """The index of the word starting at ``offset`` (a word start), or the word count."""
         return int(np.searchsorted(self.starts, offset))
 
+    def offset(self, word: int) -> int:
+        """Where word ``word`` begins in :attr:`hay` (its length for the word count)."""
+        return int(self.starts[word]) if word < self.word_count else len(self.hay)
+
+    def folded(self, a: int, b: int) -> list[str]:
+        """Words ``a:b`` case-folded."""
+        return [self.hay[s:s + n] for s, n in zip(self.starts[a:b].tolist(), self.lengths[a:b].tolist())]
+
+    def exact(self, a: int, b: int) -> list[str]:
+        """Words ``a:b`` as printed."""
+        if b <= a:
+            return []
+        words: list[str] = []
+        for page in range(int(self.page_of[a]), int(self.page_of[b - 1]) + 1):
+            words.extend(self._page_words(page))
+        first = int(self.first_word[int(self.page_of[a])])
+        return words[a - first:b - first]
+
+    def _page_words(self, page: int) -> list[str]:
+        if page not in self._exact:
+            words = _words(self.texts[page])
+            first, last = int(self.first_word[page]), int(self.first_word[page + 1])
+            if page > 0 and (first - 1) in self.spills:
+                words = words[1:]  # its first word is the end of the last one of the page before
+            if (last - 1) in self.spills and page + 1 < len(self.texts):
+                following = _words(self.texts[page + 1])
+                if words and following:
+                    words[-1] += following[0]
+            if len(words) != last - first:
+                words = self.folded(first, last)  # casefold split a word: no case check here
+            self._exact[page] = words
+        return self._exact[page]
+
 
 def prepare_source(pages: Sequence[tuple[str, str]]) -> SourceText:
-    """``(label, text)`` pages as words, once for all the quotations of one source."""
+    """``(label, text)`` pages as words, once for all the quotations of one source.
+
+    Vectorised (numpy over the code points): a 2,000-page source takes about a second.
+    """
     if sum(len(text) for _, text in pages) > MAX_SOURCE_CHARS:
         raise QuotationError(f"the source is longer than {MAX_SOURCE_CHARS:,} characters")
-    exact: list[str] = []
-    counts: list[int] = []
-    spills: set[int] = set()
-    previous_hyphen = False
-    for _, text in pages:
-        normal = _normal(text)
-        words = _WORD.findall(normal)
-        stripped = normal.lstrip()
-        if previous_hyphen and words and exact and stripped[:1].islower() and stripped.startswith(words[0]):
-            # "exam-" at the foot of one page, "ple" at the head of the next: one word.
-            spills.add(len(exact) - 1)
-            exact[-1] += words[0]
-            words = words[1:]
-        counts.append(len(words))
-        exact.extend(words)
-        previous_hyphen = bool(words) and bool(_PAGE_END_HYPHEN.search(normal))
-    folded = [word.casefold() for word in exact]
-    lengths = np.fromiter(map(len, folded), dtype=np.int64, count=len(folded))
-    starts = np.zeros(len(folded), dtype=np.int64)
-    if len(folded) > 1:
+    texts = [_normal(text).strip() for _, text in pages]
+    parts: list[str] = []
+    page_starts: list[int] = []
+    joins: list[int] = []
+    offset = 0
+    for index, text in enumerate(texts):
+        if parts:
+            previous = texts[index - 1]
+            if previous[-1:] in _HYPHENS and previous[-2:-1].isalpha() and text[:1].islower():
+                # "exam-" at the foot of one page, "ple" at the head of the next: one word.
+                parts[-1] = parts[-1][:-1]
+                offset -= 1
+                joins.append(offset)
+            else:
+                parts.append("\n")
+                offset += 1
+        page_starts.append(offset)
+        folded = text.casefold()
+        parts.append(folded)
+        offset += len(folded)
+    codes = _codes("".join(parts))
+    word_starts, word_ends, mask = _bounds(codes)
+    lengths = (word_ends - word_starts).astype(np.int64)
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    if len(lengths) > 1:
         np.cumsum(lengths[:-1], out=starts[1:])
-    page_of = np.repeat(np.arange(len(pages), dtype=np.int32), counts)
+    page_of = np.searchsorted(np.asarray(page_starts, dtype=np.int64), word_starts, side="right") - 1
+    first_word = np.searchsorted(page_of, np.arange(len(texts) + 1), side="left").astype(np.int64)
+    spills = {int(np.searchsorted(word_starts, join, side="right")) - 1 for join in joins}
     return SourceText(
-        labels=tuple(label for label, _ in pages), exact=exact, folded=folded,
-        hay="".join(folded), starts=starts, page_of=page_of, spills=frozenset(spills),
+        labels=tuple(label for label, _ in pages), texts=tuple(texts),
+        hay=codes[mask].tobytes().decode("utf-32-le", "surrogatepass"),
+        starts=starts, lengths=lengths, page_of=page_of.astype(np.int64), first_word=first_word,
+        spills=frozenset(s for s in spills if s >= 0),
     )
 
 
@@ -339,7 +442,7 @@ def _parse_quote(quote: str) -> _Quote:
         free.add(len(exact))
 
     for match in _MARKS.finditer(text):
-        exact.extend(_WORD.findall(text[position:match.start()]))
+        exact.extend(_words(text[position:match.start()]))
         position = match.end()
         marked.append(match.group(0).strip())
         inside = match.group("inside")
@@ -349,7 +452,7 @@ def _parse_quote(quote: str) -> _Quote:
             continue  # "[sic]", "[emphasis added]": no words of the source
         else:
             add_gap(MAX_REPLACED_WORDS)
-    exact.extend(_WORD.findall(text[position:]))
+    exact.extend(_words(text[position:]))
     if not exact:
         raise QuotationError("the quotation has no words to look up")
     if len(exact) > MAX_QUOTE_WORDS:
@@ -377,7 +480,7 @@ def check_quotation(quote: str, pages: Sequence[tuple[str, str]] | SourceText) -
     """
     source = pages if isinstance(pages, SourceText) else prepare_source(pages)
     parsed = _parse_quote(quote)
-    if not source.exact:
+    if not source.word_count:
         return QuotationCheck(status="not_found", marked=parsed.marked)
     spans = _exact_spans(parsed, source)
     if spans is not None:
@@ -418,7 +521,7 @@ def _exact_spans(parsed: _Quote, source: SourceText) -> list[tuple[int, int]] | 
 def _extend(parsed: _Quote, source: SourceText, needles: list[str],
             spans: dict[int, tuple[int, int]], pivot: int) -> bool:
     """Place the segments before and after the pivot, each nearest its neighbour."""
-    words = len(source.folded)
+    words = source.word_count
     for index in range(pivot - 1, -1, -1):
         first_word = spans[index + 1][0]
         gap = parsed.gaps.get(parsed.segments[index + 1][0], 0)
@@ -462,7 +565,7 @@ def _pages(source: SourceText, spans: Sequence[tuple[int, int]]) -> tuple[tuple[
 
 
 def _found_text(source: SourceText, a: int, b: int) -> str:
-    text = " ".join(source.exact[a:b])
+    text = " ".join(source.exact(a, min(b, a + _FOUND_CHARS)))
     return text if len(text) <= _FOUND_CHARS else text[:_FOUND_CHARS] + " …"
 
 
@@ -478,13 +581,13 @@ def _case_differences(parsed: _Quote, q_index: int, thesis: str, original: str) 
 def _exact_result(parsed: _Quote, source: SourceText, spans: list[tuple[int, int]]) -> QuotationCheck:
     differences: list[Difference] = []
     for (qa, qb), (sa, sb) in zip(parsed.segments, spans):
-        thesis, original = parsed.exact[qa:qb], source.exact[sa:sb]
+        thesis, original = parsed.exact[qa:qb], source.exact(sa, sb)
         if "".join(thesis) == "".join(original):
             continue
         if len(thesis) == len(original):
             pairs = list(zip(range(qa, qb), thesis, original))
         else:
-            ops = Levenshtein.opcodes(parsed.folded[qa:qb], source.folded[sa:sb])
+            ops = Levenshtein.opcodes(parsed.folded[qa:qb], source.folded(sa, sb))
             pairs = [(qa + op.src_start + k, thesis[op.src_start + k], original[op.dest_start + k])
                      for op in ops if op.tag == "equal" for k in range(op.src_end - op.src_start)]
             if not pairs:
@@ -530,7 +633,9 @@ def _windows(parsed: _Quote, source: SourceText) -> list[tuple[int, int]]:
         return []
     hits.sort()
     length = len(parsed.folded)
-    reach = length + length // 4 + 10 + min(sum(parsed.gaps.values()), 4 * length + 2 * MAX_OMITTED_WORDS)
+    omitted = min(sum(parsed.gaps.values()), 4 * length + 2 * MAX_OMITTED_WORDS)
+    spread = length // 20 + 5
+    reach = length + length // 4 + 10 + omitted
     scored: list[tuple[int, int, int]] = []  # (-distinct anchors, first hit, last hit)
     inside: collections.Counter[int] = collections.Counter()
     right = 0
@@ -544,11 +649,17 @@ def _windows(parsed: _Quote, source: SourceText) -> list[tuple[int, int]]:
             del inside[hits[left][1]]
     scored.sort()
     windows: list[tuple[int, int]] = []
-    slack = 3 + length // 10
     for _, left, right in scored:
-        group = hits[left:right]
-        low = max(0, min(s - q for s, q in group) - slack)
-        high = min(len(source.folded), max(s + (length - q) for s, q in group) + slack)
+        # Where the quotation would begin by each hit; hits far from the consensus are
+        # repeated phrases elsewhere, and would only widen the window.
+        begins = sorted(s - q for s, q in hits[left:right])
+        middle = begins[len(begins) // 2]
+        group = [(s, q) for s, q in hits[left:right] if -spread <= s - q - middle <= spread + omitted]
+        firsts = sorted(s - q for s, q in group)
+        lasts = sorted(s + (length - q) for s, q in group)
+        outliers = len(group) // 20
+        low = max(0, firsts[outliers] - 3)
+        high = min(source.word_count, lasts[len(lasts) - 1 - outliers] + 3)
         if any(low < b and a < high for a, b in windows):
             continue
         windows.append((low, high))
@@ -570,17 +681,33 @@ def _fuzzy_result(parsed: _Quote, source: SourceText) -> QuotationCheck:
     return best
 
 
-def _align(parsed: _Quote, source: SourceText, low: int, high: int) -> QuotationCheck | None:
-    """The quotation aligned word by word with ``source`` words ``low:high``."""
-    window = source.folded[low:high]
-    ops = [op for op in Levenshtein.opcodes(parsed.folded, window)]
-    # Source words before the quotation's first word and after its last are no part of it.
+def _trimmed(opcodes: typing.Iterable[typing.Any]) -> list[typing.Any]:
+    """Opcodes without the source words before the quotation's first word and after its last."""
+    ops = list(opcodes)
     while ops and ops[0].tag == "insert":
         ops.pop(0)
     while ops and ops[-1].tag == "insert":
         ops.pop()
+    return ops
+
+
+def _align(parsed: _Quote, source: SourceText, low: int, high: int) -> QuotationCheck | None:
+    """The quotation aligned word by word with ``source`` words ``low:high``."""
+    window = source.folded(low, high)
+    ops = _trimmed(Levenshtein.opcodes(parsed.folded, window))
     if not ops:
         return None
+    # Inside a window, an edit costs the same wherever it falls: the source words around
+    # the quotation may be taken for omissions inside it. Aligned again with only the
+    # source words from its first to its last match, they cannot.
+    matches = [op for op in ops if op.tag == "equal"]
+    if matches and (matches[0].dest_start > 0 or matches[-1].dest_end < len(window)):
+        first = matches[0].dest_start - matches[0].src_start
+        last = matches[-1].dest_end + (len(parsed.folded) - matches[-1].src_end)
+        low, high = low + max(0, first), low + min(len(window), max(last, matches[-1].dest_end))
+        window = source.folded(low, high)
+        ops = _trimmed(Levenshtein.opcodes(parsed.folded, window))
+    printed = source.exact(low, high)
     differences: list[Difference] = []
     edits = 0
     equal = 0
@@ -588,12 +715,12 @@ def _align(parsed: _Quote, source: SourceText, low: int, high: int) -> Quotation
     for op in ops:
         qa, qb, sa, sb = op.src_start, op.src_end, low + op.dest_start, low + op.dest_end
         thesis = " ".join(parsed.exact[qa:qb])
-        original = " ".join(source.exact[sa:sb])
+        original = " ".join(printed[sa - low:sb - low])
         if op.tag == "equal":
             equal += qb - qa
             spans.append((sa, sb))
             for k in range(qb - qa):
-                difference = _case_differences(parsed, qa + k, parsed.exact[qa + k], source.exact[sa + k])
+                difference = _case_differences(parsed, qa + k, parsed.exact[qa + k], printed[sa - low + k])
                 if difference:
                     differences.append(difference)
                     edits += 1
