@@ -302,3 +302,23 @@ def test_total_text_is_capped() -> None:
     files = {"ch.tex": chapter, **_doc("\\input{ch}" * 25)}
     with pytest.raises(WriterFileError, match="over 20,971,520 characters"):
         latex.read_latex(files)
+
+
+def test_german_babel_shorthands_only_when_german_is_the_main_language() -> None:
+    body = ('Die Ergebnisse sind "uberzeugend und "`gro"s"\'.\\footcite[vgl.][S.~12]{k} '
+            'Weiter geht es.')
+    german = latex.read_latex(_doc(body, preamble="\\usepackage[english,ngerman]{babel}"))
+    (citation,) = german.citations
+    assert citation.claim == "Die Ergebnisse sind überzeugend und „groß“."
+    assert (citation.prenote, citation.locator, citation.in_footnote) == ("vgl.", "12", True)
+    english = latex.read_latex(_doc('He said "another" thing \\cite{k}.',
+                                    preamble="\\usepackage[ngerman,english]{babel}"))
+    assert english.citations[0].claim == 'He said "another" thing.'
+
+
+def test_commented_keys_and_urls() -> None:
+    files = _doc("Claims hold \\cite{a, % the first\n  b % the second\n}. See "
+                 "\\url{https://example.org/a%20b} for data \\parencite[50\\%][]{c}.")
+    found = [(c.keys, c.claim, c.prenote) for c in latex.read_latex(files).citations]
+    assert found == [(("a", "b"), "Claims hold.", None),
+                     (("c",), "See for data.", "50%")]

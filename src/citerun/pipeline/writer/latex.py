@@ -26,7 +26,7 @@ import dataclasses
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from pylatexenc import latex2text  # type: ignore[import-untyped]
 
@@ -170,6 +170,15 @@ def _text_macros() -> dict[str, str]:
 _TEXT = _text_macros()
 
 _SPECIAL = re.compile(r"[\\{}%$~\n&]|-{2,3}|``|''|,,")
+# With babel's German as the main language, "a is ä and "` a low quote.
+_SPECIAL_GERMAN = re.compile(r"[\\{}%$~\n&]|-{2,3}|``|''|,,|\"[aouAOUsz`'<>|=~-]?")
+_GERMAN_SHORTHANDS = {'"a': "ä", '"o': "ö", '"u': "ü", '"A': "Ä", '"O': "Ö", '"U': "Ü",
+                      '"s': "ß", '"z': "ß", '"`': "„", "\"'": "“", '"<': "«", '">': "»",
+                      '"|': "", '"=': "-", '"~': "-", '"-': "", '"': '"'}
+_BABEL_GERMAN = re.compile(
+    r"\\usepackage\s*\[[^\]]*?\b(?:n?german|austrian|naustrian|swissgerman)\s*\]\s*\{babel\}"
+    r"|\\usepackage\s*\{n?german\}")
+_COMMENT = re.compile(r"(?<!\\)%[^\n]*(?:\n[ \t]*)?")
 _RAW_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
 _NAME = re.compile(r"[A-Za-z@]+\*?|.", re.DOTALL)
 _SPACES = re.compile(r"\s+")
@@ -345,6 +354,7 @@ class _Reader:
         self.open_files: list[str] = []
         self.total = 0
         self.stopped = False
+        self.special = _SPECIAL
         self.not_listed = 0
 
     # -- output --------------------------------------------------------------------
@@ -440,7 +450,7 @@ class _Reader:
             if self.top.kind == "raw":
                 i = self._raw(text, i)
                 continue
-            match = _SPECIAL.search(text, i)
+            match = self.special.search(text, i)
             if match is None:
                 self.emit(text[i:])
                 break
@@ -471,6 +481,8 @@ class _Reader:
                     self.emit(" ")
             elif token == "$":
                 i = self.math(src, i - 1)
+            elif token[0] == '"':
+                self.emit(_GERMAN_SHORTHANDS[token])
             else:
                 self.emit({"~": " ", "&": " ", "--": "–", "---": "—", "``": "“", "''": "”",
                            ",,": "„"}[token])
@@ -879,7 +891,7 @@ class _Reader:
             if keys is None:
                 break
             pre, post = (first, second) if second is not None else (None, first)
-            groups.append((pre, post, keys))
+            groups.append((_uncomment(pre), _uncomment(post), _uncomment(keys) or ""))
             i = end
         marker = _SPACES.sub(" ", text[start:i])[:500]
         where = src.where(start)
@@ -1105,6 +1117,11 @@ def read_group(text: str, i: int) -> tuple[str | None, int]:
     return None, j + 1
 
 
+def _uncomment(tex: str | None) -> str | None:
+    """An argument without its comments (keys written one per line, each annotated)."""
+    return _COMMENT.sub("", tex) if tex and "%" in tex else tex
+
+
 def math_text(tex: str) -> str:
     """Inline math as text: symbols as characters (``\\alpha`` α, ``\\leq`` ≤), other
     macros and braces dropped ("p \\leq 0.05" -> "p ≤ 0.05")."""
@@ -1127,7 +1144,32 @@ def note_text(tex: str | None) -> str:
     return math_text(text.replace("$", ""))
 
 
-def _choose_main(files: Mapping[str, str], main: str | None) -> str:
+class _Texts(Mapping[str, str]):
+    """The bundle's TeX files decoded when first read: a bundle of 300 MB of chapters
+    that the thesis never includes costs no decoding."""
+
+    def __init__(self, files: Mapping[str, bytes]) -> None:
+        self._files = {path: data for path, data in files.items()
+                       if path.lower().endswith((".tex", ".ltx", ".sty", ".cls"))}
+        self._texts: dict[str, str] = {}
+
+    def __getitem__(self, path: str) -> str:
+        if path not in self._texts:
+            self._texts[path] = _decode(self._files[path])
+        return self._texts[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def head(self, path: str) -> str:
+        """The file's first 64 KiB, where a ``\\documentclass`` stands."""
+        return _decode(self._files[path][:65536])
+
+
+def _choose_main(files: _Texts, main: str | None) -> str:
     """The main .tex: the one given, else the one with a ``\\documentclass`` (not a
     subfile's or a standalone figure's)."""
     if main is not None:
@@ -1141,7 +1183,7 @@ def _choose_main(files: Mapping[str, str], main: str | None) -> str:
         raise WriterFileError("the bundle holds no .tex file")
     mains = []
     for path in tex:
-        found = _DOCUMENTCLASS.search(files[path])
+        found = _DOCUMENTCLASS.search(files.head(path))
         if found and found.group(1) not in _NOT_MAIN_CLASSES:
             mains.append(path)
     if len(mains) == 1:
@@ -1163,12 +1205,13 @@ def read_latex(files: Mapping[str, bytes], main: str | None = None,
     library items given besides the .bib files the thesis names. A key no library holds
     stays a citation (it is reported unresolved later); ``\\nocite`` is no citation.
     """
-    texts = {path: _decode(data) for path, data in files.items()
-             if path.lower().endswith((".tex", ".ltx", ".sty", ".cls"))}
+    texts = _Texts(files)
     main_path = _choose_main(texts, main)
     reader = _Reader(texts, main_path)
     text = texts[main_path]
     has_document = _BEGIN_DOCUMENT.search(text) is not None
+    if _BABEL_GERMAN.search(text[:200_000]):
+        reader.special = _SPECIAL_GERMAN
     reader.frames.append(_Frame("base", None if has_document else reader.body))
     reader.open_files.append(main_path)
     reader.scan(_Source(main_path, text, _newlines(text)), 0)
