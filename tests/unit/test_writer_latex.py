@@ -322,3 +322,12 @@ def test_commented_keys_and_urls() -> None:
     found = [(c.keys, c.claim, c.prenote) for c in latex.read_latex(files).citations]
     assert found == [(("a", "b"), "Claims hold.", None),
                      (("c",), "See for data.", "50%")]
+
+
+def test_user_macros_with_arguments_expand_to_their_cites() -> None:
+    preamble = ("\\newcommand{\\mycite}[2][]{\\parencite[#1]{#2}}\n"
+                "\\newcommand\\method{DeepCheck}\n\\def\\skipme#1{#1}")
+    files = _doc("\\method{} works \\mycite[p.~7]{a}. It fails \\mycite{b}.", preamble)
+    found = [(c.keys, c.claim, c.locator, c.where) for c in latex.read_latex(files).citations]
+    assert found == [(("a",), "DeepCheck works.", "7", "main.tex:6"),
+                     (("b",), "It fails.", None, "main.tex:6")]

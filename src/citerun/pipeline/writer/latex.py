@@ -350,7 +350,8 @@ class _Reader:
         self.frames: list[_Frame] = []
         self.skipped: list[Skipped] = []
         self.libraries: list[tuple[str, str]] = []  # (path, where)
-        self.macros: dict[str, str] = {}
+        # name -> (arguments, the first one's default or None, body)
+        self.macros: dict[str, tuple[int, str | None, str]] = {}
         self.open_files: list[str] = []
         self.total = 0
         self.stopped = False
@@ -824,17 +825,18 @@ class _Reader:
             macro, j = "\\" + found.group(), found.end()
         else:
             return i
-        takes_args = False
+        count, default = 0, None
         if name in ("def", "gdef", "edef", "xdef"):
             brace = text.find("{", j, j + 200)
             if brace < 0:
                 return j
-            takes_args = "#" in text[j:brace]
+            count = -1 if "#" in text[j:brace] else 0  # TeX's parameter text: not read
             j = brace
         else:
             arity, j = _skip_optional(src, j)
-            takes_args = arity is not None
-            j = _skip_optional(src, j)[1]
+            count = int(arity.strip()) if arity and arity.strip() in "123456789" else (
+                -1 if arity is not None else 0)
+            default, j = _skip_optional(src, j)
         body, end = read_group(text, j)
         if body is None:
             if end >= 0:
@@ -842,21 +844,43 @@ class _Reader:
                 return end
             return j
         macro_name = macro[1:] if macro.startswith("\\") else macro
-        if (not takes_args and "#" not in body and len(body) <= MAX_MACRO_BODY
-                and len(self.macros) < MAX_MACROS and re.fullmatch(r"[A-Za-z@]+", macro_name)):
-            self.macros[macro_name] = body
+        if (count >= 0 and len(body) <= MAX_MACRO_BODY and len(self.macros) < MAX_MACROS
+                and re.fullmatch(r"[A-Za-z@]+", macro_name)):
+            self.macros[macro_name] = (count, default if count else None, body)
         return end
 
     def expand(self, src: _Source, start: int, name: str, i: int, depth: int) -> int:
-        """A user macro without arguments, read as its definition's text."""
+        """A user macro read as its definition's text, ``#1``... replaced by the
+        arguments given (``\\newcommand{\\mycite}[1]{\\parencite{#1}}`` cites)."""
         if depth + 1 > MAX_DEPTH:
             self.skip(src.where(start), "\\" + name,
                       f"macro \\{name} expands over {MAX_DEPTH} levels deep")
             return i
-        body = self.macros[name]
+        count, default, body = self.macros[name]
+        text = src.text
+        if not count:
+            i = _skip_macro_space(text, i)
+        args: list[str] = []
+        if default is not None:
+            optional, i = _skip_optional(src, i)
+            args.append(default if optional is None else optional)
+        while len(args) < count:
+            arg, end = read_group(text, i)
+            if arg is None:
+                if end >= 0:
+                    return i  # an argument that does not close: not expanded
+                j = _skip_spaces(text, i)
+                token = _NAME.match(text, j + 1) if text.startswith("\\", j) else None
+                end = token.end() if token else j + 1
+                arg = text[j:end]
+            args.append(arg)
+            i = end
+        if count:
+            body = re.sub(r"#(#|[1-9])", lambda m: "#" if m.group(1) == "#" else (
+                args[int(m.group(1)) - 1] if int(m.group(1)) <= count else ""), body)
         line = int(src.where(start).rsplit(":", 1)[1])
         self.scan(_Source(src.path, body, [], line=line), depth + 1, cost=100)
-        return _skip_macro_space(src.text, i)
+        return i
 
     def library(self, src: _Source, start: int, i: int) -> int:
         text = src.text
