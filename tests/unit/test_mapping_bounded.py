@@ -10,7 +10,6 @@ matching with scoring every pair on varied inputs and configs.
 
 from __future__ import annotations
 
-import asyncio
 import collections.abc
 import dataclasses
 import time
@@ -22,7 +21,7 @@ from citerun.pipeline import citations, normalize, pdf
 from citerun.pipeline.citations import mapping, model
 from citerun.pipeline.settings import LimitSettings
 from citerun.worker import sandbox
-from tests.support import hostile_theses
+from tests.support import hostile_theses, loop
 
 
 def _pages(references: int, markers: int) -> list[tuple[int, str]]:
@@ -148,22 +147,11 @@ async def test_the_worker_maps_in_a_child_and_refuses_over_the_caps(
     with pytest.raises(citations.DuplicateKeyError, match="'1'"):
         await sandbox.map_citations(small, twice, citations.MatchConfig(), limits)
     # The big thesis is mapped in a child while the loop goes on ticking (heartbeats).
-    ticks = 0
-    done = False
-
-    async def tick() -> None:
-        nonlocal ticks
-        while not done:
-            await asyncio.sleep(0.05)
-            ticks += 1
-
-    ticker = asyncio.create_task(tick())
     started = time.monotonic()
-    mapped = await sandbox.map_citations(big_thesis, _sources(500), citations.MatchConfig(),
-                                         limits)
+    mapped, ticks = await loop.ticks_while(sandbox.map_citations(
+        big_thesis, _sources(500), citations.MatchConfig(), limits))
     elapsed = time.monotonic() - started
-    done = True
-    await ticker
+    assert not isinstance(mapped, Exception), mapped
     assert sum(m.document_id is not None for m in mapped) == 1000
     assert ticks >= elapsed / 0.05 / 2, (ticks, elapsed)
 

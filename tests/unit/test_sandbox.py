@@ -11,34 +11,13 @@ import pytest
 
 from citerun.worker import sandbox
 from citerun.pipeline.settings import LimitSettings, TaskLimits
-from tests.support import sandbox_jobs
-
-
-async def _ticks_while(coro: object) -> tuple[object, int]:
-    """Run ``coro`` and count 50 ms ticks of the event loop meanwhile (heartbeats)."""
-    ticks = 0
-    done = False
-
-    async def tick() -> None:
-        nonlocal ticks
-        while not done:
-            await asyncio.sleep(0.05)
-            ticks += 1
-
-    ticker = asyncio.create_task(tick())
-    try:
-        result: object = await coro  # type: ignore[misc]
-    except Exception as err:  # noqa: BLE001
-        result = err
-    done = True
-    await ticker
-    return result, ticks
+from tests.support import loop, sandbox_jobs
 
 
 async def test_result_comes_back_and_the_loop_keeps_running() -> None:
     limits = TaskLimits(cpu_s=20, address_space_mb=1024, wall_s=30)
     started = time.monotonic()
-    result, ticks = await _ticks_while(sandbox.run(limits, sandbox_jobs.spin, 2.0))
+    result, ticks = await loop.ticks_while(sandbox.run(limits, sandbox_jobs.spin, 2.0))
     elapsed = time.monotonic() - started
     assert isinstance(result, int) and result > 0
     # The loop ticked throughout the 2 s of CPU work (at least half of the 50 ms slots).
