@@ -121,12 +121,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     console = Console(stderr=False)
     try:
-        thesis, sources = verify.check_arguments(args.thesis, args.sources, args.workers,
-                                                 args.concurrency, args.timeout)
+        thesis_path, sources = verify.check_arguments(
+            args.thesis, args.sources or [], args.workers, args.concurrency, args.timeout,
+            bibs=args.bib or [])
         keys = verify.parse_keys(args.key or [])
         out = verify.report_paths(
-            Path(args.out) if args.out else Path.cwd() / f"{thesis.stem}.citerun.html",
-            [thesis, *sources])
+            Path(args.out) if args.out else Path.cwd() / f"{thesis_path.stem}.citerun.html",
+            [thesis_path, *sources, *(Path(b) for b in args.bib or [])])
+        thesis = verify.load_thesis(thesis_path, [Path(b) for b in args.bib or []])
     except verify.UsageError as err:
         print(f"citerun verify: error: {err}", file=sys.stderr)
         return 2
@@ -147,7 +149,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return 1
     import json
     assert result.json_path is not None
-    verify.print_summary(console, json.loads(result.json_path.read_text()))
+    report_json = json.loads(result.json_path.read_text())
+    verify.print_summary(console, report_json)
+    for line in verify.skipped_lines(report_json):
+        print(line, file=sys.stderr)
     console.print(f"verdicts: {counts}")
     console.print(f"report: {result.html_path}")
     console.print(f"json:   {result.json_path}")
@@ -279,9 +284,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("verify", help="verify the citations of a thesis on this machine")
-    p.add_argument("thesis", help="the thesis PDF")
-    p.add_argument("--sources", nargs="+", required=True,
-                   help="source PDFs, or directories holding them")
+    p.add_argument("thesis", help="the thesis: a PDF, a Word .docx, a LaTeX .tex (its "
+                   "folder is read with it), a .zip or folder holding a LaTeX thesis")
+    p.add_argument("--sources", nargs="+",
+                   help="source PDFs, or directories holding them (optional with a --bib "
+                   "whose file fields name them)")
+    p.add_argument("--bib", action="append", metavar="FILE",
+                   help="the writer's library: BibTeX/BibLaTeX (Zotero, JabRef, Mendeley) or "
+                   "CSL-JSON; its file fields name the source PDFs")
     p.add_argument("--out", help="where to write the report: .html or .htm (the JSON goes "
                    "beside it) or .json (the HTML goes beside it); never an input file")
     p.add_argument("--workers", type=_count(1, 64), default=2, help="local worker processes")

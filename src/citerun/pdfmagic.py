@@ -16,3 +16,18 @@ MAGIC_WINDOW = 1024
 def is_pdf(data: bytes) -> bool:
     """Whether ``data`` starts like a PDF: ``%PDF-`` within the first 1024 bytes."""
     return MAGIC in data[:MAGIC_WINDOW]
+
+
+# A writer's file (a Word .docx, or a bundle holding a LaTeX thesis) is a zip: a local
+# file header first (APPNOTE 4.3.7). Only a thesis may be one (citerun.pipeline.writer).
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def is_zip(data: bytes) -> bool:
+    """Whether ``data`` starts like a zip archive (a .docx, a LaTeX bundle)."""
+    return data[:4] == ZIP_MAGIC
+
+
+def is_thesis(data: bytes) -> bool:
+    """Whether ``data`` may be a run's thesis: a PDF, or a writer's file."""
+    return is_pdf(data) or is_zip(data)

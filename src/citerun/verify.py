@@ -16,6 +16,7 @@ by the next verify on the same database (the run's spec names the process that o
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 import signal
 import subprocess
@@ -24,6 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 from rich.console import Console
@@ -31,6 +33,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from citerun import db, errors, flow, runs, sql
+from citerun.pipeline.writer import archive, formats
+from citerun.pipeline.writer.model import WriterFileError
 from citerun.settings import Settings
 from citerun.states import RunState
 
@@ -77,11 +81,115 @@ MAX_WORKERS = 64
 MAX_CONCURRENCY = 256  # WorkerSettings.concurrency's upper bound
 
 
+#: The thesis forms ``citerun verify`` takes, by suffix (a directory: a LaTeX folder).
+THESIS_SUFFIXES = (".pdf", ".docx", ".tex", ".zip")
+#: A LaTeX folder is read this deep and this far, text files only (formats.BUNDLE_SUFFIXES).
+MAX_FOLDER_FILES = 2_000
+MAX_FOLDER_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class ThesisInput:
+    """The thesis as staged: its bytes (a PDF, a .docx, or a bundle made here) and name."""
+
+    path: Path
+    data: bytes
+    filename: str
+
+
+def check_thesis(thesis: str) -> Path:
+    path = Path(thesis)
+    if path.is_dir():
+        return path
+    if not path.is_file():
+        raise UsageError(f"thesis {thesis!r} is neither a file nor a directory")
+    if path.suffix.lower() not in THESIS_SUFFIXES:
+        raise UsageError(f"thesis {thesis!r}: give a .pdf, a .docx, a .tex (its folder is "
+                         "read with it), a .zip holding a LaTeX thesis, or a LaTeX folder")
+    return path
+
+
+def _folder_files(root: Path) -> dict[str, bytes]:
+    """The text files of a LaTeX folder a bundle is made of (no figures, no hidden
+    directories, never following a link out of it)."""
+    files: dict[str, bytes] = {}
+    base = root.resolve()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if (any(part.startswith(".") for part in rel.parts) or len(rel.parts) > MAX_FOLDER_DEPTH
+                or not path.is_file() or path.suffix.lower() not in formats.BUNDLE_SUFFIXES):
+            continue
+        if not path.resolve().is_relative_to(base):
+            continue  # a link leading out of the folder
+        if len(files) >= MAX_FOLDER_FILES:
+            raise UsageError(f"the thesis folder {str(root)!r} holds more than "
+                             f"{MAX_FOLDER_FILES} text files")
+        files[rel.as_posix()] = path.read_bytes()
+    return files
+
+
+def load_thesis(path: Path, bibs: list[Path]) -> ThesisInput:
+    """The thesis's bytes as a run stages them, with the ``--bib`` libraries added.
+
+    A PDF or a .docx alone is staged as it is; a .tex is staged as a bundle of its folder
+    (its chapters and .bib: ``\\input`` is resolved inside it), the .tex named as the
+    main file; a .zip as it is, or rebuilt with the libraries added.
+    """
+    suffix = path.suffix.lower()
+    library = {f"library/{i}-{b.name}": b.read_bytes() for i, b in enumerate(bibs)}
+    if path.is_dir():
+        files = _folder_files(path)
+        return ThesisInput(path, formats.bundle({**files, **library}), f"{path.name}.zip")
+    if suffix == ".pdf":
+        if bibs:
+            raise UsageError("--bib goes with a LaTeX or Word thesis; a PDF thesis's "
+                             "citations are read from its pages")
+        return ThesisInput(path, path.read_bytes(), path.name)
+    if suffix == ".docx" and not bibs:
+        return ThesisInput(path, path.read_bytes(), path.name)
+    if suffix == ".docx":
+        return ThesisInput(path, formats.bundle({path.name: path.read_bytes(), **library}),
+                           f"{path.stem}.zip")
+    if suffix == ".zip":
+        if not bibs:
+            return ThesisInput(path, path.read_bytes(), path.name)
+        try:
+            files = archive.read_bundle(path.read_bytes())
+        except WriterFileError as err:
+            raise UsageError(f"thesis {str(path)!r}: {err}") from None
+        return ThesisInput(path, formats.bundle({**files, **library}), path.name)
+    files = _folder_files(path.parent)
+    files[formats.MAIN_MEMBER] = path.name.encode()
+    return ThesisInput(path, formats.bundle({**files, **library}), f"{path.stem}.zip")
+
+
+def library_sources(bibs: list[Path]) -> list[Path]:
+    """The PDFs the ``--bib`` libraries attach (their ``file`` fields) that exist on this
+    machine, relative to the library file as Zotero's and JabRef's exports write them."""
+    found: list[Path] = []
+    for bib_path in bibs:
+        text = bib_path.read_text(errors="replace")
+        try:
+            items, _ = formats.read_library({bib_path.name: text.encode()})
+        except WriterFileError as err:
+            raise UsageError(f"--bib {str(bib_path)!r}: {err}") from None
+        for item in items:
+            for name in item.files:
+                candidate = Path(name.replace("\\", "/"))
+                if not candidate.is_absolute():
+                    candidate = bib_path.parent / candidate
+                if candidate.suffix.lower() == ".pdf" and candidate.is_file():
+                    found.append(candidate)
+    return found
+
+
 def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: int = 1,
-                    timeout_s: float = 1.0) -> tuple[Path, list[Path]]:
-    thesis_path = Path(thesis)
-    if not thesis_path.is_file():
-        raise UsageError(f"thesis {thesis!r} is not a file")
+                    timeout_s: float = 1.0, bibs: list[str] | None = None
+                    ) -> tuple[Path, list[Path]]:
+    thesis_path = check_thesis(thesis)
+    for bib_name in bibs or ():
+        if not Path(bib_name).is_file():
+            raise UsageError(f"--bib {bib_name!r} is not a file")
     if not 1 <= workers <= MAX_WORKERS:
         raise UsageError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
     if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -89,7 +197,12 @@ def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: 
             f"--concurrency must be between 1 and {MAX_CONCURRENCY}, got {concurrency}")
     if not timeout_s > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
-    source_paths = [p for p in collect_sources(sources) if p != thesis_path.resolve()]
+    attached = library_sources([Path(b) for b in bibs or ()])
+    if not sources and not attached:
+        raise UsageError("no sources: give --sources, or a --bib whose file fields name PDFs")
+    given = collect_sources(sources) if sources else []
+    source_paths = [p for p in dict.fromkeys([*given, *(a.resolve() for a in attached)])
+                    if p != thesis_path.resolve()]
     return thesis_path, source_paths
 
 
@@ -182,13 +295,13 @@ async def cancel_run(url: str, run_id: uuid.UUID, reason: str) -> None:
         await pool.close()
 
 
-async def start_run(url: str, thesis: Path, sources: list[Path],
+async def start_run(url: str, thesis: ThesisInput, sources: list[Path],
                     keys: dict[str, list[str]]) -> uuid.UUID:
     await db.migrate(url)
     pool = await db.create_pool(url, min_size=1, max_size=2)
     try:
         await cancel_orphans(pool)
-        staged_thesis = await runs.stage_document(pool, thesis.read_bytes(), thesis.name)
+        staged_thesis = await runs.stage_document(pool, thesis.data, thesis.filename)
         staged_sources = []
         for path in sources:
             doc = await runs.stage_document(pool, path.read_bytes(), path.name)
@@ -196,8 +309,9 @@ async def start_run(url: str, thesis: Path, sources: list[Path],
                                                       tuple(keys.get(path.name, ()))))
         run_id = uuid.uuid4()
         await flow.create(pool, runs.RunRequest(
-            id=run_id, name=thesis.stem, thesis=staged_thesis, sources=tuple(staged_sources),
-            spec={"thesis": thesis.name, "sources": [s.name for s in sources],
+            id=run_id, name=thesis.path.stem, thesis=staged_thesis,
+            sources=tuple(staged_sources),
+            spec={"thesis": thesis.filename, "sources": [s.name for s in sources],
                   "local": {"pid": os.getpid(),
                             "process": process_identity(os.getpid())}}))
         return run_id
@@ -316,11 +430,19 @@ def print_summary(console: Console, report_json: dict[str, object]) -> None:
     console.print(table)
 
 
-def verify(settings: Settings, url: str, thesis: Path, sources: list[Path], *,
+def skipped_lines(report_json: dict[str, Any]) -> list[str]:
+    """What the run did not take as citations, one line per reason (for stderr)."""
+    skipped = (report_json.get("thesis") or {}).get("skipped") or []
+    counts = collections.Counter(str(s.get("reason")) for s in skipped)
+    return [f"citerun verify: not taken as citations: {n} x {reason}" for reason, n in
+            counts.most_common()]
+
+
+def verify(settings: Settings, url: str, thesis: ThesisInput, sources: list[Path], *,
            keys: dict[str, list[str]], out: ReportPaths, workers: int, concurrency: int,
            timeout_s: float, console: Console) -> VerifyResult:
     run_id = asyncio.run(start_run(url, thesis, sources, keys))
-    console.print(f"run {run_id}: {thesis.name} against {len(sources)} source(s), "
+    console.print(f"run {run_id}: {thesis.path.name} against {len(sources)} source(s), "
                   f"{workers} worker(s)")
     local = LocalWorkers(settings.database_url, workers, settings.data_dir / "logs",
                          concurrency, run_id, settings.data_dir)

@@ -207,8 +207,10 @@ async def _request(spec: specs.RunSpec, run_id: uuid.UUID, uid: str, name: str,
             return runs.StagedDocument(ref.digest, ref.name, keys)
         [(kind, key_ref)] = ref.key_refs()
         data = await _read_for_run(namespace, kind, key_ref)
-        if not pdfmagic.is_pdf(data):  # rejected before hashing or storing
-            raise InvalidRun(f"document {ref.name!r}: the {kind} key is not a PDF")
+        # Rejected before hashing or storing; a thesis may be a writer's file (a zip).
+        if not (pdfmagic.is_thesis(data) if role == "thesis" else pdfmagic.is_pdf(data)):
+            raise InvalidRun(f"document {ref.name!r}: the {kind} key is not a PDF"
+                             + (", a .docx or a zip bundle" if role == "thesis" else ""))
         payloads.append((data, ref.name))
         return runs.StagedDocument(runs.digest_of(data), ref.name, keys)
 

@@ -58,7 +58,7 @@ WHERE s.run_id = $1 AND d.state NOT IN ('parsed', 'failed');
 -- name: run_get --
 -- One run.
 SELECT id, name, namespace, resource_uid, tenant, generation, spec, state, priority, error,
-       tokens_spent, created_at, updated_at, finished_at
+       tokens_spent, skipped, created_at, updated_at, finished_at
 FROM runs WHERE id = $1;
 
 -- name: run_active_of_resource --

@@ -43,6 +43,8 @@ from typing import Any, TypeVar
 
 from citerun.worker import registry
 from citerun.pipeline import citations, pdf
+from citerun.pipeline.writer import formats
+from citerun.pipeline.writer.model import WriterFileError
 from citerun.pipeline.settings import LimitSettings, TaskLimits
 
 T = TypeVar("T")
@@ -215,6 +217,8 @@ async def _run(limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
 class Parsed:
     document: pdf.ParsedDocument
     chunks: tuple[pdf.Chunk, ...]
+    # A thesis from the writer's files: what they state (formats.dumps), else None.
+    written: dict[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,7 +249,9 @@ def check_pages(pages: list[tuple[int, str]] | tuple[pdf.Page, ...],
 
 def parse_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
               limits: LimitSettings) -> Parsed | Rejected:
-    """Parse and chunk a PDF (runs in the child)."""
+    """Parse and chunk a PDF, or read a writer's file (runs in the child)."""
+    if formats.is_writer_file(data):
+        return written_job(data, max_bytes, chunk_chars, overlap_chars, limits)
     import pymupdf
 
     with contextlib.suppress(Exception):
@@ -265,6 +271,29 @@ def parse_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
         return Rejected(REASON, f"{REASON}: {over}")
     chunks = pdf.chunk_pages(parsed.pages, target_chars=chunk_chars, overlap_chars=overlap_chars)
     return Parsed(parsed, tuple(chunks))
+
+
+def written_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
+                limits: LimitSettings) -> Parsed | Rejected:
+    """Read a thesis from the writer's files (a .docx, a LaTeX bundle) (runs in the child).
+
+    Its text has no printed pages, so only the document's total is capped, not a page's.
+    """
+    if len(data) > max_bytes:
+        return Rejected("too_large", f"the document is {len(data):,} bytes, over the limit "
+                        f"of {max_bytes:,} bytes")
+    try:
+        thesis = formats.read_thesis(data)
+    except WriterFileError as err:
+        return Rejected("corrupt", f"the writer's file cannot be read: {err}")
+    total = sum(len(text) for _, text in thesis.pages)
+    if total > limits.max_total_chars:
+        return Rejected(REASON, f"{REASON}: {total:,} characters of text, over the limit of "
+                        f"{limits.max_total_chars:,} characters per document")
+    pages = tuple(pdf.Page(number=number, text=text) for number, text in thesis.pages)
+    document = pdf.ParsedDocument(title=None, authors=(), year=None, pages=pages)
+    chunks = pdf.chunk_pages(pages, target_chars=chunk_chars, overlap_chars=overlap_chars)
+    return Parsed(document, tuple(chunks), formats.dumps(thesis))
 
 
 async def extract(pages: list[tuple[int, str]], limits: LimitSettings) -> citations.Extraction:

@@ -13,6 +13,7 @@ citations that need the document get ``source_unavailable``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import logging
@@ -28,7 +29,8 @@ from citerun import flow, pdfmagic, runs, runspec, sql
 from citerun.worker import registry as registry_mod
 from citerun.worker import sandbox
 from citerun.pipeline import (citations, embed, fetch, judge, layout, pdf, report,
-                                     retrieval)
+                              retrieval, writer)
+from citerun.pipeline.writer import formats
 from citerun.settings import Settings
 from citerun.states import FINISHED_DOCUMENT, DocumentState, RunState
 from citerun.pipeline.settings import PipelineSettings, RetrievalConfig
@@ -154,7 +156,7 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
             for c, v in zip(chunks, vectors)])
         await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
                            list(parsed.authors), parsed.year, parsed.page_count, parsed.doi,
-                           parsed.arxiv_id)
+                           parsed.arxiv_id, outcome.written)
         await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
 
 
@@ -186,7 +188,8 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
     try:
         data = await fetch.download(payload.url, max_bytes=settings.max_bytes,
                                     timeout_s=settings.fetch_timeout_s, policy=policy)
-        if not pdfmagic.is_pdf(data):  # rejected before hashing or storing
+        # Rejected before hashing or storing; a thesis may be a writer's file (a zip).
+        if not (pdfmagic.is_thesis(data) if payload.role == "thesis" else pdfmagic.is_pdf(data)):
             raise fetch.DownloadError("not_pdf", "the URL did not return a PDF", permanent=True)
     except fetch.DownloadError as err:
         if not err.permanent and not ctx.task.last_attempt:
@@ -238,6 +241,9 @@ async def _record_fetch_failure(ctx: registry_mod.TaskContext, payload: FetchPay
 
 # -- extract_citations -------------------------------------------------------------------
 
+#: What a report lists of the markers not taken (the first ones, in reading order).
+MAX_SKIPPED = 1000
+
 class RunPayload(pydantic.BaseModel):
     run_id: uuid.UUID
 
@@ -257,17 +263,27 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                               f"the thesis {thesis['filename']} could not be read: "
                               f"{thesis['error']}")
         return
-    pages = await ctx.pool.fetch(_Q["document_pages_all"], thesis["digest"])
     sources = [d for d in docs if d["role"] == "source"]
+    stored = await ctx.pool.fetchval(_Q["document_written"], thesis["digest"])
+    written = formats.loads(stored) if stored is not None else None
+    # The writer's library says which PDF is which item (its file fields).
+    library_keys = (formats.source_keys(written.library, [d["filename"] for d in sources])
+                    if written is not None else {})
     infos = [citations.SourceInfo(document_id=d["digest"], filename=d["filename"],
                                   title=d["title"], authors=tuple(d["authors"] or ()),
-                                  year=d["year"], explicit_keys=tuple(d["keys"] or ()),
+                                  year=d["year"],
+                                  explicit_keys=tuple(dict.fromkeys(
+                                      [*(d["keys"] or ()), *library_keys.get(d["filename"], ())])),
                                   doi=d["doi"], arxiv_id=d["arxiv_id"])
              for d in sources]
     action = "extract"
     try:  # in child processes under the extract and match limits (see worker/sandbox.py)
-        extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
-                                           pipeline_settings().limits)
+        if written is not None:  # what the writer's files state: linear, no rebuild
+            extraction = writer.to_extraction(written)
+        else:
+            pages = await ctx.pool.fetch(_Q["document_pages_all"], thesis["digest"])
+            extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
+                                               pipeline_settings().limits)
         action = "match"
         mapped = await sandbox.map_citations(extraction, infos, pipeline_settings().match,
                                              pipeline_settings().limits)
@@ -290,6 +306,9 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
         return first_pages[digest]
 
     async with ctx.fenced() as conn:
+        # Kept to a bound: a paper of equations may have thousands of "[0, 1]".
+        await conn.execute(_Q["run_set_skipped"], payload.run_id,
+                           [dataclasses.asdict(s) for s in extraction.skipped[:MAX_SKIPPED]])
         for m in mapped:
             c = m.citation
             citation_id = await conn.fetchval(

@@ -25,6 +25,7 @@ from citerun.pipeline.report.model import (
     MatchInfo,
     Report,
     SourceEntry,
+    SkippedEntry,
     SourceStatus,
     ThesisInfo,
     summarize,
@@ -76,6 +77,19 @@ def _evidence(digest: str | None, e: dict[str, Any], pages: Pages) -> EvidenceEn
                          page_end=e["page_end"], score=e["score"])
 
 
+def _get(row: Row, key: str) -> Any:
+    """A column a row may lack (a row of a test, a report built before it existed)."""
+    try:
+        return row[key]
+    except (KeyError, IndexError):
+        return None
+
+
+def _format_of(thesis: Row) -> str:
+    written = _get(thesis, "written_format")
+    return str(written) if written else "pdf"
+
+
 def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.Sequence[Row],
           pages: Pages | None = None) -> Report:
     """The report of a run from its rows (documents with the names the run gave them,
@@ -102,6 +116,8 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
     return Report(
         run_id=str(run["id"]), name=run["name"], created_at=datetime.now(timezone.utc),
         thesis=ThesisInfo(filename=thesis["filename"], title=thesis["title"],
-                          pages=thesis["page_count"] or 0),
+                          pages=thesis["page_count"] or 0,
+                          format=_format_of(thesis),
+                          skipped=[SkippedEntry(**s) for s in _get(run, "skipped") or []]),
         sources=sources, summary=summarize(entries), citations=entries,
         unused_sources=unused(sources), judge_tokens=int(run["tokens_spent"] or 0))

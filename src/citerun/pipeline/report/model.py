@@ -35,12 +35,27 @@ class _Model(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
 
+class SkippedEntry(_Model):
+    """Something that looked like a citation, or should have been one, and was not taken."""
+
+    where: str = pydantic.Field(
+        description='Where it stands: "page 12", "reference list (page 40)", "chapter2.tex:118".')
+    text: str = pydantic.Field(description='What was not taken, as written: "[250]", "entries 37, 38".')
+    reason: str = pydantic.Field(description="Why it was not taken as a citation.")
+
+
 class ThesisInfo(_Model):
     """The thesis the run checked."""
 
-    filename: str = pydantic.Field(description="File name of the thesis PDF as uploaded.")
+    filename: str = pydantic.Field(description="File name of the thesis as uploaded.")
     title: str | None = pydantic.Field(description="Title from the PDF's metadata or first page.")
-    pages: int = pydantic.Field(ge=0, description="Number of pages of the thesis PDF.")
+    pages: int = pydantic.Field(ge=0, description="Number of pages of the thesis (1 for a writer's file).")
+    format: typing.Literal["pdf", "latex", "docx"] = pydantic.Field(
+        default="pdf", description="What the thesis was read from: its PDF's pages, or the "
+        "writer's own files (a LaTeX bundle with its .bib, a Word document's citation fields).")
+    skipped: list[SkippedEntry] = pydantic.Field(
+        default_factory=list, description="What was not taken as a citation, with the reason "
+        "(nothing is dropped silently); empty when everything was taken.")
 
 
 class SourceStatus(enum.StrEnum):

@@ -15,7 +15,7 @@ import collections.abc
 import html
 
 from citerun.pipeline import judge
-from citerun.pipeline.report.model import CitationEntry, EvidenceEntry, Report
+from citerun.pipeline.report.model import CitationEntry, EvidenceEntry, Report, SkippedEntry
 
 __all__ = ["PageImages", "render_html", "risk"]
 
@@ -237,6 +237,22 @@ def _page_styles(report: Report, images: PageImages) -> str:
     )
 
 
+def _skipped_html(skipped: list[SkippedEntry]) -> str:
+    """What was not taken as a citation, grouped by reason (nothing dropped silently)."""
+    if not skipped:
+        return ""
+    by_reason: dict[str, list[SkippedEntry]] = {}
+    for entry in skipped:
+        by_reason.setdefault(entry.reason, []).append(entry)
+    items = "".join(
+        f"<li><strong>{len(entries)}</strong> × {_e(reason)}: "
+        + ", ".join(f"<code>{_e(e.text)}</code> ({_e(e.where)})" for e in entries[:10])
+        + (f", and {len(entries) - 10} more" if len(entries) > 10 else "") + "</li>"
+        for reason, entries in by_reason.items())
+    return ('<section aria-labelledby="skipped-heading"><h2 id="skipped-heading">Not taken as '
+            f'citations ({len(skipped)})</h2><ul class="skipped">{items}</ul></section>')
+
+
 def render_html(report: Report, page_images: PageImages | None = None) -> str:
     """One self-contained HTML page: summary, verdict filters, every citation, sources.
 
@@ -277,6 +293,7 @@ def render_html(report: Report, page_images: PageImages | None = None) -> str:
         if report.unused_sources
         else ""
     )
+    skipped_html = _skipped_html(thesis.skipped)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -303,6 +320,7 @@ created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(r
 </div>
 {citations}
 </section>
+{skipped_html}
 {unused_html}
 <section aria-labelledby="sources-heading">
 <h2 id="sources-heading">Sources</h2>

@@ -18,3 +18,15 @@ so mapping, retrieval and judging are one code path for every format.
 - :mod:`.docx`: a Word document with the citation fields of Zotero, Mendeley, Citavi and
   EndNote; footnotes.
 """
+
+from citerun.pipeline.writer.model import (
+    LibraryItem,
+    Skipped,
+    WriterFileError,
+    WrittenCitation,
+    WrittenThesis,
+    to_extraction,
+)
+
+__all__ = ["LibraryItem", "Skipped", "WriterFileError", "WrittenCitation", "WrittenThesis",
+           "to_extraction"]

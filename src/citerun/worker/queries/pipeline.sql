@@ -6,7 +6,8 @@ SELECT digest, filename, state, raw FROM documents WHERE digest = $1;
 -- Record a parsed document's metadata and drop its staged bytes.
 UPDATE documents
 SET state = 'parsed', raw = NULL, title = $2, authors = $3, year = $4, page_count = $5,
-    doi = $6, arxiv_id = $7, error = NULL, error_reason = NULL, finished_at = now()
+    doi = $6, arxiv_id = $7, written = $8, error = NULL, error_reason = NULL,
+    finished_at = now()
 WHERE digest = $1 AND state <> 'parsed';
 
 -- name: document_page_insert --
@@ -25,9 +26,18 @@ ON CONFLICT (digest, ordinal) DO NOTHING;
 -- name: run_documents --
 -- The documents of a run with their role, keys and parse outcome.
 SELECT s.digest, s.role, s.filename, s.keys, d.state, d.title, d.authors, d.year,
-       d.doi, d.arxiv_id, d.page_count, d.error_reason, d.error
+       d.doi, d.arxiv_id, d.page_count, d.error_reason, d.error,
+       d.written ->> 'format' AS written_format
 FROM run_sources AS s JOIN documents AS d USING (digest)
 WHERE s.run_id = $1 ORDER BY s.role DESC, s.filename;
+
+-- name: document_written --
+-- What a thesis from the writer's files states (NULL for a PDF).
+SELECT written FROM documents WHERE digest = $1;
+
+-- name: run_set_skipped --
+-- What the extraction of the run's thesis did not take, with the reasons.
+UPDATE runs SET skipped = $2 WHERE id = $1;
 
 -- name: document_pages_all --
 -- Every page of a document, in order.

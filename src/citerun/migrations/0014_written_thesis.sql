@@ -1,0 +1,9 @@
+-- Issue 24. A thesis read from the writer's own files (a .docx with citation fields, a
+-- LaTeX bundle with its .bib): what they state exactly -- each citation's keys, locator
+-- and sentence, the library's items -- as the parse stage read it, for the extraction
+-- stage (citerun.pipeline.writer.formats.dumps). NULL for a PDF, read from its pages.
+ALTER TABLE documents ADD COLUMN written jsonb;
+-- What the extraction of a run's thesis did not take, with the reason (markers read as
+-- footnote marks or equations, labels missing from the reference list, a cite command
+-- outside the bundle): the report says what it left out instead of dropping it silently.
+ALTER TABLE runs ADD COLUMN skipped jsonb NOT NULL DEFAULT '[]'::jsonb;

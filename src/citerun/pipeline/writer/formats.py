@@ -1,0 +1,152 @@
+"""Which of the writer's formats a thesis document is, and reading it whatever it is.
+
+A run's thesis document is stored as bytes like any other (content-addressed, parsed
+once). A PDF is read from the printed page; a zip is a writer's file: a Word document
+itself, or a bundle the CLI (or the user) made holding a LaTeX thesis with its chapters
+and .bib, or a Word document with a library beside it (``--bib``). :func:`read_thesis`
+reads either into a :class:`~.model.WrittenThesis`; :func:`dumps`/:func:`loads` are the
+form the parse stage stores it in (``documents.written``) for the extraction stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import posixpath
+import zipfile
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from citerun import pdfmagic
+from citerun.pipeline.writer import archive
+from citerun.pipeline.writer.model import (
+    LibraryItem,
+    Skipped,
+    WriterFileError,
+    WrittenCitation,
+    WrittenThesis,
+)
+
+#: A bundle member naming the main .tex (the CLI writes it for ``verify thesis.tex``).
+MAIN_MEMBER = ".citerun-main"
+#: Where the CLI puts the ``--bib`` libraries in a bundle: read whatever the .tex names.
+LIBRARY_DIR = "library/"
+#: Suffixes of a library file in a bundle: BibTeX/BibLaTeX and CSL-JSON.
+LIBRARY_SUFFIXES = (".bib", ".json")
+#: What the CLI puts in a bundle from a LaTeX thesis's folder (text only: no figures).
+BUNDLE_SUFFIXES = (".tex", ".bib", ".json", ".ltx", ".sty", ".cls", ".bbx", ".cbx")
+
+
+def is_writer_file(data: bytes) -> bool:
+    """Whether ``data`` is a zip (a .docx, or a bundle): the one check before reading."""
+    return pdfmagic.is_zip(data)
+
+
+def read_library(files: Mapping[str, bytes]) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
+    """Every library item of the bundle's .bib and CSL-JSON files, in path order."""
+    from citerun.pipeline.writer import bib, csl  # readers load when a writer's file is read
+
+    items: list[LibraryItem] = []
+    skipped: list[Skipped] = []
+    for path in sorted(files):
+        if not path.lower().endswith(LIBRARY_SUFFIXES):
+            continue
+        text = files[path].decode("utf-8", errors="replace")
+        if path.lower().endswith(".bib"):
+            found, skips = bib.read_bibtex(text)
+            items.extend(found)
+            skipped.extend(skips)
+        else:
+            items.extend(csl.read_csl_json(text))
+    return tuple(items), tuple(skipped)
+
+
+def read_thesis(data: bytes, limits: archive.BundleLimits = archive.BundleLimits()) -> WrittenThesis:
+    """The thesis in a writer's file: a .docx, or a bundle with a .tex (or a .docx) in it."""
+    # The readers load only when a writer's file is read: a worker parsing PDFs never does.
+    from citerun.pipeline.writer import docx, latex
+
+    if not is_writer_file(data):
+        raise WriterFileError("not a Word document or a zip bundle")
+    files = archive.read_bundle(data, limits)
+    if "word/document.xml" in files:
+        return docx.read_docx(data)
+    documents = sorted(p for p in files if p.lower().endswith(".docx"))
+    if len(documents) > 1:
+        raise WriterFileError(f"the bundle holds {len(documents)} Word documents "
+                              f"({', '.join(documents[:5])}); give one thesis")
+    if documents:
+        library, skipped = read_library(files)
+        thesis = docx.read_docx(files[documents[0]])
+        return dataclasses.replace(thesis, library=_merged(thesis.library, library),
+                                   skipped=thesis.skipped + skipped)
+    if not any(p.lower().endswith(".tex") for p in files):
+        raise WriterFileError("the bundle holds neither a .tex file nor a Word document")
+    main = files.pop(MAIN_MEMBER, None)
+    # The .tex names its .bib (\addbibresource, \bibliography); the --bib libraries and
+    # a CSL-JSON beside it are the library too.
+    extra, skipped = read_library({p: b for p, b in files.items()
+                                   if p.startswith(LIBRARY_DIR) or p.lower().endswith(".json")})
+    thesis = latex.read_latex(files, main=main.decode("utf-8", errors="replace") if main else None,
+                              bib=extra)
+    return dataclasses.replace(thesis, skipped=thesis.skipped + skipped)
+
+
+def _merged(first: Iterable[LibraryItem], second: Iterable[LibraryItem]) -> tuple[LibraryItem, ...]:
+    """Library items by key, the first seen kept."""
+    items: dict[str, LibraryItem] = {}
+    for item in (*first, *second):
+        items.setdefault(item.key, item)
+    return tuple(items.values())
+
+
+def bundle(files: Mapping[str, bytes]) -> bytes:
+    """A zip of ``files`` (path inside the bundle -> bytes), the same bytes for the same
+    files: sorted, fixed timestamps, so staging it twice gives one document."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as out:
+        for path in sorted(files):
+            clean = posixpath.normpath(path)
+            if clean.startswith(("../", "/")) or clean == "..":
+                raise WriterFileError(f"{path!r} would leave the bundle")
+            info = zipfile.ZipInfo(clean, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            out.writestr(info, files[path])
+    return buf.getvalue()
+
+
+def source_keys(library: Iterable[LibraryItem],
+                filenames: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Source file name -> the keys of the library items that attach that file.
+
+    A reference manager's ``file`` field states which PDF is which item, so the source of
+    the run with that file name gets the item's key as an explicit key. An item that
+    attaches several of the run's sources (the paper and its supplement) names none of
+    them: which one is cited is not stated, so the fuzzy match decides.
+    """
+    names = set(filenames)
+    keys: dict[str, list[str]] = {}
+    for item in library:
+        attached = {path.replace("\\", "/").rsplit("/", 1)[-1] for path in item.files} & names
+        if len(attached) == 1:
+            keys.setdefault(attached.pop(), []).append(item.key)
+    return {name: tuple(dict.fromkeys(k)) for name, k in keys.items()}
+
+
+def dumps(thesis: WrittenThesis) -> dict[str, Any]:
+    """The JSON-able form stored with the parsed document."""
+    return dataclasses.asdict(thesis)
+
+
+def loads(data: Mapping[str, Any]) -> WrittenThesis:
+    """The thesis back from :func:`dumps`'s form."""
+    return WrittenThesis(
+        format=data["format"],
+        pages=tuple((int(n), str(t)) for n, t in data["pages"]),
+        citations=tuple(WrittenCitation(**{**c, "keys": tuple(c["keys"])})
+                        for c in data["citations"]),
+        library=tuple(LibraryItem(**{**i, "authors": tuple(i["authors"]),
+                                     "files": tuple(i["files"])}) for i in data["library"]),
+        skipped=tuple(Skipped(**s) for s in data.get("skipped", ())),
+    )

@@ -1,0 +1,153 @@
+"""``citerun verify`` on the writer's own files (issue 24): a Word thesis with Zotero
+fields and a LaTeX thesis with its .bib, against the demo's source PDFs, through the real
+CLI, the embedded Postgres and local workers. Every citation is found, mapped by what the
+files state (the field's item, the .bib's key and ``file`` field) and judged; the locator
+is the one written."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+
+from tests.e2e.test_verify_demo import EXAMPLES, verify
+from tests.support import docx_fixtures as dx
+
+
+ALVAREZ = dx.csl_item("ALV19", "Nocturnal Heat in Dense Urban Cores: A Two-Year Sensor Study in Seville",
+                      [("Alvarez", "Maria"), ("Becker", "Thomas")], 2019)
+WEI = dx.csl_item("WEI18", "Heat Waves and Emergency Hospital Admissions among Older Adults",
+                  [("Wei", "Li"), ("Mitchell", "Sarah")], 2018)
+LINDQVIST = dx.csl_item("LIN21", "Street Trees and Surface Temperature: Evidence from Twelve European Cities",
+                        [("Lindqvist", "Hannah"), ("Haddad", "Omar"), ("Novak", "Petra")], 2021)
+KELLER = dx.csl_item("KEL17", "Compact street grids and urban ventilation", [("Keller", "Eva")], 2017)
+
+NIGHT = "In dense city centres the heat island is most pronounced after sunset"
+ADMISSIONS = ("Emergency hospital admissions of people aged 75 and over rose by 12 percent "
+              "for each degree by which the daily maximum exceeded 30 °C")
+CANOPY = ("Every ten additional percentage points of tree canopy lower the afternoon "
+          "surface temperature of a neighbourhood by about 1.4 °C")
+WIND = "Compact street grids also block the wind that would otherwise ventilate heat out"
+
+
+def _zotero(item: dict[str, object], key: str, shown: str, locator: str | None = None) -> str:
+    cited: dict[str, object] = {"key": key, "data": item}
+    if locator:
+        cited.update(locator=locator, label="page")
+    return dx.field(dx.zotero_code([cited], shown), shown, parts=4)
+
+
+def _docx_thesis() -> bytes:
+    body = "".join([
+        dx.paragraph(dx.run("1 Heat in cities"), style="Heading1"),
+        dx.paragraph(dx.run(NIGHT + " "), _zotero(ALVAREZ, "ALV19", "(Alvarez & Becker, 2019, p. 3)", "3"),
+                     dx.run(". " + ADMISSIONS + " "), _zotero(WEI, "WEI18", "(Wei & Mitchell, 2018)"),
+                     dx.run(".")),
+        dx.paragraph(dx.run(CANOPY + " "), _zotero(LINDQVIST, "LIN21", "(Lindqvist et al., 2021)"),
+                     dx.run(". " + WIND + " "), _zotero(KELLER, "KEL17", "(Keller, 2017)"), dx.run(".")),
+    ])
+    return dx.docx(body)
+
+
+LATEX = r"""\documentclass{article}
+\usepackage[style=authoryear]{biblatex}
+\addbibresource{refs.bib}
+\newcommand{\uhi}{urban heat island}
+\begin{document}
+\section{Heat in cities}
+In dense city centres the \uhi{} is most pronounced after sunset \autocite[3]{alvarez2019}.
+\input{chapters/health}
+\end{document}
+"""
+CHAPTER = r"""Emergency hospital admissions of people aged 75 and over rose by 12 percent for
+each degree by which the daily maximum exceeded 30~°C \parencite{wei2018}.
+Every ten additional percentage points of tree canopy lower the afternoon surface
+temperature of a neighbourhood by about 1.4~°C.\footcite[see][5]{lindqvist2021}
+Compact street grids also block the wind that would otherwise ventilate heat out
+\citep{keller2017}.
+"""
+BIB = r"""@article{alvarez2019,
+  title = {Nocturnal Heat in Dense Urban Cores: {A} Two-Year Sensor Study in {Seville}},
+  author = {Alvarez, Maria and Becker, Thomas},
+  date = {2019},
+  file = {sources/alvarez2019.pdf}
+}
+@article{wei2018,
+  title = {Heat Waves and Emergency Hospital Admissions among Older Adults},
+  author = {Wei, Li and Mitchell, Sarah},
+  year = {2018},
+  file = {:sources/wei2018.pdf:PDF}
+}
+@article{lindqvist2021,
+  title = {Street Trees and Surface Temperature},
+  author = {Lindqvist, Hannah and Haddad, Omar and Novak, Petra},
+  year = {2021},
+  file = {Full Text PDF:sources/lindqvist2021.pdf:application/pdf}
+}
+@book{keller2017,
+  title = {Compact Street Grids and Urban Ventilation},
+  author = {Keller, Eva},
+  year = {2017}
+}
+"""
+
+SOURCES = {"alvarez2019.pdf": "supported", "wei2018.pdf": "supported",
+           "lindqvist2021.pdf": "supported"}
+
+
+def _by_claim(report: dict[str, object]) -> dict[str, dict[str, object]]:
+    citations = report["citations"]
+    assert isinstance(citations, list)
+    return {c["claim"]: c for c in citations}
+
+
+def _check(report: dict[str, object], fmt: str) -> None:
+    thesis = report["thesis"]
+    assert isinstance(thesis, dict) and thesis["format"] == fmt
+    found = _by_claim(report)
+    assert len(found) == 4, sorted(found)
+    night = next(c for claim, c in found.items() if "most pronounced after sunset" in claim)
+    assert night["source"]["filename"] == "alvarez2019.pdf" and night["locator"] == "3"
+    admissions = next(c for claim, c in found.items() if "rose by 12 percent" in claim)
+    assert admissions["source"]["filename"] == "wei2018.pdf"
+    canopy = next(c for claim, c in found.items() if "about 1.4 °C" in claim)
+    assert canopy["source"]["filename"] == "lindqvist2021.pdf"
+    wind = next(c for claim, c in found.items() if "block the wind" in claim)
+    assert wind["source"] is None and wind["verdict"] == "unresolved_citation"
+    for c in (night, admissions, canopy):
+        assert c["verdict"] in ("supported", "partially_supported"), c
+        assert "\\" not in c["claim"] and "(Alvarez" not in c["claim"], c["claim"]
+
+
+def test_verify_a_word_thesis_with_zotero_fields(tmp_path: pathlib.Path) -> None:
+    thesis = tmp_path / "thesis.docx"
+    thesis.write_bytes(_docx_thesis())
+    run = verify(tmp_path / "data", str(thesis), "--sources", str(EXAMPLES / "sources"),
+                 "--out", str(tmp_path / "report.html"), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = run.report()
+    _check(report, "docx")
+    assert all(c["match"]["method"] != "explicit" for c in report["citations"])
+
+
+def test_verify_a_latex_thesis_whose_bib_names_the_sources(tmp_path: pathlib.Path) -> None:
+    folder = tmp_path / "thesis"
+    (folder / "chapters").mkdir(parents=True)
+    (folder / "thesis.tex").write_text(LATEX)
+    (folder / "chapters" / "health.tex").write_text(CHAPTER)
+    (folder / "refs.bib").write_text(BIB)
+    shutil.copytree(EXAMPLES / "sources", folder / "sources")
+    # No --sources: the .bib's file fields name the PDFs (Better BibTeX, JabRef forms).
+    run = verify(tmp_path / "data", str(folder / "thesis.tex"), "--bib", str(folder / "refs.bib"),
+                 "--out", str(tmp_path / "report.json"), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = run.report()
+    _check(report, "latex")
+    by_file = {c["source"]["filename"]: c for c in report["citations"] if c["source"]}
+    assert {name: c["match"]["method"] for name, c in by_file.items()} == {
+        name: "explicit" for name in SOURCES}
+    canopy = by_file["lindqvist2021.pdf"]
+    assert canopy["locator"] == "5"
+    html = (tmp_path / "report.html").read_text()
+    assert "thesis.zip" in html or "thesis" in html
+    assert json.loads((tmp_path / "report.json").read_text())["thesis"]["format"] == "latex"
