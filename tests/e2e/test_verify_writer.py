@@ -65,6 +65,10 @@ Every ten additional percentage points of tree canopy lower the afternoon surfac
 temperature of a neighbourhood by about 1.4~°C.\footcite[see][5]{lindqvist2021}
 Compact street grids also block the wind that would otherwise ventilate heat out
 \citep{keller2017}.
+
+As its authors put it, \enquote{The urban heat island was strongest at night}
+\parencite[1]{alvarez2019}. They add that ``the city core does not heat up slower than its
+surroundings during the day'' \autocite[1]{alvarez2019}.
 """
 BIB = r"""@article{alvarez2019,
   title = {Nocturnal Heat in Dense Urban Cores: {A} Two-Year Sensor Study in {Seville}},
@@ -101,11 +105,11 @@ def _by_claim(report: dict[str, object]) -> dict[str, dict[str, object]]:
     return {c["claim"]: c for c in citations}
 
 
-def _check(report: dict[str, object], fmt: str) -> None:
+def _check(report: dict[str, object], fmt: str, claims: int = 4) -> None:
     thesis = report["thesis"]
     assert isinstance(thesis, dict) and thesis["format"] == fmt
     found = _by_claim(report)
-    assert len(found) == 4, sorted(found)
+    assert len(found) == claims, sorted(found)
     night = next(c for claim, c in found.items() if "most pronounced after sunset" in claim)
     assert night["source"]["filename"] == "alvarez2019.pdf" and night["locator"] == "3"
     admissions = next(c for claim, c in found.items() if "rose by 12 percent" in claim)
@@ -142,12 +146,25 @@ def test_verify_a_latex_thesis_whose_bib_names_the_sources(tmp_path: pathlib.Pat
                  "--out", str(tmp_path / "report.json"), cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     report = run.report()
-    _check(report, "latex")
-    by_file = {c["source"]["filename"]: c for c in report["citations"] if c["source"]}
-    assert {name: c["match"]["method"] for name, c in by_file.items()} == {
-        name: "explicit" for name in SOURCES}
-    canopy = by_file["lindqvist2021.pdf"]
+    _check(report, "latex", claims=6)
+    mapped = [c for c in report["citations"] if c["source"]]
+    assert {c["source"]["filename"] for c in mapped} == set(SOURCES)
+    assert {c["match"]["method"] for c in mapped} == {"explicit"}  # by the .bib's file fields
+    canopy = next(c for c in mapped if c["source"]["filename"] == "lindqvist2021.pdf")
     assert canopy["locator"] == "5"
+    # Quotations are searched for verbatim in the source; the cited page is checked
+    # against the printed page where the quotation stands.
+    found = _by_claim(report)
+    exact = next(c for claim, c in found.items() if "strongest at night" in claim)
+    assert [(q["status"], q["pages"]) for q in exact["quotations"]] == [("exact", ["1"])]
+    assert exact["page_check"]["status"] == "ok"
+    altered = next(c for claim, c in found.items() if "does not heat up slower" in claim)
+    [quote] = altered["quotations"]
+    assert quote["status"] == "altered" and quote["pages"] == ["2"]
+    assert '"faster" to "slower"' in quote["difference"]
+    assert altered["page_check"] == {"status": "mismatch", "found": ["2"],
+                                     "reason": "cited 1, found on 2"}
     html = (tmp_path / "report.html").read_text()
-    assert "thesis.zip" in html or "thesis" in html
+    assert 'data-quotation="exact"' in html and 'data-quotation="altered"' in html
+    assert 'data-page-check="mismatch"' in html and "the cited page is wrong" in html
     assert json.loads((tmp_path / "report.json").read_text())["thesis"]["format"] == "latex"

@@ -7,3 +7,6 @@ ALTER TABLE documents ADD COLUMN written jsonb;
 -- footnote marks or equations, labels missing from the reference list, a cite command
 -- outside the bundle): the report says what it left out instead of dropping it silently.
 ALTER TABLE runs ADD COLUMN skipped jsonb NOT NULL DEFAULT '[]'::jsonb;
+-- The page's printed label ("273", "xii"), which a thesis's locator cites: a quotation or
+-- the evidence is checked against it, never against the PDF's page index.
+ALTER TABLE document_pages ADD COLUMN label text;

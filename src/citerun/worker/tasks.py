@@ -148,7 +148,7 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
     async with ctx.fenced() as conn:
         await conn.executemany(_Q["document_page_insert"], [
             (payload.digest, p.number, p.text, p.width, p.height, layout.line_rows(p.lines),
-             p.image)
+             p.image, p.label)
             for p in parsed.pages])
         await conn.executemany(_Q["chunk_insert"], [
             (payload.digest, c.ordinal, c.page_start, c.page_end, c.text,
@@ -406,7 +406,11 @@ async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> No
     for digest, numbers in report.evidence_pages(rows).items():
         for page in await ctx.pool.fetch(_Q["document_pages_evidence"], digest, numbers):
             pages[(digest, page["number"])] = page
-    built = report.build(run, docs, rows, pages)
+    # The whole text of the sources a quoting claim cites: each quotation is searched for.
+    source_pages = {digest: [(p["label"], p["text"]) for p in
+                             await ctx.pool.fetch(_Q["document_pages_labelled"], digest)]
+                    for digest in report.quoting_sources(rows)}
+    built = await ctx.run_cpu(report.build, run, docs, rows, pages, source_pages)
     html = await ctx.run_cpu(report.render_html, built, report.page_images(pages))
     async with ctx.fenced() as conn:
         await conn.execute(_Q["report_insert"], payload.run_id,

@@ -15,6 +15,7 @@ import pymupdf
 
 from citerun.pipeline import layout
 from citerun.pipeline.pdf import identity, limits, render
+from citerun.pipeline.pdf.labels import page_labels
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Page:
     width: float = 0.0
     height: float = 0.0
     image: bytes | None = None
+    # The page's printed label ("273", "xii"; see :mod:`.labels`), which a locator cites.
+    label: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +83,7 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
             layouts = layout.read_document(doc)
             first_page_raw = doc[0].get_text(flags=layout.TEXT_FLAGS)  # type: ignore[no-untyped-call]
             images = render.render_pages(doc) if doc.page_count <= render.RENDER_MAX_PAGES else {}
+            printed = page_labels(doc)
         except (pymupdf.FileDataError, RuntimeError) as err:
             raise limits.DocumentError(
                 "corrupt", f"the PDF has an unreadable page: {err}") from err
@@ -93,7 +97,7 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
         )
     pages = tuple(
         Page(number=p.number, text=_clean(p.text()), lines=p.lines, width=p.width, height=p.height,
-             image=images.get(p.number))
+             image=images.get(p.number), label=printed[p.number - 1])
         for p in layouts
     )
     found = identity.identify(layouts[0], str(first_page_raw), metadata)

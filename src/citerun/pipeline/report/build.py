@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from citerun.pipeline import judge, layout
+from citerun.pipeline.report import checks
 from citerun.pipeline.report.model import (
     Box,
     CitationEntry,
@@ -33,7 +34,7 @@ from citerun.pipeline.report.model import (
 )
 from citerun.states import DocumentState
 
-__all__ = ["Pages", "Row", "build", "evidence_pages", "page_images"]
+__all__ = ["Pages", "Row", "build", "evidence_pages", "page_images", "quoting_sources"]
 
 
 class Row(Protocol):
@@ -90,24 +91,41 @@ def _format_of(thesis: Row) -> str:
     return str(written) if written else "pdf"
 
 
+def quoting_sources(rows: collections.abc.Iterable[Row]) -> list[str]:
+    """The sources whose whole text the report needs: those a quoting claim cites."""
+    return sorted({r["digest"] for r in rows if r["digest"] and checks.quoted(r["claim"])})
+
+
 def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.Sequence[Row],
-          pages: Pages | None = None) -> Report:
+          pages: Pages | None = None,
+          source_pages: collections.abc.Mapping[str, checks.SourcePages] | None = None) -> Report:
     """The report of a run from its rows (documents with the names the run gave them,
-    citations with verdicts) and the evidence pages' line boxes."""
+    citations with verdicts), the evidence pages' line boxes and labels, and the pages
+    (label, text) of the sources quoting claims cite (:func:`quoting_sources`)."""
     thesis = next(d for d in docs if d["role"] == "thesis")
     given = {d["digest"]: d for d in docs if d["role"] == "source"}
-    entries = [CitationEntry(
-        ordinal=r["ordinal"], key=r["key"], marker=r["marker"], claim=r["claim"],
-        page=r["page"], locator=r["locator"],
-        source=(CitationSource(document_id=r["digest"], filename=given[r["digest"]]["filename"],
-                               title=given[r["digest"]]["title"]) if r["digest"] else None),
-        verdict=judge.Verdict(r["verdict"]), confidence=float(r["confidence"]),
-        rationale=r["rationale"],
-        evidence=[_evidence(r["digest"], e, pages or {}) for e in r["evidence"] or []],
-        reference=r["reference"],
-        match=MatchInfo(method=r["match_method"], score=r["match_score"],
-                        reason=r["match_reason"]))
-        for r in rows if r["verdict"] is not None]
+    checker = checks.Checker(source_pages or {})
+    entries = []
+    for r in rows:
+        if r["verdict"] is None:
+            continue
+        verdict = judge.Verdict(r["verdict"])
+        evidence = [_evidence(r["digest"], e, pages or {}) for e in r["evidence"] or []]
+        quoted, found = checker.check_quotes(r["claim"], r["digest"])
+        labels = {number: str(_get(page, "label") or number)
+                  for (digest, number), page in (pages or {}).items() if digest == r["digest"]}
+        entries.append(CitationEntry(
+            ordinal=r["ordinal"], key=r["key"], marker=r["marker"], claim=r["claim"],
+            page=r["page"], locator=r["locator"],
+            source=(CitationSource(document_id=r["digest"],
+                                   filename=given[r["digest"]]["filename"],
+                                   title=given[r["digest"]]["title"]) if r["digest"] else None),
+            verdict=verdict, confidence=float(r["confidence"]), rationale=r["rationale"],
+            evidence=evidence, reference=r["reference"],
+            match=MatchInfo(method=r["match_method"], score=r["match_score"],
+                            reason=r["match_reason"]),
+            quotations=quoted,
+            page_check=checker.page_check(r["locator"], verdict, found, evidence, labels)))
     cited = collections.Counter(e.source.document_id for e in entries if e.source)
     sources = [SourceEntry(
         document_id=d["digest"], filename=d["filename"], title=d["title"],

@@ -24,8 +24,9 @@ from citerun.pipeline import judge
 
 __all__ = [
     "SCHEMA_VERSION", "Box", "CitationEntry", "CitationSource", "EvidenceEntry",
-    "MatchInfo", "Report", "SourceEntry", "SourceStatus", "Summary", "ThesisInfo",
-    "VerdictCounts", "main", "schema_json", "summarize", "unused",
+    "MatchInfo", "PageCheck", "QuotationResult", "Report", "SkippedEntry", "SourceEntry",
+    "SourceStatus", "Summary", "ThesisInfo", "VerdictCounts", "main", "schema_json",
+    "summarize", "unused",
 ]
 
 SCHEMA_VERSION: typing.Final = 1  # = Report.schema_version (tests/unit/test_single_sources.py)
@@ -151,6 +152,33 @@ class CitationSource(_Model):
     title: str | None
 
 
+class QuotationResult(_Model):
+    """A passage the claim quotes, searched for verbatim in the source (issue 24)."""
+
+    quote: str = pydantic.Field(description="The quoted words as the thesis gives them.")
+    status: typing.Literal["exact", "altered", "not_found"] = pydantic.Field(
+        description="`exact` (hyphenation, ligatures, quote marks, whitespace and the "
+        "thesis's own [...] or [sic] aside), `altered` (found with words changed, added or "
+        "left out: see `difference`), `not_found`.")
+    pages: list[str] = pydantic.Field(
+        default_factory=list, description="Printed page labels where it stands in the source "
+        "(two for a quotation over a page break).")
+    difference: str = pydantic.Field(
+        default="", description='What the thesis changed: \'changed "rose" to "fell"\'.')
+
+
+class PageCheck(_Model):
+    """The cited page checked against the printed label of the page where the quotation
+    (or, for a supported claim, the evidence) stands."""
+
+    status: typing.Literal["ok", "mismatch", "not_checkable"] = pydantic.Field(
+        description="`ok`: on a cited page; `mismatch`: on another page (see `found`); "
+        "`not_checkable`: the locator names no page, or the passage was not located.")
+    found: list[str] = pydantic.Field(
+        default_factory=list, description="Printed page labels where the passage stands.")
+    reason: str = pydantic.Field(default="", description='"cited 45-46, found on 52".')
+
+
 class CitationEntry(_Model):
     """One (claim, cited source) pair and its verdict."""
 
@@ -177,6 +205,12 @@ class CitationEntry(_Model):
         "citation it says which source is missing.",
     )
     match: MatchInfo | None = pydantic.Field(default=None, description="How it was mapped, and why.")
+    quotations: list[QuotationResult] = pydantic.Field(
+        default_factory=list, description="The passages the claim quotes, each searched for "
+        "in the source; empty when it quotes nothing or has no readable source.")
+    page_check: PageCheck | None = pydantic.Field(
+        default=None, description="The locator against the printed page where the passage "
+        "stands; null without a locator.")
 
 
 class Report(_Model):

@@ -215,10 +215,34 @@ def _citation_html(citation: CitationEntry, images: PageImages) -> str:
         f"<span>Marker <code>{_e(citation.marker)}</code></span>"
         f"<span>Confidence {citation.confidence:.0%}</span></header>"
         f'<p class="claim">{_e(citation.claim)}</p>'
-        f"{source}{reference}{match_html}{evidence_html}"
+        f"{source}{reference}{match_html}{_checks_html(citation)}{evidence_html}"
         f'<p class="rationale"><span class="label">Why:</span> {_e(citation.rationale)}</p>'
         f"</article>"
     )
+
+
+_QUOTE_WORDS = {"exact": "quoted exactly", "altered": "quoted with changes",
+                "not_found": "not found in the source"}
+_PAGE_WORDS = {"ok": "the cited page is right", "mismatch": "the cited page is wrong",
+               "not_checkable": "the cited page could not be checked"}
+
+
+def _checks_html(citation: CitationEntry) -> str:
+    """The quotations and the cited page, as checked against the source's printed pages."""
+    parts = []
+    for q in citation.quotations:
+        where = f" (p. {_e(', '.join(q.pages))})" if q.pages else ""
+        change = f": {_e(q.difference)}" if q.difference else ""
+        parts.append(f'<p class="quotation" data-quotation="{_e(q.status)}"><span class="label">'
+                     f"Quotation:</span> <q>{_e(q.quote)}</q> — {_e(_QUOTE_WORDS[q.status])}"
+                     f"{where}{change}</p>")
+    check = citation.page_check
+    if check is not None and check.status != "not_checkable":
+        found = f", found on p. {_e(', '.join(check.found))}" if check.found else ""
+        parts.append(f'<p class="page-check" data-page-check="{_e(check.status)}">'
+                     f'<span class="label">Cited page:</span> {_e(_PAGE_WORDS[check.status])} '
+                     f"(cited p. {_e(citation.locator or '')}{found})</p>")
+    return "".join(parts)
 
 
 def _page_styles(report: Report, images: PageImages) -> str:

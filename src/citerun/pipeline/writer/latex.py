@@ -115,6 +115,9 @@ _ARGSPECS: dict[str, str] = {
     "enquote": "*t", "captionof": "*{[t",
 }
 _DROPPED = {name: spec for name, spec in _ARGSPECS.items() if not spec.endswith("t")}
+# csquotes' inline quotations: their text is set in quotation marks.
+_QUOTING = frozenset({"enquote", "foreignquote", "hyphenquote", "foreigntextquote",
+                      "textquote"})
 _TEXT_LAST = {name: spec for name, spec in _ARGSPECS.items() if spec.endswith("t")}
 # Environments whose body is not TeX text: skipped to their \end.
 _VERBATIM = frozenset({"verbatim", "verbatim*", "Verbatim", "lstlisting", "minted", "comment",
@@ -661,11 +664,16 @@ class _Reader:
                       "a citation inside a command whose text is not part of the thesis")
 
     def text_last(self, src: _Source, start: int, name: str, i: int) -> int:
-        """``\\textcolor{red}{text}``, ``\\href{url}{text}``: drop all but the text."""
+        """``\\textcolor{red}{text}``, ``\\href{url}{text}``: drop all but the text. A
+        csquotes command keeps its quotation marks, so the quotation is checked."""
         i = self.drop_args(src, _TEXT_LAST[name][:-1], i, start)
         j = _skip_spaces(src.text, i)
         if j < len(src.text) and src.text[j] == "{":
-            self.frames.append(self.top.group())
+            frame = self.top.group()
+            if name in _QUOTING:
+                self.emit("“")
+                frame.on_close = lambda: self.emit("”")
+            self.frames.append(frame)
             return j + 1
         return i
 

@@ -12,8 +12,8 @@ WHERE digest = $1 AND state <> 'parsed';
 
 -- name: document_page_insert --
 -- Store the cleaned text of one page, its size, line boxes and rendering.
-INSERT INTO document_pages (digest, number, text, width, height, lines, image)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO document_pages (digest, number, text, width, height, lines, image, label)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT DO NOTHING;
 
 -- name: chunk_insert --
@@ -160,5 +160,10 @@ SELECT judge_api_key FROM run_secrets WHERE run_id = $1;
 
 -- name: document_pages_evidence --
 -- The size, line boxes and rendering of the given pages of a document.
-SELECT number, width, height, lines, image FROM document_pages
+SELECT number, width, height, lines, image, label FROM document_pages
 WHERE digest = $1 AND number = ANY($2::int[]) ORDER BY number;
+
+-- name: document_pages_labelled --
+-- Every page of a document with its printed label, for checking quotations.
+SELECT number, coalesce(label, number::text) AS label, text FROM document_pages
+WHERE digest = $1 ORDER BY number;

@@ -1,0 +1,76 @@
+"""What the report checks beyond the verdict: quotations verbatim, cited pages by label.
+
+A claim that quotes its source ("…", „…“, »…«) has each quoted passage searched for in
+the source's pages (:mod:`citerun.pipeline.citations.quotations`); a citation with a page
+locator has it compared with the printed label of the page where the passage stands
+(:mod:`citerun.pipeline.citations.locators`): the quotation's pages when it was found,
+else, for a claim the source supports, the evidence's. Labels are the source's printed
+page labels (:mod:`citerun.pipeline.pdf.labels`), never the PDF's page index.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+
+from citerun.pipeline import judge
+from citerun.pipeline.citations import locators, quotations
+from citerun.pipeline.report.model import EvidenceEntry, PageCheck, QuotationResult
+
+#: Source pages as (printed label, text), in order.
+SourcePages = collections.abc.Sequence[tuple[str, str]]
+
+
+def quoted(claim: str) -> list[quotations.Quotation]:
+    """The quoted passages of a claim (none for a scare quote of a word or two)."""
+    return quotations.find_quotations(claim)
+
+
+class Checker:
+    """The checks of one report; each source's text is prepared once for all its quotes."""
+
+    def __init__(self, sources: collections.abc.Mapping[str, SourcePages]) -> None:
+        self._pages = sources
+        self._prepared: dict[str, quotations.SourceText] = {}
+
+    def _source(self, digest: str) -> quotations.SourceText | None:
+        if digest not in self._prepared:
+            pages = self._pages.get(digest)
+            if not pages:
+                return None
+            self._prepared[digest] = quotations.prepare_source(pages)
+        return self._prepared[digest]
+
+    def check_quotes(self, claim: str, digest: str | None
+                   ) -> tuple[list[QuotationResult], list[quotations.QuotationCheck]]:
+        """Each quoted passage of ``claim`` searched for in the source ``digest``."""
+        found = quoted(claim)
+        source = self._source(digest) if digest and found else None
+        if source is None:
+            return [], []
+        results, checks = [], []
+        for quote in found:
+            try:
+                check = quotations.check_quotation(quote.text, source)
+            except quotations.QuotationError:
+                continue  # empty or over the limits: nothing to report
+            checks.append(check)
+            results.append(QuotationResult(quote=quote.text, status=check.status,
+                                           pages=list(check.labels), difference=check.difference))
+        return results, checks
+
+    @staticmethod
+    def page_check(locator: str | None, verdict: judge.Verdict,
+                   checks: list[quotations.QuotationCheck], evidence: list[EvidenceEntry],
+                   labels: collections.abc.Mapping[int, str]) -> PageCheck | None:
+        """The locator against where the quotation, or a supported claim's evidence, stands."""
+        if not locator:
+            return None
+        parsed = locators.parse_locator(locator)
+        found = [label for c in checks if c.status != "not_found" for label in c.labels]
+        if not found and not checks and verdict in (judge.Verdict.SUPPORTED,
+                                                    judge.Verdict.PARTIALLY_SUPPORTED):
+            for e in evidence[:1]:  # the best passage: the one the verdict rests on
+                numbers = [e.page] if e.page else list(range(e.page_start, e.page_end + 1))
+                found = [labels[n] for n in numbers if n in labels]
+        result = locators.check_locator(parsed, found)
+        return PageCheck(status=result.status, found=list(result.actual), reason=result.reason)
