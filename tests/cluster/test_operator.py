@@ -255,6 +255,47 @@ async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
         "SELECT state FROM tasks WHERE kind = 'fetch_document'") == "succeeded"
 
 
+async def test_a_word_thesis_from_a_configmap_runs_and_a_zip_source_is_refused(
+        operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
+        pool: asyncpg.Pool, control_plane: Any) -> None:
+    """Issue 24, item 8: a CitationRun's thesis may be a writer's file (here a .docx with
+    Zotero fields); a source must be a PDF, so a zip named as one is refused at admission."""
+    import base64
+
+    from tests.support import writer_theses
+
+    sources = sorted((ops.EXAMPLES / "sources").glob("*.pdf"))
+    files = {"thesis.docx": writer_theses.docx_thesis(), **{p.name: p.read_bytes() for p in sources}}
+    k8s.CoreV1Api(api_client).create_namespaced_config_map(namespace, k8s.V1ConfigMap(
+        metadata=k8s.V1ObjectMeta(name="writer"),
+        binary_data={name: base64.b64encode(data).decode() for name, data in files.items()}))
+
+    def body(name: str, thesis: str, source_keys: list[str]) -> dict[str, Any]:
+        return {"apiVersion": f"{ops.GROUP}/{ops.VERSION}", "kind": "CitationRun",
+                "metadata": {"name": name},
+                "spec": {"thesis": {"name": thesis, "configMapKeyRef": {"name": "writer", "key": thesis}},
+                         "sources": [{"name": k, "configMapKeyRef": {"name": "writer", "key": k}}
+                                     for k in source_keys]}}
+
+    op = operators(env={"CITERUN_OPERATOR__ACCESS_POLICY_BINDING":
+                        chart_support.ensure_access_policy(control_plane)})
+    ops.create(api_client, namespace, body("word", "thesis.docx", [p.name for p in sources]))
+    ops.create(api_client, namespace, body("zip-source", sources[0].name, ["thesis.docx"]))
+    workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
+    done = await ops.wait_succeeded(api_client, namespace, "word", 120, _logs(op, *workers))
+    assert done["status"]["counts"]["citations"] == 4
+    verdicts = {r["verdict"]: r["n"] for r in await pool.fetch(
+        "SELECT v.verdict, count(*) AS n FROM verdicts v JOIN citations c ON c.id = v.citation_id"
+        " GROUP BY v.verdict")}
+    assert verdicts.get("unresolved_citation") == 1 and sum(verdicts.values()) == 4
+    held = await ops.wait_for(
+        lambda: (c := ops.condition(ops.get(api_client, namespace, "zip-source"), "Admitted"))
+        and c["reason"] == "DocumentUnreadable" and c, 30, "the zip source refused", _logs(op))
+    assert held["status"] == "False"
+    assert held["message"] == "document 'thesis.docx': the configmap key is not a PDF"
+    assert await pool.fetchval("SELECT count(*) FROM runs") == 1  # never admitted
+
+
 async def test_a_spec_change_mid_run_restarts_under_the_new_generation(
         operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
         database_url: str, pool: asyncpg.Pool) -> None:

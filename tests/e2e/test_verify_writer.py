@@ -11,42 +11,7 @@ import pathlib
 import shutil
 
 from tests.e2e.test_verify_demo import EXAMPLES, verify
-from tests.support import docx_fixtures as dx
-
-
-ALVAREZ = dx.csl_item("ALV19", "Nocturnal Heat in Dense Urban Cores: A Two-Year Sensor Study in Seville",
-                      [("Alvarez", "Maria"), ("Becker", "Thomas")], 2019)
-WEI = dx.csl_item("WEI18", "Heat Waves and Emergency Hospital Admissions among Older Adults",
-                  [("Wei", "Li"), ("Mitchell", "Sarah")], 2018)
-LINDQVIST = dx.csl_item("LIN21", "Street Trees and Surface Temperature: Evidence from Twelve European Cities",
-                        [("Lindqvist", "Hannah"), ("Haddad", "Omar"), ("Novak", "Petra")], 2021)
-KELLER = dx.csl_item("KEL17", "Compact street grids and urban ventilation", [("Keller", "Eva")], 2017)
-
-NIGHT = "In dense city centres the heat island is most pronounced after sunset"
-ADMISSIONS = ("Emergency hospital admissions of people aged 75 and over rose by 12 percent "
-              "for each degree by which the daily maximum exceeded 30 °C")
-CANOPY = ("Every ten additional percentage points of tree canopy lower the afternoon "
-          "surface temperature of a neighbourhood by about 1.4 °C")
-WIND = "Compact street grids also block the wind that would otherwise ventilate heat out"
-
-
-def _zotero(item: dict[str, object], key: str, shown: str, locator: str | None = None) -> str:
-    cited: dict[str, object] = {"key": key, "data": item}
-    if locator:
-        cited.update(locator=locator, label="page")
-    return dx.field(dx.zotero_code([cited], shown), shown, parts=4)
-
-
-def _docx_thesis() -> bytes:
-    body = "".join([
-        dx.paragraph(dx.run("1 Heat in cities"), style="Heading1"),
-        dx.paragraph(dx.run(NIGHT + " "), _zotero(ALVAREZ, "ALV19", "(Alvarez & Becker, 2019, p. 3)", "3"),
-                     dx.run(". " + ADMISSIONS + " "), _zotero(WEI, "WEI18", "(Wei & Mitchell, 2018)"),
-                     dx.run(".")),
-        dx.paragraph(dx.run(CANOPY + " "), _zotero(LINDQVIST, "LIN21", "(Lindqvist et al., 2021)"),
-                     dx.run(". " + WIND + " "), _zotero(KELLER, "KEL17", "(Keller, 2017)"), dx.run(".")),
-    ])
-    return dx.docx(body)
+from tests.support import writer_theses
 
 
 LATEX = r"""\documentclass{article}
@@ -125,7 +90,7 @@ def _check(report: dict[str, object], fmt: str, claims: int = 4) -> None:
 
 def test_verify_a_word_thesis_with_zotero_fields(tmp_path: pathlib.Path) -> None:
     thesis = tmp_path / "thesis.docx"
-    thesis.write_bytes(_docx_thesis())
+    thesis.write_bytes(writer_theses.docx_thesis())
     run = verify(tmp_path / "data", str(thesis), "--sources", str(EXAMPLES / "sources"),
                  "--out", str(tmp_path / "report.html"), cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
