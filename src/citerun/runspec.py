@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 import pydantic
 
+from citerun import citekeys
+
 GROUP = "citerun.dev"
 VERSION = "v1alpha1"
 PLURAL = "citationruns"
@@ -175,6 +177,13 @@ class RunSpec(_Model):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"source names must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+    @pydantic.model_validator(mode="after")
+    def _usable_keys(self) -> RunSpec:
+        # Keys are compared folded: two sources' keys that fold to one key would fail
+        # the extraction on every attempt, and one that folds to nothing never matches.
+        citekeys.check_explicit((s.name, s.keys) for s in self.sources)
         return self
 
     @pydantic.model_validator(mode="after")

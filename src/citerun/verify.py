@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from citerun import db, errors, flow, runs, sql
+from citerun import citekeys, db, errors, flow, runs, sql
 from citerun.pipeline.writer import archive, formats
 from citerun.pipeline.writer.model import WriterFileError
 from citerun.settings import Settings
@@ -250,13 +250,18 @@ def report_paths(out: Path, inputs: list[Path], option: str = "--out") -> Report
 
 
 def parse_keys(pairs: list[str]) -> dict[str, list[str]]:
-    """``KEY=FILE`` pairs -> {file name: [keys]} (explicit citation keys)."""
+    """``KEY=FILE`` pairs -> {file name: [keys]} (explicit citation keys), refused by the
+    run spec's rule (:func:`citerun.citekeys.check_explicit`) before any work."""
     keys: dict[str, list[str]] = {}
     for pair in pairs:
         key, sep, name = pair.partition("=")
         if not sep or not key or not name:
             raise UsageError(f"--key expects KEY=FILE, got {pair!r}")
         keys.setdefault(Path(name).name, []).append(key)
+    try:
+        citekeys.check_explicit(keys.items())
+    except citekeys.KeyConflict as err:
+        raise UsageError(f"--key: {err}") from err
     return keys
 
 

@@ -143,3 +143,21 @@ def test_verify_as_root_changes_no_permission_outside_its_data_dir(tmp_path: Pat
                    data_dir=data_dir, timeout=300)
     assert {p: p.stat().st_mode for p in above} == modes
     assert_one_error_line(done, 1, "cannot pass", "chmod o+x")
+
+
+# Issue 27 (low finding): --key follows the spec's rule (citerun.citekeys): keys of two
+# files that fold to one key, or a key that folds to nothing, are a usage error before
+# any work, not a failed run after the extraction's retries.
+
+@pytest.mark.parametrize("keys, needles", [
+    (["Wei-2018=wei2018.pdf", "wei2018=okafor2020.pdf"],
+     ["'Wei-2018'", "'wei2018'", "wei2018.pdf", "okafor2020.pdf"]),
+    (["12=wei2018.pdf", "--=okafor2020.pdf"], ["'--'", "okafor2020.pdf", "no letter or digit"]),
+])
+def test_verify_keys_that_fold_to_one_or_no_key_are_usage_errors(
+        tmp_path: Path, keys: list[str], needles: list[str]) -> None:
+    args = [f"--key={key}" for key in keys]  # "--key --=x" would read "--=x" as an option
+    done = citerun("verify", THESIS, "--sources", SOURCES, *args, data_dir=tmp_path / "data",
+                   timeout=120)
+    assert_one_error_line(done, 2, "--key", *needles)
+    assert not (tmp_path / "data" / "postgres").exists()  # refused before any work

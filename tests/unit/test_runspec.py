@@ -80,3 +80,45 @@ def test_documents_come_from_one_secret_and_one_configmap_at_most() -> None:
     spec["sources"] = [{"name": "s.pdf", "secretKeyRef": {"name": "a", "key": "s"}},
                        {"name": "u.pdf", "configMapKeyRef": {"name": "c", "key": "u"}}]
     runspec.RunSpec.model_validate(spec)
+
+
+# Issue 27 (low finding): explicit keys are compared folded (citerun.citekeys), so two
+# sources whose keys fold to one key, or a key that folds to nothing, are refused when the
+# spec is validated (the operator's InvalidSpec at admission), not after five extractions.
+
+def _two_sources(keys_a: list[str], keys_b: list[str]) -> dict[str, object]:
+    spec = _example()
+    spec["sources"] = [{"name": "a.pdf", "digest": "a" * 64, "keys": keys_a},
+                       {"name": "b.pdf", "digest": "b" * 64, "keys": keys_b}]
+    return spec
+
+
+@pytest.mark.parametrize("keys_a, keys_b, needles", [
+    (["Smith-2020"], ["smith2020"], ["'Smith-2020'", "'smith2020'", "a.pdf", "b.pdf"]),
+    (["Müller2018"], ["mueller 2018"], ["'Müller2018'", "'mueller 2018'", "mueller2018"]),
+    (["7", "12"], ["[12]"], ["'12'", "'[12]'", "a.pdf", "b.pdf"]),
+    (["ok1"], ["--"], ["'--'", "b.pdf", "no letter or digit"]),
+    (["§"], [], ["'§'", "a.pdf", "no letter or digit"]),
+])
+def test_explicit_keys_that_fold_to_one_or_no_key_are_refused_naming_keys_and_sources(
+        keys_a: list[str], keys_b: list[str], needles: list[str]) -> None:
+    with pytest.raises(pydantic.ValidationError) as caught:
+        runspec.RunSpec.model_validate(_two_sources(keys_a, keys_b))
+    message = runspec.validation_message(caught.value)  # the operator's InvalidSpec text
+    for needle in needles:
+        assert needle in message, message
+
+
+def test_distinct_keys_and_one_sources_spellings_of_a_key_are_admitted() -> None:
+    spec = runspec.RunSpec.model_validate(
+        _two_sources(["Smith-2020", "smith2020", "12"], ["Jones2019", "13"]))
+    assert [s.keys for s in spec.sources] == [("Smith-2020", "smith2020", "12"),
+                                               ("Jones2019", "13")]
+
+
+def test_the_mapping_folds_keys_with_the_specs_rule() -> None:
+    from citerun import citekeys
+    from citerun.pipeline import citations
+
+    assert citations.normalize_key is citekeys.normalize_key
+    assert citekeys.normalize_key("Müller-Lüdenscheidt [2018a]") == "muellerluedenscheidt2018a"

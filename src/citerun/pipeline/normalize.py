@@ -6,20 +6,21 @@ an evidence quote with the lines of its page). They fold it the same way, by
 :func:`words`, in one of two alphabets: ``transliterate`` (the default) is ASCII, so
 "Müller" and "Mueller" are one key and an accent does not matter; without it every
 script's letters stay as they are, for text compared with itself (a quote with its own
-page), where a Greek or Chinese quote must not fold to nothing.
+page), where a Greek or Chinese quote must not fold to nothing. The ASCII alphabet is
+the core's (:func:`citerun.citekeys.ascii_words`), so the run spec compares citation
+keys exactly as the matchers do.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from citerun import citekeys
 
 # A DOI as printed in a reference entry or on a first page; a closing full stop, comma
 # or bracket belongs to the sentence around it, not to the DOI.
 DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
 
-_UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
 _ANY_WORD = re.compile(r"[^\W_]+")
 
 
@@ -31,11 +32,9 @@ def words(text: str, *, transliterate: bool = True) -> list[str]:
     ["mueller", "luedenscheidt"]); without it every script's letters and digits are
     kept ("Αθήνα 2020" -> ["αθήνα", "2020"]).
     """
-    text = text.casefold()
-    if not transliterate:
-        return _ANY_WORD.findall(text)
-    text = unicodedata.normalize("NFKD", text.translate(_UMLAUTS))
-    return _ASCII_WORD.findall("".join(c for c in text if not unicodedata.combining(c)))
+    if transliterate:
+        return citekeys.ascii_words(text)
+    return _ANY_WORD.findall(text.casefold())
 
 
 def fold(text: str, *, transliterate: bool = True) -> str:

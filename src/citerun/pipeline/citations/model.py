@@ -14,7 +14,7 @@ import typing
 
 import pydantic
 
-from citerun import errors
+from citerun import citekeys, errors
 from citerun.pipeline import normalize
 
 
@@ -221,9 +221,9 @@ class TooLargeToMatch(errors.CiterunError):
     """The thesis has more reference entries or citations than the matching's caps."""
 
 
-def normalize_key(key: str) -> str:
-    """The form keys are compared in: "[1]" -> "1", "Müller2018" -> "mueller2018"."""
-    return normalize.fold(key)
+#: The form keys are compared in: "[1]" -> "1", "Müller2018" -> "mueller2018" (the
+#: core's, so the run spec refuses keys by the same rule).
+normalize_key = citekeys.normalize_key
 
 
 
