@@ -133,3 +133,28 @@ def test_verify_a_latex_thesis_whose_bib_names_the_sources(tmp_path: pathlib.Pat
     assert 'data-quotation="exact"' in html and 'data-quotation="altered"' in html
     assert 'data-page-check="mismatch"' in html and "the cited page is wrong" in html
     assert json.loads((tmp_path / "report.json").read_text())["thesis"]["format"] == "latex"
+
+
+def test_a_word_thesis_without_fields_is_read_by_the_rules_of_the_page(
+        tmp_path: pathlib.Path) -> None:
+    from tests.support import docx_fixtures as dx
+
+    body = "".join([
+        dx.paragraph(dx.run("1 Heat in cities"), style="Heading1"),
+        dx.paragraph(dx.run(writer_theses.NIGHT + " (Alvarez & Becker, 2019). "
+                            + writer_theses.ADMISSIONS + " (Wei & Mitchell, 2018).")),
+        dx.paragraph(dx.run("References"), style="Heading1"),
+        dx.paragraph(dx.run("Alvarez, M., & Becker, T. (2019). Nocturnal heat in dense urban cores: "
+                            "A two-year sensor study in Seville. Urban Climate Letters, 7(2), 45-58.")),
+        dx.paragraph(dx.run("Wei, L., & Mitchell, S. (2018). Heat waves and emergency hospital "
+                            "admissions among older adults. Public Health, 12, 1-9.")),
+    ])
+    thesis = tmp_path / "plain.docx"
+    thesis.write_bytes(dx.docx(body))
+    run = verify(tmp_path / "data", str(thesis), "--sources", str(EXAMPLES / "sources"),
+                 "--out", str(tmp_path / "report.html"), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = run.report()
+    assert report["thesis"]["format"] == "docx"
+    mapped = {c["key"]: c["source"]["filename"] for c in report["citations"] if c["source"]}
+    assert mapped == {"alvarez2019": "alvarez2019.pdf", "wei2018": "wei2018.pdf"}

@@ -278,12 +278,15 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
              for d in sources]
     action = "extract"
     try:  # in child processes under the extract and match limits (see worker/sandbox.py)
-        if written is not None:  # what the writer's files state: linear, no rebuild
+        if written is not None and written.citations:  # what the files state: linear
             extraction = writer.to_extraction(written)
-        else:
+        else:  # a PDF, or a writer's file without citation fields: the rules of the page
             pages = await ctx.pool.fetch(_Q["document_pages_all"], thesis["digest"])
             extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
                                                pipeline_settings().limits)
+            if written is not None:
+                extraction = dataclasses.replace(
+                    extraction, skipped=written.skipped + extraction.skipped)
         action = "match"
         mapped = await sandbox.map_citations(extraction, infos, pipeline_settings().match,
                                              pipeline_settings().limits)
