@@ -134,3 +134,17 @@ def test_a_raised_note_mark_after_the_period_ends_the_sentence() -> None:
 def test_a_line_that_goes_on_after_a_blank_line_is_one_sentence() -> None:
     text = "Systems like CaseSummarizer, LetSum, and\n\nthe pipeline by Zhong are extractive."
     assert pdf.sentences(text) == ["Systems like CaseSummarizer, LetSum, and the pipeline by Zhong are extractive."]
+
+
+def test_a_heading_that_closes_a_page_is_not_glued_to_the_next_pages_sentence() -> None:
+    """The demo thesis's "4. Cool roofs" ended page 1, and its claim read "4. Cool roofs
+    Reflective white roofs kept ..." (issue 23, item 6)."""
+    pages = [(1, "Trees need water in dry summers [1].\n\n4. Cool roofs"),
+             (2, "Reflective white roofs kept flats cooler [2].\n\n" + "\n".join(_REFERENCES))]
+    claims = [c.claim for c in citations.extract(pages).citations]
+    assert claims == ["Trees need water in dry summers.", "Reflective white roofs kept flats cooler."]
+    # A sentence that runs on over the page break is still one sentence.
+    pages = [(1, "Trees need water and, as shown by"), (2, "Smith, cool the air [1].\n\n"
+                                                     + "\n".join(_REFERENCES))]
+    assert [c.claim for c in citations.extract(pages).citations] == [
+        "Trees need water and, as shown by Smith, cool the air."]

@@ -13,6 +13,23 @@ import re
 import typing
 
 _HYPHEN_AT_END = re.compile(r"[^\W\d_]-$")
+# A page's last paragraph that is a heading ("4. Cool roofs", "Results"): a short
+# paragraph of its own without closing punctuation, followed by a page opening in capitals.
+_LAST_PARAGRAPH = re.compile(r"(?:^|\n\s*\n)([^\n]{1,80})$")
+_CLOSING = re.compile(r"[.!?:;,)\]\-–—]$")
+_MAX_HEADING_WORDS = 10
+
+
+def _ends_with_heading(previous: str, following: str) -> bool:
+    """Whether ``previous`` (a page) closes with a heading of what ``following`` opens:
+    then the two are joined by a paragraph break, so the heading is not glued in front
+    of the first sentence of the next page ("4. Cool roofs Reflective white roofs ...")."""
+    last = _LAST_PARAGRAPH.search(previous)
+    if last is None or last.start() == 0 and "\n" not in previous:
+        return False
+    heading = last.group(1).strip()
+    return (bool(heading) and not _CLOSING.search(heading)
+            and len(heading.split()) <= _MAX_HEADING_WORDS and following[:1].isupper())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +50,7 @@ def join_pages(
     pages: typing.Iterable[tuple[int, str]], *, mend_hyphens: bool = False
 ) -> JoinedPages:
     """``(page_number, text)`` pairs as one text: each text stripped, blank pages left
-    out, one space between pages.
+    out, one space between pages (a paragraph break after a page that ends in a heading).
 
     With ``mend_hyphens`` a word hyphenated across a page break ("exam-" | "ple") is
     joined into one word instead.
@@ -51,6 +68,9 @@ def join_pages(
             if mend_hyphens and _HYPHEN_AT_END.search(previous) and text[0].islower():
                 parts[-1] = previous[:-1]
                 offset -= 1
+            elif _ends_with_heading(previous, text):
+                parts.append("\n\n")
+                offset += 2
             else:
                 parts.append(" ")
                 offset += 1
