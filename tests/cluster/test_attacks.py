@@ -369,6 +369,38 @@ async def test_a_forged_tenant_and_priority_have_no_effect(
     assert prios[setup.other] == {0} and prios[setup.namespace] == {-50}
 
 
+def _peak_rss_mib(pid: int) -> float:
+    """The process's peak resident set (VmHWM) in MiB."""
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmHWM for pid {pid}")
+
+
+async def test_500_sources_naming_one_big_key_stay_within_the_operators_memory(
+        setup: Setup) -> None:
+    """Issue 27 (High): 500 sources naming one ~1 MB ConfigMap key. The operator read the
+    key once per source and held every decoded copy until admission: 588 MiB against the
+    chart's 256 Mi limit, an OOM kill for every tenant, and again after each restart. It
+    reads each key once and holds its bytes once."""
+    big = b"%PDF-1.7\n" + b"".join(
+        hashlib.sha256(str(i).encode()).hexdigest().encode() for i in range(11_500))  # ~740 KB
+    core = k8s.CoreV1Api(setup.api)
+    core.create_namespaced_config_map(setup.namespace, k8s.V1ConfigMap(
+        metadata=k8s.V1ObjectMeta(name="big"),
+        binary_data={"doc": base64.b64encode(big).decode(),
+                     "t": base64.b64encode(_pdf_bytes()).decode()}))
+    spec = {"thesis": {"name": "t.pdf", "configMapKeyRef": {"name": "big", "key": "t"}},
+            "sources": [{"name": f"s{i}.pdf", "configMapKeyRef": {"name": "big", "key": "doc"}}
+                        for i in range(500)]}
+    ops.create(setup.api, setup.namespace, chart_support.citation_run("big", spec))
+    await ops.wait_for(
+        lambda: (c := ops.condition(ops.get(setup.api, setup.namespace, "big"), "Admitted"))
+        and c["status"] == "True", 120, "the 500-source run admitted", setup.logs)
+    assert setup.op.proc.poll() is None
+    assert _peak_rss_mib(setup.op.proc.pid) < 256  # the chart's memory limit
+
+
 async def test_the_access_policy_stays_within_its_cost_for_500_sources(setup: Setup) -> None:
     """The authorizer is asked once per object, so the largest run the CRD allows
     (500 sources from one ConfigMap) is admitted; documents from two Secrets are not."""

@@ -296,6 +296,47 @@ async def test_a_word_thesis_from_a_configmap_runs_and_a_zip_source_is_refused(
     assert await pool.fetchval("SELECT count(*) FROM runs") == 1  # never admitted
 
 
+async def test_a_run_over_the_operators_read_budget_waits_with_the_sizes_named(
+        operators: Any, api_client: k8s.ApiClient, namespace: str, pool: asyncpg.Pool,
+        control_plane: Any) -> None:
+    """Issue 27: what one run's admission reads from Secrets and ConfigMaps is held in the
+    operator's memory until the run is stored, so it is capped per run."""
+    import base64
+
+    thesis = (ops.EXAMPLES / "thesis.pdf").read_bytes()
+    source = (ops.EXAMPLES / "sources" / "alvarez2019.pdf").read_bytes()
+    k8s.CoreV1Api(api_client).create_namespaced_config_map(namespace, k8s.V1ConfigMap(
+        metadata=k8s.V1ObjectMeta(name="pdfs"),
+        binary_data={"t": base64.b64encode(thesis).decode(),
+                     "s": base64.b64encode(source).decode()}))
+    budget = len(thesis) + len(source) // 2
+    op = operators(env={"CITERUN_OPERATOR__ACCESS_POLICY_BINDING":
+                        chart_support.ensure_access_policy(control_plane),
+                        "CITERUN_OPERATOR__MAX_RUN_READ_BYTES": str(budget)})
+    ref = {"name": "pdfs"}
+    ops.create(api_client, namespace, {
+        "apiVersion": f"{ops.GROUP}/{ops.VERSION}", "kind": "CitationRun",
+        "metadata": {"name": "heavy"},
+        "spec": {"thesis": {"name": "t.pdf", "configMapKeyRef": {**ref, "key": "t"}},
+                 "sources": [{"name": f"s{i}.pdf", "configMapKeyRef": {**ref, "key": "s"}}
+                             for i in range(3)] + [  # one key named thrice is read once
+                     {"name": "again.pdf", "configMapKeyRef": {**ref, "key": "t"}}]}})
+    ops.create(api_client, namespace, {
+        "apiVersion": f"{ops.GROUP}/{ops.VERSION}", "kind": "CitationRun",
+        "metadata": {"name": "light"},
+        "spec": {"thesis": {"name": "t.pdf", "configMapKeyRef": {**ref, "key": "t"}},
+                 "sources": [{"name": f"t{i}.pdf", "configMapKeyRef": {**ref, "key": "t"}}
+                             for i in range(3)]}})
+    held = await ops.wait_for(
+        lambda: (c := ops.condition(ops.get(api_client, namespace, "heavy"), "Admitted"))
+        and c["reason"] == "DocumentUnreadable" and c, 30, "the heavy run held", _logs(op))
+    assert f"exceed {budget:,} bytes (at 's0.pdf')" in held["message"]
+    await ops.wait_for(
+        lambda: (c := ops.condition(ops.get(api_client, namespace, "light"), "Admitted"))
+        and c["status"] == "True", 30, "the light run admitted", _logs(op))
+    assert await pool.fetchval("SELECT count(*) FROM runs") == 1
+
+
 async def test_a_spec_change_mid_run_restarts_under_the_new_generation(
         operators: Any, spawn_worker: Any, api_client: k8s.ApiClient, namespace: str,
         database_url: str, pool: asyncpg.Pool) -> None:

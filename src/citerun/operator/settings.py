@@ -22,6 +22,13 @@ class OperatorConfig(pydantic.BaseModel):
         5 * 1024**3, ge=1, description="Bytes of documents one tenant (namespace) may hold "
         "at once: every byte its runs bring (ConfigMap, Secret, URL, upload) counts until "
         "no run of the tenant needs the document, so one tenant cannot fill the database.")
+    max_run_read_bytes: int = pydantic.Field(
+        96 * 1024**2, ge=1, description="Bytes of distinct documents the operator reads "
+        "from Secrets and ConfigMaps for one run's admission, all held in memory until the "
+        "run is stored: half the chart's 256 Mi memory limit, so that one run cannot get the "
+        "operator OOM-killed for every tenant (issue 27). Each object key is read once "
+        "however many sources name it; a run over the budget waits as DocumentUnreadable "
+        "with the sizes named (larger runs bring their documents by upload or URL).")
     namespace_priorities: dict[str, int] = pydantic.Field(
         default_factory=dict, description="Queue priority of the runs of each namespace "
         "(higher runs first; -100..100), the policy the chart's tenancy.priorities sets; "
