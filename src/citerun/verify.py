@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from citerun import citekeys, db, errors, flow, runs, sql
+from citerun import citekeys, db, errors, flow, retry, runs, sql
 from citerun.pipeline.writer import archive, formats
 from citerun.pipeline.writer.model import WriterFileError
 from citerun.settings import Settings
@@ -375,10 +375,41 @@ class LocalWorkers:
                 p.wait()
 
 
+#: How long ``citerun verify`` waits for its database to come back (a restart) while it
+#: follows the run, reconnecting under :data:`citerun.db.RECONNECT` as the workers do.
+FOLLOW_RECONNECT_S = 30.0
+
+
 async def follow(url: str, run_id: uuid.UUID, workers: LocalWorkers, console: Console,
-                 timeout_s: float) -> asyncpg.Record:
-    """Show a progress bar until the run ends; return its final progress row."""
-    conn = await db.connect(url)
+                 timeout_s: float, *, reconnect_s: float = FOLLOW_RECONNECT_S) -> asyncpg.Record:
+    """Show a progress bar until the run ends; return its final progress row.
+
+    A database that goes away (a restart) is waited for up to ``reconnect_s``: the
+    workers reconnect too, so the run goes on. Longer than that ends the verify with one
+    line (the run is then cancelled on the way out, or by the next verify once the
+    database is back).
+    """
+    conn: asyncpg.Connection | None = None
+
+    async def drop() -> None:
+        nonlocal conn
+        if conn is not None:
+            try:
+                await conn.close(timeout=2)
+            except (*db.UNAVAILABLE, asyncpg.PostgresError):
+                conn.terminate()
+            conn = None
+
+    async def poll() -> asyncpg.Record | None:
+        nonlocal conn
+        try:
+            if conn is None or conn.is_closed():
+                conn = await db.connect(url)
+            return await runs.progress(conn, run_id)
+        except db.UNAVAILABLE:
+            await drop()
+            raise
+
     deadline = time.monotonic() + timeout_s
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -386,8 +417,18 @@ async def follow(url: str, run_id: uuid.UUID, workers: LocalWorkers, console: Co
             docs = bar.add_task("parsing documents", total=None)
             judged = bar.add_task("judging citations", total=None)
             while True:
-                row = await runs.progress(conn, run_id)
-                assert row is not None
+                try:
+                    row = await retry.retrying(db.RECONNECT, f"following run {run_id}", poll,
+                                               errors=db.UNAVAILABLE,
+                                               give_up_after_s=reconnect_s)
+                except db.UNAVAILABLE as err:
+                    problem = " ".join(str(err).split()) or type(err).__name__
+                    raise errors.CiterunError(
+                        f"the database did not come back within {reconnect_s:.0f}s while "
+                        f"following run {run_id} ({problem}); the run is cancelled when the "
+                        "database is back (by the next citerun verify)") from err
+                if row is None:
+                    raise errors.CiterunError(f"run {run_id} is gone from the database")
                 bar.update(docs, total=row["documents"], completed=row["documents_done"])
                 bar.update(judged, total=row["citations"] or None, completed=row["judged"])
                 if row["state"] != RunState.RUNNING:
@@ -399,7 +440,7 @@ async def follow(url: str, run_id: uuid.UUID, workers: LocalWorkers, console: Co
                     raise errors.CiterunError(f"the run did not finish within {timeout_s:.0f}s")
                 await asyncio.sleep(0.3)
     finally:
-        await conn.close()
+        await drop()
 
 
 async def save_report(url: str, run_id: uuid.UUID, paths: ReportPaths) -> None:
