@@ -17,7 +17,14 @@ import collections.abc
 import dataclasses
 
 from citerun.pipeline import pdf
-from citerun.pipeline.citations import attribution, claims, markers, model, references
+from citerun.pipeline.citations import (
+    attribution,
+    claims,
+    footnotes,
+    markers,
+    model,
+    references,
+)
 
 
 def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extraction:
@@ -30,23 +37,31 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
     body_pages, reference_text, reference_page = references.find_reference_section(list(pages))
     listed = references.parse_reference_list(reference_text) if reference_text else ()
 
-    joined = pdf.join_pages(body_pages)
-    if not joined.text:
-        return model.Extraction((), listed, reference_page)
-    # Sentences a caption, footnotes or a figure interrupt are made whole first, so
-    # that markers and claims are read as the reader reads them.
-    body, offsets = claims.reading_order(joined.text, joined.starts)
-
-    found = markers.find_markers(body)
     labels = {e.label for e in listed if e.label}
     skipped: list[tuple[model.Marker, str]] = []
+
+    # A paper citing in footnotes: its notes cut out of the body, its marks citing.
+    note_scan = footnotes.scan(body_pages, listed)
+    read = _read_body(note_scan.pages) if note_scan.citing else None
+    by_notes = _footnote_policy(read, note_scan, labels) if read is not None else None
+    if by_notes is None:
+        read = _read_body(body_pages)
+    assert read is not None
+    joined, body, offsets, found = read
+    if not joined.text:
+        return model.Extraction((), listed, reference_page)
+    noted: dict[int, tuple[footnotes.Cited, ...]] = {}  # id(marker) -> what its notes cite
+    note_skips: list[model.Skipped] = []
+    if by_notes is not None:
+        found, noted, note_skips = by_notes
 
     def skip(marker: model.Marker, reason: str) -> bool:
         skipped.append((marker, reason))
         return False
 
     # Raised numbers cite only in a paper that numbers its list and has no bracketed
-    # numbers; elsewhere they are footnote marks.
+    # numbers; elsewhere they are footnote marks (in a paper citing in footnotes, those
+    # of notes that cite a work were taken above).
     bracketed = any(not r.superscript and r.key.isdigit() for m in found for r in m.refs)
     if bracketed or not labels:
         found = [m for m in found if not any(r.superscript for r in m.refs) or skip(
@@ -109,12 +124,15 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
     judged: dict[tuple[int, str, str | None], int] = {}  # -> index in citations
     for number, marker in enumerate(found):
         page = joined.page_at(claims.old_offset(offsets, marker.start))
-        for ref in marker.refs:
+        cited = noted.get(id(marker))
+        pairs = ([(c.ref, c.locator, c.text) for c in cited] if cited
+                 else [(r, marker.locator, marker.text) for r in marker.refs])
+        for ref, locator, written in pairs:
             if ref.ibid:
                 ref = previous if previous is not None else ref
             else:
                 previous = ref
-            seen = (sentence_of[number], ref.key, marker.locator)
+            seen = (sentence_of[number], ref.key, locator)
             if seen in judged:
                 first = judged[seen]
                 citations[first] = dataclasses.replace(citations[first],
@@ -127,8 +145,8 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
                     key=ref.key,
                     claim=claim_of[number],
                     page=page,
-                    marker=" ".join(marker.text.split()),
-                    locator=marker.locator,
+                    marker=" ".join(written.split()),
+                    locator=locator,
                     authors=ref.authors,
                     year=ref.year,
                     names_work=attribution.named_work(body, marker, spans[sentence_of[number]]),
@@ -137,7 +155,66 @@ def extract(pages: collections.abc.Iterable[tuple[int, str]]) -> model.Extractio
     notes = [model.Skipped(f"page {joined.page_at(claims.old_offset(offsets, m.start))}",
                            " ".join(m.text.split()), reason) for m, reason in skipped]
     return model.Extraction(tuple(citations), listed, reference_page,
-                            tuple(_short_list(listed, reference_page) + notes))
+                            tuple(_short_list(listed, reference_page) + notes + note_skips))
+
+
+Read = tuple[pdf.JoinedPages, str, list[tuple[int, int]], list[model.Marker]]
+
+
+def _read_body(body_pages: list[tuple[int, str]] | tuple[tuple[int, str], ...]) -> Read:
+    """The body joined, in reading order (``claims.reading_order``), and its markers."""
+    joined = pdf.join_pages(body_pages)
+    if not joined.text:
+        return joined, "", [(0, 0)], []
+    # Sentences a caption, footnotes or a figure interrupt are made whole first, so
+    # that markers and claims are read as the reader reads them.
+    body, offsets = claims.reading_order(joined.text, joined.starts)
+    return joined, body, offsets, markers.find_markers(body)
+
+
+def _footnote_policy(
+    read: Read, scan: footnotes.Scan, labels: set[str],
+) -> tuple[list[model.Marker], dict[int, tuple[footnotes.Cited, ...]], list[model.Skipped]] | None:
+    """The body's markers with each raised mark of a citing note taking its works, or
+    None when the paper does not cite in footnotes: its raised numbers cite a numbered
+    list (no bracketed numbers), or its notes cite fewer works than its body's own
+    markers do (an English paper's "³ See Smith (2020)." is a remark with its claim)."""
+    joined, _, offsets, found = read
+    bracketed = any(not r.superscript and r.key.isdigit() for m in found for r in m.refs)
+    if labels and not bracketed:
+        return None
+    raised = [(index, m) for index, m in enumerate(found)
+              if m.refs and all(r.superscript for r in m.refs)]
+    marks = [(index, int(r.key), joined.page_at(claims.old_offset(offsets, m.start)))
+             for index, m in raised for r in m.refs]
+    paired = footnotes.pair(scan.notes, [(n, page) for _, n, page in marks])
+    by_marker: dict[int, list[footnotes.Footnote]] = collections.defaultdict(list)
+    for position, note in paired.items():
+        by_marker[marks[position][0]].append(note)
+    in_notes = sum(len(note.cited) for note in paired.values())
+    in_body = sum(1 for m in found if not any(r.superscript for r in m.refs))
+    if not in_notes or in_notes < in_body:
+        return None
+    taken: list[model.Marker] = []
+    noted: dict[int, tuple[footnotes.Cited, ...]] = {}
+    for index, marker in enumerate(found):
+        cited = tuple(c for note in by_marker.get(index, ()) for c in note.cited)
+        if cited:
+            marker = dataclasses.replace(marker, refs=tuple(c.ref for c in cited))
+            noted[id(marker)] = tuple(
+                dataclasses.replace(c, text=f"{marker.text} {c.text}") for c in cited)
+        taken.append(marker)
+    pointed = {id(note) for note in paired.values()}
+    skips = [model.Skipped(f"page {note.page}", f"{note.number} {note.text}",
+                           "a footnote citing a work, but no raised mark in the text points at "
+                           "it: its citations have no claim")
+             for note in scan.citing if id(note) not in pointed]
+    skips += [model.Skipped(f"page {note.page}, footnote {note.number}", part,
+                            "a footnote's citation whose work could not be told (\"Ebd.\", "
+                            "\"a.a.O.\" or \"Ders.\" with no work before it, or an unknown "
+                            "short title)")
+              for note in scan.notes for part in note.unresolved]
+    return taken, noted, skips
 
 
 def _short_list(listed: tuple[model.ReferenceEntry, ...],
