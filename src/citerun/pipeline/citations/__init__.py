@@ -17,6 +17,12 @@ order a reader works, one job a module:
   alpha, author-year in brackets, narrative, ``ibid.``, bare author-year where the
   list names them), every pattern linear in the text.
 - :mod:`.claims`: the sentence each marker stands in, markers cut out, is its claim.
+- :mod:`.footnotes`: citations in footnotes (German humanities and law: full reference
+  first, then short forms, Ebd., a.a.O., ders./dies.), each tied to the body sentence
+  its raised mark stands in.
+- :mod:`.quotations` and :mod:`.locators`: a quoted passage searched for verbatim in a
+  source, a page locator checked against the source's printed page labels (the report's
+  checks).
 - :mod:`.extraction`: :func:`extract`, which markers count in a given paper.
 - :mod:`.mapping`: :func:`map_citations`, each citation to a source (explicit key, DOI
   or arXiv id, fuzzy title, authors and year), the reason recorded; an unmapped
