@@ -143,20 +143,25 @@ class Flow:
             dedupe_key=finalize_key(run_id))])
 
     async def on_dead(self, pool: asyncpg.Pool, task_ids: list[int]) -> None:
-        """Tasks ran out of attempts. A dead parse fails its document (the run goes on,
-        the citations that need it get ``source_unavailable``); any other dead task of a
-        run fails the run with the task's error."""
+        """Tasks ran out of attempts. A dead parse fails its document for its run (the run
+        goes on, the citations that need it get ``source_unavailable``; the document stays
+        staged for other runs); any other dead task of a run fails the run with the task's
+        error."""
         for task_id in task_ids:
             row = await queue.get(pool, task_id)
             if row is None or row["run_id"] is None:
                 continue
             async with pool.acquire() as conn, conn.transaction():
                 if row["kind"] == PARSE_DOCUMENT:
+                    # Lost leases, a worker killed on every attempt: this run's failure,
+                    # not the document's (another run parses it again).
                     digest = str(row["payload"].get("digest", ""))
-                    await runs.fail_document(conn, digest, "crashed",
-                                             "parsing failed on every attempt "
-                                             f"({errors.code_of(row['last_error'])})")
-                    await self.advance_for_documents(conn, [digest])
+                    run = await runs.lock(conn, row["run_id"])
+                    await runs.fail_for_run(conn, row["run_id"], digest, "crashed",
+                                            "parsing failed on every attempt "
+                                            f"({errors.code_of(row['last_error'])})")
+                    if run is not None:
+                        await self.advance(conn, row["run_id"], priority=run["priority"])
                     continue
                 await runs.lock(conn, row["run_id"])
                 # A stable code and a short message, never the task's stored error (it

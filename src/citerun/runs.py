@@ -171,6 +171,13 @@ async def documents_pending(conn: asyncpg.Connection, run_id: uuid.UUID) -> list
     return [r["digest"] for r in await conn.fetch(_Q["run_documents_pending"], run_id)]
 
 
+async def fail_for_run(conn: asyncpg.Connection, run_id: uuid.UUID, digest: str,
+                       reason: str, error: str) -> None:
+    """The run cannot use the document for a reason of the moment; the document stays as
+    it is (staged, its bytes kept), so another run parses it again."""
+    await conn.execute(_Q["run_source_fail"], run_id, digest, reason, error[:2000])
+
+
 async def tasks_open(conn: asyncpg.Connection, run_id: uuid.UUID, kinds: Sequence[str]) -> bool:
     """Whether the run has a queued or running task of one of ``kinds``."""
     return bool(await conn.fetchval(_Q["run_tasks_open"], run_id, list(kinds)))

@@ -94,3 +94,36 @@ async def test_hostile_pdfs_fail_fast_while_the_worker_serves_others(
         ([dict(r) for r in hostile], [dict(r) for r in retried])
     demo = await runs.get(pool, demo_run)
     assert demo["state"] == "succeeded", (dict(demo), worker.log()[-3000:])
+
+
+async def test_a_parse_over_the_wall_clock_fails_the_run_not_the_document(
+        pool: asyncpg.Pool, spawn_worker: Any) -> None:
+    """Issue 27 (Medium): a parse that met the wall-clock limit (a busy node) marked the
+    document failed for every tenant for good; re-uploading did not help. It fails the
+    run that met it; the document stays staged, and the next run parses it."""
+    thesis = (EXAMPLES / "thesis.pdf").read_bytes()
+    sources = sorted((EXAMPLES / "sources").glob("*.pdf"))
+    slow = spawn_worker("w-slow", env={"CITERUN_LIMITS__PARSE__WALL_S": "0.01",
+                                       "CITERUN_LIMITS__PARSE__CPU_S": "30",
+                                       "CITERUN_LIMITS__PARSE__ADDRESS_SPACE_MB": "1024"},
+                        tasks="citerun.worker.tasks:registry")
+    first = await _start(pool, "busy", thesis, sources[:1])
+    deadline = time.monotonic() + 120
+    while (await runs.get(pool, first))["state"] in ("pending", "running"):
+        assert time.monotonic() < deadline, slow.log()[-3000:]
+        await asyncio.sleep(0.2)
+    row = await runs.get(pool, first)
+    assert row["state"] == "failed" and "wall-clock limit" in row["error"], dict(row)
+    states = {r["filename"]: (r["state"], r["error_reason"], r["has_raw"]) for r in await pool.fetch(
+        "SELECT filename, state, error_reason, raw IS NOT NULL AS has_raw FROM documents")}
+    assert states["busy.pdf"] == ("staged", None, True), states
+    slow.stop()
+    worker = spawn_worker("w-calm", tasks="citerun.worker.tasks:registry")
+    second = await _start(pool, "calm", thesis, sources[:1])
+    deadline = time.monotonic() + 180
+    while (await runs.get(pool, second))["state"] in ("pending", "running"):
+        assert time.monotonic() < deadline, worker.log()[-3000:]
+        await asyncio.sleep(0.2)
+    assert (await runs.get(pool, second))["state"] == "succeeded"
+    assert await pool.fetchval("SELECT state FROM documents WHERE digest = $1",
+                               runs.digest_of(thesis)) == "parsed"

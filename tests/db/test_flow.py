@@ -61,10 +61,15 @@ async def test_max_attempts_from_the_environment_dead_letters_after_two_attempts
         await asyncio.wait_for(running, 30)
     assert (task["state"], task["attempt"], task["max_attempts"]) == ("failed", 2, 2)
     assert "cannot parse" in task["last_error"]
-    # The flow's dead-task policy: the document fails, the run goes on to extraction.
-    doc = await pool.fetchrow("SELECT state, error_reason FROM documents WHERE digest = $1",
-                              thesis.digest)
-    assert (doc["state"], doc["error_reason"]) == ("failed", "crashed")
+    # The flow's dead-task policy: the document fails for this run (crashed on every
+    # attempt: lost leases, a killed worker), the run goes on to extraction, and the
+    # document stays staged with its bytes for another run (issue 27).
+    doc = await pool.fetchrow("SELECT state, error_reason, raw IS NOT NULL AS has_raw"
+                              " FROM documents WHERE digest = $1", thesis.digest)
+    assert (doc["state"], doc["error_reason"], doc["has_raw"]) == ("staged", None, True)
+    source = await pool.fetchrow("SELECT error_reason FROM run_sources WHERE run_id = $1",
+                                 run_id)
+    assert source["error_reason"] == "crashed"
     extract = await pool.fetchrow("SELECT state, max_attempts FROM tasks WHERE kind = $1",
                                   flow.EXTRACT_CITATIONS)
     assert extract is not None and extract["max_attempts"] == 2

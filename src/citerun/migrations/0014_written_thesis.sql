@@ -10,3 +10,7 @@ ALTER TABLE runs ADD COLUMN skipped jsonb NOT NULL DEFAULT '[]'::jsonb;
 -- The page's printed label ("273", "xii"), which a thesis's locator cites: a quotation or
 -- the evidence is checked against it, never against the PDF's page index.
 ALTER TABLE document_pages ADD COLUMN label text;
+-- A document one run could not use for a reason of the moment (a parse over the wall
+-- clock on a busy node, a worker killed on every attempt): failed for that run, never as
+-- the document's state, so another run (or a re-upload) parses it again (issue 27).
+ALTER TABLE run_sources ADD COLUMN error_reason text, ADD COLUMN error text;

@@ -53,7 +53,12 @@ FOR UPDATE OF r;
 -- Documents of a run that are not parsed or failed yet, and whether their bytes are here.
 SELECT s.digest, d.state, d.raw IS NOT NULL AS has_bytes
 FROM run_sources AS s JOIN documents AS d USING (digest)
-WHERE s.run_id = $1 AND d.state NOT IN ('parsed', 'failed');
+WHERE s.run_id = $1 AND d.state NOT IN ('parsed', 'failed') AND s.error_reason IS NULL;
+
+-- name: run_source_fail --
+-- A document the run could not use for a reason of the moment: failed for this run only.
+UPDATE run_sources SET error_reason = $3, error = $4
+WHERE run_id = $1 AND digest = $2 AND error_reason IS NULL;
 
 -- name: run_get --
 -- One run.

@@ -58,12 +58,18 @@ _context: Any = None
 
 
 class DocumentTooComplex(registry.PermanentError):
-    """The document needs more than a task may spend on it."""
+    """The document needs more than a task may spend on it.
+
+    ``transient``: the limit met may depend on the machine, not the document (the wall
+    clock on a busy node, a kill from outside such as the pod's OOM killer): the failure
+    belongs to the run that met it, never to the document (issue 27).
+    """
 
     reason = REASON
 
-    def __init__(self, limit: str) -> None:
+    def __init__(self, limit: str, *, transient: bool = False) -> None:
         self.limit = limit
+        self.transient = transient
         super().__init__(f"{REASON}: {limit}")
 
 
@@ -105,16 +111,21 @@ def _child(conn: multiprocessing.connection.Connection, limits: TaskLimits,
     conn.close()
 
 
-def _describe_death(exitcode: int | None, limits: TaskLimits, elapsed_s: float) -> str:
+def _describe_death(exitcode: int | None, limits: TaskLimits,
+                    elapsed_s: float) -> DocumentTooComplex:
     if exitcode is not None and exitcode < 0:
         sig = signal.Signals(-exitcode)
         # SIGXCPU at the soft CPU limit; SIGKILL at the hard one (2 s later) if it was caught.
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and elapsed_s >= limits.cpu_s):
-            return f"the CPU time limit of {limits.cpu_s} s was exceeded"
-        return (f"the parser process was killed by {sig.name} (limits: "
-                f"{limits.address_space_mb} MiB address space, {limits.cpu_s} s CPU)")
-    return (f"the parser process exited with status {exitcode} without a result (limits: "
-            f"{limits.address_space_mb} MiB address space, {limits.cpu_s} s CPU)")
+            return DocumentTooComplex(f"the CPU time limit of {limits.cpu_s} s was exceeded")
+        # Killed from outside (the OOM killer of the pod's cgroup): not the document's doing.
+        return DocumentTooComplex(
+            f"the parser process was killed by {sig.name} (limits: "
+            f"{limits.address_space_mb} MiB address space, {limits.cpu_s} s CPU)",
+            transient=True)
+    return DocumentTooComplex(
+        f"the parser process exited with status {exitcode} without a result (limits: "
+        f"{limits.address_space_mb} MiB address space, {limits.cpu_s} s CPU)")
 
 
 async def _readable(fds: list[int], timeout: float) -> set[int]:
@@ -184,11 +195,10 @@ async def _run(limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
                 message = await asyncio.to_thread(receiver.recv)
         if message is None and not ready:
             raise DocumentTooComplex(
-                f"the wall-clock limit of {limits.wall_s:g} s was exceeded")
+                f"the wall-clock limit of {limits.wall_s:g} s was exceeded", transient=True)
         if message is None:
             await asyncio.to_thread(proc.join, 5)
-            raise DocumentTooComplex(_describe_death(
-                proc.exitcode, limits, time.monotonic() - started))
+            raise _describe_death(proc.exitcode, limits, time.monotonic() - started)
     finally:
         # Also on cancellation (lease lost, drain): a started child never outlives its task.
         if not starting.done():

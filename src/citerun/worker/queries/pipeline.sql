@@ -25,8 +25,12 @@ ON CONFLICT (digest, ordinal) DO NOTHING;
 
 -- name: run_documents --
 -- The documents of a run with their role, keys and parse outcome.
-SELECT s.digest, s.role, s.filename, s.keys, d.state, d.title, d.authors, d.year,
-       d.doi, d.arxiv_id, d.page_count, d.error_reason, d.error,
+SELECT s.digest, s.role, s.filename, s.keys,
+       CASE WHEN s.error_reason IS NOT NULL AND d.state <> 'parsed' THEN 'failed'
+            ELSE d.state END AS state,
+       d.title, d.authors, d.year, d.doi, d.arxiv_id, d.page_count,
+       coalesce(s.error_reason, d.error_reason) AS error_reason,
+       coalesce(s.error, d.error) AS error,
        d.written ->> 'format' AS written_format
 FROM run_sources AS s JOIN documents AS d USING (digest)
 WHERE s.run_id = $1 ORDER BY s.role DESC, s.filename;
