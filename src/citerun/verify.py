@@ -140,16 +140,16 @@ def load_thesis(path: Path, bibs: list[Path]) -> ThesisInput:
     if path.is_dir():
         files = _folder_files(path)
         return ThesisInput(path, formats.bundle({**files, **library}), f"{path.name}.zip")
-    if suffix == ".pdf":
-        if bibs:
-            raise UsageError("--bib goes with a LaTeX or Word thesis; a PDF thesis's "
-                             "citations are read from its pages")
+    if suffix == ".pdf" and not bibs:
         return ThesisInput(path, path.read_bytes(), path.name)
+    if suffix == ".pdf":  # its citations are read from its pages; the library names sources
+        return ThesisInput(path, formats.bundle({path.name: path.read_bytes(), **library}),
+                           path.name)
     if suffix == ".docx" and not bibs:
         return ThesisInput(path, path.read_bytes(), path.name)
     if suffix == ".docx":
         return ThesisInput(path, formats.bundle({path.name: path.read_bytes(), **library}),
-                           f"{path.stem}.zip")
+                           path.name)
     if suffix == ".zip":
         if not bibs:
             return ThesisInput(path, path.read_bytes(), path.name)
@@ -160,7 +160,7 @@ def load_thesis(path: Path, bibs: list[Path]) -> ThesisInput:
         return ThesisInput(path, formats.bundle({**files, **library}), path.name)
     files = _folder_files(path.parent)
     files[formats.MAIN_MEMBER] = path.name.encode()
-    return ThesisInput(path, formats.bundle({**files, **library}), f"{path.stem}.zip")
+    return ThesisInput(path, formats.bundle({**files, **library}), path.name)
 
 
 def library_sources(bibs: list[Path]) -> list[Path]:

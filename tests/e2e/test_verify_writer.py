@@ -158,3 +158,53 @@ def test_a_word_thesis_without_fields_is_read_by_the_rules_of_the_page(
     assert report["thesis"]["format"] == "docx"
     mapped = {c["key"]: c["source"]["filename"] for c in report["citations"] if c["source"]}
     assert mapped == {"alvarez2019": "alvarez2019.pdf", "wei2018": "wei2018.pdf"}
+
+
+PDF_BIB = r"""@article{alvarezNocturnalHeatDense2019,
+  title = {Nocturnal Heat in Dense Urban Cores: A Two-Year Sensor Study in Seville},
+  author = {Alvarez, Maria and Becker, Thomas}, date = {2019},
+  doi = {10.1234/ucl.2019.045},
+  file = {Full Text:storage/AB12CD34/Alvarez and Becker - 2019 - Nocturnal heat.pdf:application/pdf}
+}
+@article{weiHeatWavesEmergency2018,
+  title = {Heat Waves and Emergency Hospital Admissions among Older Adults},
+  author = {Wei, Li and Mitchell, Sarah}, year = {2018},
+  file = {storage/EF56GH78/Wei and Mitchell - 2018 - Heat waves.pdf}
+}
+@article{lindqvistStreetTreesSurface2021,
+  title = {Street Trees and Surface Temperature: Evidence from Twelve European Cities},
+  author = {Lindqvist, Hannah and Haddad, Omar and Novak, Petra}, year = {2021},
+  file = {storage/IJ90KL12/Lindqvist et al. - 2021 - Street trees.pdf}
+}
+@article{okaforCoolRoofsIndoor2020,
+  title = {Cool Roofs and Indoor Heat Exposure in Social Housing},
+  author = {Okafor, James}, year = {2020},
+  file = {storage/MN34OP56/Okafor - 2020 - Cool roofs.pdf}
+}
+"""
+
+
+def test_verify_a_pdf_thesis_with_its_library(tmp_path: pathlib.Path) -> None:
+    """A PDF thesis with --bib: its citations are read from the pages, the library's file
+    fields name the sources (no --sources; Zotero's storage folders and file names) and give
+    them the library's metadata."""
+    for folder, name, demo in (
+            ("AB12CD34", "Alvarez and Becker - 2019 - Nocturnal heat.pdf", "alvarez2019.pdf"),
+            ("EF56GH78", "Wei and Mitchell - 2018 - Heat waves.pdf", "wei2018.pdf"),
+            ("IJ90KL12", "Lindqvist et al. - 2021 - Street trees.pdf", "lindqvist2021.pdf"),
+            ("MN34OP56", "Okafor - 2020 - Cool roofs.pdf", "okafor2020.pdf")):
+        (tmp_path / "storage" / folder).mkdir(parents=True)
+        shutil.copy(EXAMPLES / "sources" / demo, tmp_path / "storage" / folder / name)
+    (tmp_path / "refs.bib").write_text(PDF_BIB)
+    run = verify(tmp_path / "data", str(EXAMPLES / "thesis.pdf"), "--bib", str(tmp_path / "refs.bib"),
+                 "--out", str(tmp_path / "report.html"), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = run.report()
+    assert report["thesis"]["format"] == "pdf" and report["thesis"]["pages"] >= 2
+    assert report["thesis"]["filename"] == "thesis.pdf"
+    by_key = {c["key"]: (c["source"] or {}).get("filename") for c in report["citations"]}
+    assert by_key == {"alvarez2019": "Alvarez and Becker - 2019 - Nocturnal heat.pdf",
+                      "wei2018": "Wei and Mitchell - 2018 - Heat waves.pdf",
+                      "lindqvist2021": "Lindqvist et al. - 2021 - Street trees.pdf",
+                      "okafor2020": "Okafor - 2020 - Cool roofs.pdf",
+                      "keller2017": None}  # not in the library: unresolved, as without it

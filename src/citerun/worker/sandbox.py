@@ -43,8 +43,8 @@ from typing import Any, TypeVar
 
 from citerun.worker import registry
 from citerun.pipeline import citations, pdf
-from citerun.pipeline.writer import formats
-from citerun.pipeline.writer.model import WriterFileError
+from citerun.pipeline.writer import archive, formats
+from citerun.pipeline.writer.model import WriterFileError, WrittenThesis
 from citerun.pipeline.settings import LimitSettings, TaskLimits
 
 T = TypeVar("T")
@@ -262,6 +262,12 @@ def parse_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
     """Parse and chunk a PDF, or read a writer's file (runs in the child)."""
     if formats.is_writer_file(data):
         return written_job(data, max_bytes, chunk_chars, overlap_chars, limits)
+    return pdf_job(data, max_bytes, chunk_chars, overlap_chars, limits)
+
+
+def pdf_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
+            limits: LimitSettings) -> Parsed | Rejected:
+    """Parse and chunk a PDF (runs in the child)."""
     import pymupdf
 
     with contextlib.suppress(Exception):
@@ -293,6 +299,15 @@ def written_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: in
         return Rejected("too_large", f"the document is {len(data):,} bytes, over the limit "
                         f"of {max_bytes:,} bytes")
     try:
+        files = archive.read_bundle(data)
+        pdf_name = formats.pdf_with_library(files)
+        if pdf_name is not None:  # a PDF thesis with its library (--bib)
+            library, skipped = formats.read_library(files)
+            outcome = pdf_job(files[pdf_name], max_bytes, chunk_chars, overlap_chars, limits)
+            if isinstance(outcome, Rejected):
+                return outcome
+            return dataclasses.replace(outcome, written=formats.dumps(WrittenThesis(
+                format="pdf", pages=(), citations=(), library=library, skipped=skipped)))
         thesis = formats.read_thesis(data)
     except WriterFileError as err:
         return Rejected("corrupt", f"the writer's file cannot be read: {err}")

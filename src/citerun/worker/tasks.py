@@ -277,16 +277,11 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
     sources = [d for d in docs if d["role"] == "source"]
     stored = await ctx.pool.fetchval(_Q["document_written"], thesis["digest"])
     written = formats.loads(stored) if stored is not None else None
-    # The writer's library says which PDF is which item (its file fields).
-    library_keys = (formats.source_keys(written.library, [d["filename"] for d in sources])
-                    if written is not None else {})
-    infos = [citations.SourceInfo(document_id=d["digest"], filename=d["filename"],
-                                  title=d["title"], authors=tuple(d["authors"] or ()),
-                                  year=d["year"],
-                                  explicit_keys=tuple(dict.fromkeys(
-                                      [*(d["keys"] or ()), *library_keys.get(d["filename"], ())])),
-                                  doi=d["doi"], arxiv_id=d["arxiv_id"])
-             for d in sources]
+    # The writer's library says which PDF is which item (its file fields): the source
+    # takes the item's key and the metadata the library has for it.
+    library = (formats.attached(written.library, [d["filename"] for d in sources])
+               if written is not None else {})
+    infos = [_source_info(d, library.get(d["filename"], ())) for d in sources]
     action = "extract"
     try:  # in child processes under the extract and match limits (see worker/sandbox.py)
         if written is not None and written.citations:  # what the files state: linear
@@ -350,6 +345,20 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
         await flow.of(ctx.settings).judge(conn, payload.run_id, judge_ids,
                                           priority=run["priority"])
         await runs.touch(conn, payload.run_id)
+
+
+def _source_info(doc: asyncpg.Record, items: tuple[writer.LibraryItem, ...]
+                 ) -> citations.SourceInfo:
+    """A source as the mapping sees it: the parsed metadata, or the writer's library's
+    where one item attaches the file (exact, as the reference manager holds it)."""
+    item = items[0] if len(items) == 1 else None
+    return citations.SourceInfo(
+        document_id=doc["digest"], filename=doc["filename"],
+        title=(item.title if item and item.title else doc["title"]),
+        authors=(item.authors if item and item.authors else tuple(doc["authors"] or ())),
+        year=(item.year if item and item.year else doc["year"]),
+        explicit_keys=tuple(dict.fromkeys([*(doc["keys"] or ()), *(i.key for i in items)])),
+        doi=(item.doi if item and item.doi else doc["doi"]), arxiv_id=doc["arxiv_id"])
 
 
 async def _record(conn: asyncpg.Connection, citation_id: int, run_id: uuid.UUID,

@@ -61,6 +61,13 @@ def read_library(files: Mapping[str, bytes]) -> tuple[tuple[LibraryItem, ...], t
     return tuple(items), tuple(skipped)
 
 
+def pdf_with_library(files: Mapping[str, bytes]) -> str | None:
+    """The PDF of a bundle that holds a PDF thesis and its library (``--bib``), if it is one."""
+    pdfs = [p for p in files if p.lower().endswith(".pdf") and "/" not in p]
+    others = [p for p in files if p.lower().endswith((".tex", ".docx"))]
+    return pdfs[0] if len(pdfs) == 1 and not others else None
+
+
 def read_thesis(data: bytes, limits: archive.BundleLimits = archive.BundleLimits()) -> WrittenThesis:
     """The thesis in a writer's file: a .docx, or a bundle with a .tex (or a .docx) in it."""
     # The readers load only when a writer's file is read: a worker parsing PDFs never does.
@@ -116,22 +123,23 @@ def bundle(files: Mapping[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def source_keys(library: Iterable[LibraryItem],
-                filenames: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """Source file name -> the keys of the library items that attach that file.
+def attached(library: Iterable[LibraryItem],
+             filenames: Iterable[str]) -> dict[str, tuple[LibraryItem, ...]]:
+    """Source file name -> the library items that attach that file.
 
     A reference manager's ``file`` field states which PDF is which item, so the source of
-    the run with that file name gets the item's key as an explicit key. An item that
+    the run with that file name gets the item's key as an explicit key and the item's
+    metadata (title, authors, year, DOI as the writer's library has them). An item that
     attaches several of the run's sources (the paper and its supplement) names none of
     them: which one is cited is not stated, so the fuzzy match decides.
     """
     names = set(filenames)
-    keys: dict[str, list[str]] = {}
+    items: dict[str, dict[str, LibraryItem]] = {}
     for item in library:
-        attached = {path.replace("\\", "/").rsplit("/", 1)[-1] for path in item.files} & names
-        if len(attached) == 1:
-            keys.setdefault(attached.pop(), []).append(item.key)
-    return {name: tuple(dict.fromkeys(k)) for name, k in keys.items()}
+        files = {path.replace("\\", "/").rsplit("/", 1)[-1] for path in item.files} & names
+        if len(files) == 1:
+            items.setdefault(files.pop(), {}).setdefault(item.key, item)
+    return {name: tuple(found.values()) for name, found in items.items()}
 
 
 def dumps(thesis: WrittenThesis) -> dict[str, Any]:

@@ -17,7 +17,9 @@ from citerun.pipeline.citations.model import Skipped
 __all__ = ["Format", "LibraryFormat", "LibraryItem", "Skipped", "WriterFileError",
            "WrittenCitation", "WrittenThesis", "entry_for", "to_extraction"]
 
-Format = typing.Literal["latex", "docx"]
+# "pdf": a PDF thesis bundled with the writer's library (--bib): its citations are read
+# from the pages, the library gives the sources' metadata and keys.
+Format = typing.Literal["latex", "docx", "pdf"]
 LibraryFormat = typing.Literal["bibtex", "csl-json", "field"]
 
 
