@@ -555,3 +555,33 @@ def test_rendered_env_is_accepted_by_the_settings_classes(
     if judge.get("kind") == "openai":
         assert pipeline.judge.openai.model == judge["openai"]["model"]
         assert pipeline.judge.openai.api_key_env == "CITERUN_JUDGE_API_KEY"
+
+
+def test_a_judge_profiles_own_port_is_open_to_public_addresses_or_its_cidrs_only(
+    control_plane: controlplane.ControlPlane, tmp_path: pathlib.Path,
+) -> None:
+    """Issue 27 (Low): a profile's port rule had no `to:`, so the workers could reach any
+    address on that port (the cloud metadata service, the cluster's own services)."""
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({
+        "database": {"url": cs.PLACEHOLDER_DATABASE_URL},
+        "judgeProfiles": {
+            "hosted": {"baseUrl": "https://judge.example.org:8443/v1", "model": "m"},
+            "inhouse": {"baseUrl": "http://vllm.judges:8000/v1", "model": "m",
+                        "egressCIDRs": ["10.96.0.0/12", "10.244.3.7/32"]}}}))
+    objects = cs.manifests(cs.helm_template(control_plane, "ns", values_files=[values]).stdout)
+    worker_np = next(o for o in objects if o["kind"] == "NetworkPolicy"
+                     and o["metadata"]["name"].endswith("-worker"))
+    by_port = {rule["ports"][0]["port"]: rule for rule in worker_np["spec"]["egress"]}
+    hosted = by_port[8443]["to"]
+    assert [peer["ipBlock"]["cidr"] for peer in hosted] == ["0.0.0.0/0"]
+    assert {"169.254.0.0/16", "10.0.0.0/8"} <= set(hosted[0]["ipBlock"]["except"])
+    assert [peer["ipBlock"]["cidr"] for peer in by_port[8000]["to"]] == [
+        "10.96.0.0/12", "10.244.3.7/32"]
+    # A bad CIDR is refused by the chart's schema before anything is installed.
+    values.write_text(yaml.safe_dump({
+        "database": {"url": cs.PLACEHOLDER_DATABASE_URL},
+        "judgeProfiles": {"x": {"baseUrl": "http://a:1", "model": "m",
+                                "egressCIDRs": ["everywhere"]}}}))
+    refused = cs.helm_template(control_plane, "ns", values_files=[values], check=False)
+    assert refused.returncode != 0 and "egressCIDRs" in refused.stderr
