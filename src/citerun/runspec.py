@@ -122,7 +122,8 @@ class OpenAISpec(_Model):
         "must be allowed to get that Secret.")
     token_budget: int | None = pydantic.Field(
         None, ge=0, alias="tokenBudget",
-        description="Most tokens the run may spend; 0 means no limit.")
+        description="Most tokens the run may spend, within the profile's maxTokensPerRun; "
+        "0 or unset: the profile's cap (never unlimited).")
     timeout_seconds: float | None = pydantic.Field(
         None, gt=0, le=600, alias="timeoutSeconds",
         description="Timeout of one request, in seconds.")
@@ -245,6 +246,22 @@ class JudgeProfile(_Model):
     api_key_env: str | None = pydantic.Field(
         None, alias="apiKeyEnv", pattern=r"^[A-Z_][A-Z0-9_]*$",
         description="Environment variable of the worker holding the profile's own key.")
+    max_tokens_per_run: int = pydantic.Field(
+        1_000_000, ge=1, alias="maxTokensPerRun",
+        description="Most tokens one run may spend on this profile's endpoint; a run's "
+        "tokenBudget may lower it, never lift it (issue 27: 0 meant unlimited spend on the "
+        "installation's key).")
+    namespaces: list[str] | None = pydantic.Field(
+        None, max_length=1000,
+        description="Namespaces whose runs may use this profile; null: every namespace.")
+
+    def allows(self, namespace: str) -> bool:
+        """Whether runs of ``namespace`` may use this profile."""
+        return self.namespaces is None or namespace in self.namespaces
+
+    def budget(self, asked: int | None) -> int:
+        """The run's token budget: what it asked for, within the profile's cap."""
+        return min(asked or self.max_tokens_per_run, self.max_tokens_per_run)
 
 
 def judge_profiles(environ: dict[str, str] | None = None) -> dict[str, JudgeProfile]:

@@ -71,6 +71,52 @@ def test_the_worker_takes_the_endpoint_from_the_profile_and_the_runs_own_key(
         tasks._run_config(unknown, None)
 
 
+def test_a_runs_token_budget_stays_within_its_profiles_cap(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: `tokenBudget: 0` meant unlimited spend on the installation's key."""
+    from citerun.worker import tasks
+
+    monkeypatch.setenv(runspec.JUDGE_PROFILES_ENV, json.dumps({
+        "default": {"baseUrl": "https://judge.example.org", "model": "m",
+                    "maxTokensPerRun": 5000},
+        "open": {"baseUrl": "https://judge.example.org", "model": "m"}}))
+
+    def budget(profile: str, asked: int | None) -> int | None:
+        openai: dict[str, object] = {"profile": profile}
+        if asked is not None:
+            openai["tokenBudget"] = asked
+        spec = runspec.RunSpec.model_validate(
+            {**_example(), "judge": {"kind": "openai", "openai": openai}}).to_json()
+        return tasks._run_config(spec, None)[0].openai.token_budget
+
+    assert [budget("default", asked) for asked in (0, None, 10**9, 1200)] == [
+        5000, 5000, 5000, 1200]
+    assert budget("open", 0) == 1_000_000  # the default cap, never None (unlimited)
+
+
+def test_a_profile_may_be_kept_to_some_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: any namespace could use any judge profile (and its key and budget)."""
+    from citerun.operator import handlers
+
+    monkeypatch.setenv(runspec.JUDGE_PROFILES_ENV, json.dumps({
+        "default": {"baseUrl": "https://judge.example.org", "model": "m"},
+        "law": {"baseUrl": "https://judge.example.org", "model": "m",
+                "namespaces": ["law-faculty"]}}))
+    spec = runspec.RunSpec.model_validate(
+        {**_example(), "judge": {"kind": "openai", "openai": {"profile": "law"}}})
+    handlers._check_judge_profile(spec, "law-faculty")
+    with pytest.raises(handlers.InvalidRun) as other:
+        handlers._check_judge_profile(spec, "physics")
+    with pytest.raises(handlers.InvalidRun) as missing:
+        handlers._check_judge_profile(runspec.RunSpec.model_validate(
+            {**_example(), "judge": {"kind": "openai", "openai": {"profile": "nope"}}}),
+            "physics")
+    # One message whether the profile is missing or kept from this namespace.
+    assert str(other.value).replace("'law'", "X") == str(missing.value).replace("'nope'", "X")
+    handlers._check_judge_profile(runspec.RunSpec.model_validate(
+        {**_example(), "judge": {"kind": "openai", "openai": {"profile": "default"}}}), "physics")
+
+
 def test_documents_come_from_one_secret_and_one_configmap_at_most() -> None:
     spec = _example()
     spec["thesis"] = {"name": "t.pdf", "secretKeyRef": {"name": "a", "key": "t"}}

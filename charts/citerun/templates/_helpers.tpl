@@ -229,6 +229,12 @@ CITERUN_JUDGE_PROFILE_KEY_<NAME> (upper case, - as _), filled from its Secret.
 {{- if and $p.apiKeySecret $p.apiKeySecret.name }}
 {{- $_ := set $entry "apiKeyEnv" (include "citerun.judgeProfileKeyEnv" $name) }}
 {{- end }}
+{{- if $p.maxTokensPerRun }}
+{{- $_ := set $entry "maxTokensPerRun" $p.maxTokensPerRun }}
+{{- end }}
+{{- if $p.namespaces }}
+{{- $_ := set $entry "namespaces" $p.namespaces }}
+{{- end }}
 {{- $_ := set $out $name $entry }}
 {{- end }}
 {{- toJson $out }}

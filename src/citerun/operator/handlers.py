@@ -119,7 +119,7 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
     previous = dict(body.get("status") or {})
     try:
         spec = specs.RunSpec.model_validate(dict(body.get("spec") or {}))
-        _check_judge_profile(spec)
+        _check_judge_profile(spec, namespace)
     except (pydantic.ValidationError, InvalidRun) as err:
         message = (specs.validation_message(err) if isinstance(err, pydantic.ValidationError)
                    else str(err))
@@ -162,14 +162,16 @@ class InvalidRun(Exception):
     """The spec cannot be run as it is (a message for the user, safe to show)."""
 
 
-def _check_judge_profile(spec: specs.RunSpec) -> None:
+def _check_judge_profile(spec: specs.RunSpec, namespace: str) -> None:
     judge = spec.judge_spec
     if judge.kind != "openai":
         return
-    profile = (judge.openai or specs.OpenAISpec()).profile
-    if profile not in runspec.judge_profiles():
-        raise InvalidRun(f"spec.judge.openai.profile: {profile!r} is not a judge profile of "
-                         "this installation (the chart's judgeProfiles)")
+    name = (judge.openai or specs.OpenAISpec()).profile
+    profile = runspec.judge_profiles().get(name)
+    # Same words for a profile that does not exist and one this namespace may not use.
+    if profile is None or not profile.allows(namespace):
+        raise InvalidRun(f"spec.judge.openai.profile: {name!r} is not a judge profile of "
+                         "this installation for this namespace (the chart's judgeProfiles)")
 
 
 async def _read_for_run(namespace: str, kind: str, ref: specs.KeyRef) -> bytes:

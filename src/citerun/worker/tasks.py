@@ -89,8 +89,8 @@ def _run_config(spec: Any, api_key: str | None = None) -> tuple[judge.JudgeConfi
                 "base_url": profile.base_url, "model": profile.model,
                 "api_key_env": profile.api_key_env, "api_key_file": None,
                 "api_key": pydantic.SecretStr(api_key) if api_key else None}
-            if chosen.token_budget is not None:
-                update["token_budget"] = chosen.token_budget or None
+            # Within the profile's cap, never unlimited (a run's 0 is the cap).
+            update["token_budget"] = profile.budget(chosen.token_budget)
             if chosen.timeout_seconds is not None:
                 update["timeout_s"] = chosen.timeout_seconds
             judge_config = judge_config.model_copy(
