@@ -35,3 +35,15 @@ def test_the_key_is_canonical_and_sensitive_to_everything_asked() -> None:
     assert key == cache.key_of("m", [dict(reversed(list(m.items()))) for m in messages])
     assert len({key, cache.key_of("m2", messages),
                 cache.key_of("m", [messages[0], {"role": "user", "content": "claim [1] y"}])}) == 3
+
+
+async def test_answers_are_kept_per_tenant(pool: asyncpg.Pool) -> None:
+    """Issue 27: tenant B paid no tokens for A's answers, and so learnt that A asked."""
+    key = cache.key_of("m", [{"role": "user", "content": "a claim both theses make"}])
+    alice, bob = judge.PostgresAnswerCache(pool, "alice"), judge.PostgresAnswerCache(pool, "bob")
+    await alice.put(key, "m", _ANSWER, 100)
+    assert await alice.get(key) is not None
+    assert await bob.get(key) is None
+    await bob.put(key, "m", _ANSWER, 120)
+    assert (await bob.get(key) or ("", 0))[1] == 120
+    assert await pool.fetchval("SELECT count(*) FROM judge_answers") == 2

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import http.cookiejar
 import json
 import logging
 import uuid
@@ -57,11 +58,20 @@ def embedder() -> embed.Embedder:
 _bm25_cache = retrieval.Bm25Cache()
 
 
-@functools.cache
-def _http_client() -> httpx.AsyncClient:
-    """One HTTP client per worker process for the OpenAI-compatible judge (pooled
-    connections; the worker runs one event loop for its whole life)."""
-    return httpx.AsyncClient()
+class _NoCookies(http.cookiejar.DefaultCookiePolicy):
+    """A judge endpoint's cookies are kept by no one (they would ride on the next run's
+    requests, another tenant's among them)."""
+
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: Any) -> bool:
+        return False
+
+
+@functools.lru_cache(maxsize=256)
+def _http_client(tenant: str) -> httpx.AsyncClient:
+    """One HTTP client per tenant in a worker process for the OpenAI-compatible judge
+    (pooled connections, never another tenant's; no cookies kept; the worker runs one
+    event loop for its whole life)."""
+    return httpx.AsyncClient(cookies=http.cookiejar.CookieJar(policy=_NoCookies()))
 
 
 def _run_config(spec: Any, api_key: str | None = None) -> tuple[judge.JudgeConfig,
@@ -392,10 +402,10 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
     the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
     finder = retrieval.Retriever(the_embedder, retrieval_config, _bm25_cache)
     passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
-    the_judge = judge.make_judge(judge_config, the_embedder, client=_http_client(),
+    the_judge = judge.make_judge(judge_config, the_embedder, client=_http_client(row["tenant"]),
                                  budget=judge.TokenBudget(judge_config.openai.token_budget,
                                                           row["tokens_spent"]),
-                                 cache=judge.PostgresAnswerCache(ctx.pool))
+                                 cache=judge.PostgresAnswerCache(ctx.pool, row["tenant"]))
     try:
         verdict = await the_judge.judge(row["claim"], passages)
     except judge.BudgetExhausted as err:

@@ -39,14 +39,27 @@ def key_of(model: str, messages: collections.abc.Sequence[collections.abc.Mappin
 
 
 class PostgresAnswerCache:
-    """:class:`AnswerCache` over the ``judge_answers`` table of a pool."""
+    """:class:`AnswerCache` over the ``judge_answers`` table of a pool, for one tenant.
 
-    def __init__(self, pool: typing.Any) -> None:
+    The stored key is the question's key scoped to the ``tenant`` (sha256 of both): one
+    tenant's answers are never another's (issue 27: tenant B paid no tokens for A's
+    answers and so learnt that A had asked them). ``tenant`` None is the unscoped key
+    of one installation's own use (``citerun verify``).
+    """
+
+    def __init__(self, pool: typing.Any, tenant: str | None = None) -> None:
         self._pool = pool
+        self._tenant = tenant
+
+    def _scoped(self, key: str) -> str:
+        if self._tenant is None:
+            return key
+        return hashlib.sha256(f"{self._tenant}\0{key}".encode("utf-8")).hexdigest()
 
     async def get(self, key: str) -> tuple[str, int] | None:
-        row = await self._pool.fetchrow(_Q["judge_answer_get"], key)
+        row = await self._pool.fetchrow(_Q["judge_answer_get"], self._scoped(key))
         return None if row is None else (str(row["answer"]), int(row["tokens"]))
 
     async def put(self, key: str, model: str, answer: str, tokens: int) -> None:
-        await self._pool.execute(_Q["judge_answer_put"], key, model, answer, max(tokens, 0))
+        await self._pool.execute(_Q["judge_answer_put"], self._scoped(key), model, answer,
+                                 max(tokens, 0))

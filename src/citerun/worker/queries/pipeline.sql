@@ -62,7 +62,7 @@ RETURNING id;
 -- name: citation_get --
 -- One citation with its run and source document state.
 SELECT c.id, c.run_id, c.claim, c.digest, d.state AS document_state, r.spec, r.priority,
-       r.state AS run_state, r.tokens_spent
+       r.state AS run_state, r.tokens_spent, r.tenant
 FROM citations AS c JOIN runs AS r ON r.id = c.run_id
 LEFT JOIN documents AS d ON d.digest = c.digest
 WHERE c.id = $1;
