@@ -271,10 +271,12 @@ class EmbeddedPostgres:
         finally:
             wheel_log.disabled = was_disabled
 
-    def restart(self) -> None:
-        """Stop and start again on the same port (for tests of reconnects)."""
+    def restart(self, down_s: float = 0.0) -> None:
+        """Stop, stay down ``down_s`` seconds, and start again on the same port (for tests
+        of reconnects)."""
         port = self.port
         self.stop()
+        time.sleep(down_s)
         self._port = port
         deadline = time.monotonic() + 30
         while True:

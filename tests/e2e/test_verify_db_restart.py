@@ -73,7 +73,8 @@ def test_a_postgres_restart_mid_run_is_waited_out_and_the_run_finishes(tmp_path:
         proc, stderr = _start_verify(tmp_path, data_dir)
         try:
             run_id = _run_in_flight(url, proc, stderr)
-            embedded.EmbeddedPostgres(data_dir / "postgres").restart()
+            # Down for longer than the verify's poll interval, so that it must notice.
+            embedded.EmbeddedPostgres(data_dir / "postgres").restart(down_s=3.0)
             code = proc.wait(300)
         finally:
             if proc.poll() is None:

@@ -182,7 +182,7 @@ def test_an_unreadable_thesis_fails_the_run_with_a_clear_message(tmp_path: pathl
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["missing.pdf", "--sources", str(EXAMPLES / "sources")], "is not a file"),
+        (["missing.pdf", "--sources", str(EXAMPLES / "sources")], "is neither a file nor a directory"),
         ([str(EXAMPLES / "thesis.pdf"), "--sources", "EMPTY"], "no PDF sources found"),
         ([str(EXAMPLES / "thesis.pdf"), "--sources", str(EXAMPLES / "sources"), "--workers", "0"],
          "--workers: must be between 1 and 64, got 0"),
