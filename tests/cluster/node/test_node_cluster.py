@@ -222,6 +222,8 @@ def test_readme_install_submit_succeeds_and_scales_workers_0_up_0(
 TASKS = 520
 LONG_EVERY = 20          # every 20th task outlives the drain timeout (5 s): released on drain
 LONG_S = 12.0
+ROLLOUT_LONG = 8         # before each rollout: one task per slot (4 workers x 2) ...
+ROLLOUT_LONG_S = 30.0    # ... long enough to be held when the rollout reaches its pod
 SHORT_S = 1.5
 # Before each disturbance the queue is topped up to this many outstanding tasks (same
 # mix), so that on a slow machine, where the rollouts take longer, each one still
@@ -319,6 +321,15 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
             left = await outstanding()
         return left
 
+    async def hold_long_tasks() -> None:
+        """Before a rollout: a long task for every slot, claimed first, so that the pods
+        it terminates hold tasks that outlive the drain (at random moments a pod held
+        none about one time in fifteen, and the drain went unseen)."""
+        nonlocal enqueued_work
+        await queue.enqueue(pool, [queue.NewTask("work", {"seconds": ROLLOUT_LONG_S},
+                                                 priority=-1) for _ in range(ROLLOUT_LONG)])
+        enqueued_work += ROLLOUT_LONG
+
     cost_watch = support.AnnotationWatch(node, "worker", DELETION_COST, tmp_path / "costs")
     try:
         with follower, op_follower, contextlib.ExitStack() as stack:
@@ -343,6 +354,7 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
 
             # 1. helm upgrade to the second tag of the same image: a rollout of the workers.
             left_at_upgrade = await top_up()
+            await hold_long_tasks()
             node.helm("upgrade", RELEASE, str(support.REPO / "charts" / "citerun"), "-n",
                       NAMESPACE, "--reuse-values", "--set-string",
                       f"image.tag={node_mod.APP_IMAGE_ROLLOUT.rsplit(':', 1)[1]}")
@@ -350,6 +362,7 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
                          "--timeout=300s", timeout=320)
             # 2. rollout restart of the operator and of the workers.
             left_at_restart = await top_up()
+            await hold_long_tasks()
             node.kubectl("rollout", "restart", "-n", NAMESPACE, f"deployment/{OPERATOR}",
                          f"deployment/{WORKER}")
             node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{WORKER}",
