@@ -142,6 +142,15 @@ class Flow:
             FINALIZE_RUN, {"run_id": str(run_id)}, run_id=run_id, priority=priority,
             dedupe_key=finalize_key(run_id))])
 
+    async def fail_for_run(self, conn: asyncpg.Connection, run_id: uuid.UUID, digest: str,
+                           reason: str, error: str) -> None:
+        """The run cannot use the document for a reason of the moment: record it for the
+        run only (the document stays staged for others) and advance the run."""
+        run = await runs.lock(conn, run_id)
+        await runs.fail_for_run(conn, run_id, digest, reason, error)
+        if run is not None:
+            await self.advance(conn, run_id, priority=run["priority"])
+
     async def on_dead(self, pool: asyncpg.Pool, task_ids: list[int]) -> None:
         """Tasks ran out of attempts. A dead parse fails its document for its run (the run
         goes on, the citations that need it get ``source_unavailable``; the document stays
@@ -155,13 +164,9 @@ class Flow:
                 if row["kind"] == PARSE_DOCUMENT:
                     # Lost leases, a worker killed on every attempt: this run's failure,
                     # not the document's (another run parses it again).
-                    digest = str(row["payload"].get("digest", ""))
-                    run = await runs.lock(conn, row["run_id"])
-                    await runs.fail_for_run(conn, row["run_id"], digest, "crashed",
-                                            "parsing failed on every attempt "
-                                            f"({errors.code_of(row['last_error'])})")
-                    if run is not None:
-                        await self.advance(conn, row["run_id"], priority=run["priority"])
+                    await self.fail_for_run(
+                        conn, row["run_id"], str(row["payload"].get("digest", "")), "crashed",
+                        f"parsing failed on every attempt ({errors.code_of(row['last_error'])})")
                     continue
                 await runs.lock(conn, row["run_id"])
                 # A stable code and a short message, never the task's stored error (it

@@ -147,12 +147,8 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
             # Over the wall clock on a busy node, killed from outside: this run's failure,
             # never the document's state (it stays staged; another run parses it again).
             async with ctx.fenced() as conn:
-                run = await runs.lock(conn, ctx.task.run_id)
-                await runs.fail_for_run(conn, ctx.task.run_id, payload.digest, err.reason,
-                                        str(err))
-                if run is not None:
-                    await flow.of(ctx.settings).advance(conn, ctx.task.run_id,
-                                                        priority=run["priority"])
+                await flow.of(ctx.settings).fail_for_run(conn, ctx.task.run_id, payload.digest,
+                                                         err.reason, str(err))
             return
         outcome = sandbox.Rejected(err.reason, str(err))
     if isinstance(outcome, sandbox.Rejected):

@@ -105,6 +105,9 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
     thesis = next(d for d in docs if d["role"] == "thesis")
     given = {d["digest"]: d for d in docs if d["role"] == "source"}
     checker = checks.Checker(source_pages or {})
+    labels: dict[str, dict[int, str]] = {}  # digest -> page number -> printed label, once
+    for (digest, number), page in (pages or {}).items():
+        labels.setdefault(digest, {})[number] = str(_get(page, "label") or number)
     entries = []
     for r in rows:
         if r["verdict"] is None:
@@ -112,8 +115,6 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
         verdict = judge.Verdict(r["verdict"])
         evidence = [_evidence(r["digest"], e, pages or {}) for e in r["evidence"] or []]
         quoted, found = checker.check_quotes(r["claim"], r["digest"])
-        labels = {number: str(_get(page, "label") or number)
-                  for (digest, number), page in (pages or {}).items() if digest == r["digest"]}
         entries.append(CitationEntry(
             ordinal=r["ordinal"], key=r["key"], marker=r["marker"], claim=r["claim"],
             page=r["page"], locator=r["locator"],
@@ -125,7 +126,8 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
             match=MatchInfo(method=r["match_method"], score=r["match_score"],
                             reason=r["match_reason"]),
             quotations=quoted,
-            page_check=checker.page_check(r["locator"], verdict, found, evidence, labels)))
+            page_check=checker.page_check(r["locator"], verdict, found, evidence,
+                                          labels.get(r["digest"] or "", {}))))
     cited = collections.Counter(e.source.document_id for e in entries if e.source)
     sources = [SourceEntry(
         document_id=d["digest"], filename=d["filename"], title=d["title"],
