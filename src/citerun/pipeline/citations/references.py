@@ -6,9 +6,10 @@ of several candidates the one followed by the most reference-like text wins (a t
 contents, an early "Literature" chapter or a table cell do not). It ends at an
 appendix, a declaration or a letter-numbered section; a footnote closing a page of the
 list ("19The ...") stays body text. Entries are split by the labels at line starts
-(``[12]``, ``12.``, ``[AB12]``: the longest run n, n+1, ... wins) or, author-year, by the
-paragraphs the layout found (hanging indents, gaps), joined where a paragraph cannot
-open an entry; :mod:`~citerun.pipeline.citations.entries` parses each one.
+(``[12]``, ``12.``, ``[AB12]``: the longest run n, n+1, ... wins; ``[n]`` may count
+down) or, author-year, by the paragraphs the layout found (hanging indents, gaps),
+joined where a paragraph cannot open an entry, in time linear in the list;
+:mod:`~citerun.pipeline.citations.entries` parses each one.
 """
 
 from __future__ import annotations
@@ -211,16 +212,17 @@ _MAX_LABEL_GAP = 25
 
 
 def _longest_chain(matches: list[tuple[int, int, str]],
-                   max_gap: int = 1) -> list[tuple[int, int, str]]:
-    """The longest run of labels numbered n, n+1, n+2 ... in reading order; with
-    ``max_gap`` > 1 a run may skip up to ``max_gap - 1`` numbers between two labels."""
+                   max_gap: int = 1, step: int = 1) -> list[tuple[int, int, str]]:
+    """The longest run of labels numbered n, n+1, n+2 ... in reading order (n, n-1, ...
+    with ``step`` -1); with ``max_gap`` > 1 a run may skip up to ``max_gap - 1`` numbers
+    between two labels. O(len(matches) * max_gap)."""
     best_end: dict[int, tuple[int, int]] = {}  # number -> (chain length, match index)
     back: list[int] = []
     top = (0, -1)
     for index, (_, _, label) in enumerate(matches):
         number = int(label)
-        before = max((best_end[number - k] for k in range(1, max_gap + 1)
-                      if number - k in best_end), default=None)
+        before = max((best_end[number - k * step] for k in range(1, max_gap + 1)
+                      if number - k * step in best_end), default=None)
         length = before[0] + 1 if before else 1
         back.append(before[1] if before else -1)
         if length > best_end.get(number, (0, -1))[0]:
@@ -241,7 +243,7 @@ def _split_numbered(text: str) -> list[tuple[str, str]] | None:
     Labels at a line start are tried first ("[12]", "12.", "12 Smith"), then anywhere
     (a list flattened into one line). The longest consecutive chain wins, so "vol. 3."
     or "4. Aufl." inside an entry does not cut it, and a list whose first page was
-    missed still splits.
+    missed still splits; "[n]" labels may count down too (a list newest first).
     """
     for pattern in (_ALPHA_LABEL, _BRACKET_LABEL, _DOT_LABEL_LINE, _BRACKET_LABEL_ANY,
                     _DOT_LABEL_ANY, _BARE_LABEL_LINE):
@@ -251,6 +253,10 @@ def _split_numbered(text: str) -> list[tuple[str, str]] | None:
             bounds = found if len(found) >= 2 else []
         else:
             bounds = _longest_chain(found, _MAX_LABEL_GAP if pattern is _BRACKET_LABEL else 1)
+            if pattern is _BRACKET_LABEL and len(bounds) < len(found):
+                # A list sorted newest first counts down: "[412]", "[411]", ...
+                down = _longest_chain(found, _MAX_LABEL_GAP, step=-1)
+                bounds = down if len(down) >= 5 and len(down) > len(bounds) else bounds
         if len(bounds) >= 2 and (pattern is not _BARE_LABEL_LINE or len(bounds) >= 5):
             return [
                 (label, " ".join(text[end:(bounds[i + 1][0] if i + 1 < len(bounds) else len(text))].split()))
@@ -294,60 +300,123 @@ def _looks_like_authors(paragraph: str) -> bool:
 def _split_author_year(text: str) -> list[str]:
     """Author-year entries: a paragraph each (geometry put the blank lines there), a
     paragraph that cannot open an entry joined to the one before, and a surname-led
-    line or run after a complete entry inside a paragraph."""
-    paragraphs: list[str] = []
+    line or run after a complete entry inside a paragraph.
+
+    Linear in the text: a list with no cue to cut on (no year in its entries, labels
+    counting down, a line per entry with nothing at its start) is one long entry, and
+    it is read without copying or searching again what was read before (issue 27).
+    """
+    groups: list[list[str]] = []  # paragraphs joined into one, read as one
+    dated: list[bool] = []  # whether a group's paragraphs hold a year
     for paragraph in re.split(r"\n\s*\n", text):
         if not paragraph.strip():
             continue
-        if paragraphs and (
+        if groups and (
             not _starts_entry(paragraph)
             or not _looks_like_authors(paragraph)
-            or not patterns.ANY_YEAR.search(paragraphs[-1])
-            or paragraphs[-1].rstrip().endswith(("-", ",", "&", " and", " und"))
+            or not dated[-1]
+            # A suffix of the joined text without its "\n" lies in the last paragraph.
+            or groups[-1][-1].rstrip().endswith(("-", ",", "&", " and", " und"))
         ):
-            paragraphs[-1] = f"{paragraphs[-1]}\n{paragraph}"
+            groups[-1].append(paragraph)
+            dated[-1] = dated[-1] or bool(patterns.ANY_YEAR.search(paragraph))
         else:
-            paragraphs.append(paragraph)
+            groups.append([paragraph])
+            dated.append(bool(patterns.ANY_YEAR.search(paragraph)))
     texts: list[str] = []
-    for paragraph in paragraphs:
-        current = ""
+    for group in groups:
+        current = _Growing()
         previous_line = ""
-        for line in paragraph.split("\n"):
+        for line in "\n".join(group).split("\n"):
             line = line.strip()
             if not line:
                 continue
             if (
                 current
-                and patterns.ANY_YEAR.search(current)
+                and current.has_year()
                 and previous_line.endswith(".")
                 and (patterns.ENTRY_LINE_START.match(line) or patterns.GIVEN_FIRST_START.match(line))
                 and line.split(" ", 1)[0].casefold() not in patterns.NOT_SURNAMES
             ):
-                texts.append(current)
-                current = ""
+                texts.append(current.text())
+                current = _Growing()
             # Several entries run together on one line (a PDF block joined into one).
             position = 0
             for cut in _ENTRY_IN_LINE.finditer(line):
                 piece = line[position:cut.start()]
-                candidate = f"{current} {piece}".strip()
-                if patterns.ANY_YEAR.search(candidate):
-                    texts.append(candidate)
-                    current = ""
+                # A space joins them: the candidate holds a year if either part does.
+                if current.has_year() or patterns.ANY_YEAR.search(piece):
+                    texts.append(f"{current.text()} {piece}".strip())
+                    current = _Growing()
                     position = cut.end()
-            current = _join_line(current, line[position:])
+            current.add(line[position:])
             previous_line = line
         if current:
-            texts.append(current)
+            texts.append(current.text())
     return [" ".join(entry.split()) for entry in texts if len(entry.strip()) > 3]
 
 
-def _join_line(text: str, line: str) -> str:
-    """Append a line; a word hyphenated at the line end ("Bhagavat-" "ula") is joined."""
-    if not text:
-        return line
-    if re.search(r"[^\W\d_]-$", text) and line[:1].islower():
-        return text[:-1] + line
-    return f"{text} {line}"
+_HYPHENATED_END = re.compile(r"[^\W\d_]-$")
+# A year match spans four digits, a letter and the character after them: one starting
+# more than this far from the end cannot change when a hyphen ends the text and the
+# next line is glued on.
+_YEAR_REACH = 7
+
+
+class _Growing:
+    """An entry's text as it grows line by line, a word hyphenated at the line end
+    joined ("Bhagavat-" "ula"), other lines by a space: the lines are kept in a list
+    and joined once, and :meth:`has_year` searches only what came since it was last
+    asked, so an entry of n lines costs O(n) however long it gets, not O(n²)."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._length = 0
+        self._dated = False  # a year was found that later lines cannot undo
+        self._clean = 0  # no year starts before this offset, nor can one later
+
+    def __bool__(self) -> bool:
+        return self._length > 0
+
+    def _suffix(self, count: int) -> str:
+        """The last ``count`` characters (what was added since the last search)."""
+        taken: list[str] = []
+        need = count
+        for part in reversed(self._parts):
+            if need <= 0:
+                break
+            taken.append(part[-need:] if len(part) > need else part)
+            need -= len(part)
+        return "".join(reversed(taken))
+
+    def add(self, line: str) -> None:
+        if not self._length:
+            self._parts, self._length = [line], len(line)
+        elif _HYPHENATED_END.search(self._suffix(3)) and line[:1].islower():
+            self._parts[-1] = self._parts[-1][:-1]  # "Bhagavat-" "ula"
+            self._parts.append(line)
+            self._length += len(line) - 1
+        else:
+            self._parts += [" ", line]
+            self._length += 1 + len(line)
+
+    def has_year(self) -> bool:
+        """Whether the text holds a year (:data:`patterns.ANY_YEAR`), as a search of the
+        whole text would say."""
+        if self._dated:
+            return True
+        start = max(0, self._clean - 1)  # one character before, for the look-behind
+        window = self._suffix(self._length - start)
+        found = patterns.ANY_YEAR.search(window, self._clean - start)
+        if found is not None:
+            self._dated = start + found.start() + _YEAR_REACH <= self._length
+            return True
+        self._clean = max(self._clean, self._length - _YEAR_REACH + 1)
+        return False
+
+    def text(self) -> str:
+        return "".join(self._parts)
+
 
 def parse_reference_list(text: str) -> tuple[model.ReferenceEntry, ...]:
     """Split the text after the reference heading into entries and parse each one."""
