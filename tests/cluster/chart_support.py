@@ -212,11 +212,24 @@ def ensure_access_policy(plane: controlplane.ControlPlane) -> str:
     cluster-scoped) as release ``citerun`` of namespace ``citerun-tests`` would; return
     the binding's name, which the operator must be told
     (``CITERUN_OPERATOR__ACCESS_POLICY_BINDING``) before it reads any Secret/ConfigMap."""
+    return apply_access_policy(plane, ACCESS_POLICY_NAMESPACE, "citerun")
+
+
+def apply_access_policy(plane: controlplane.ControlPlane, namespace: str, release: str,
+                        only: str | None = None) -> str:
+    """Apply (again) the access policy and binding of release ``release`` in ``namespace``
+    as the chart renders them (``only``: the object of that kind alone); return the
+    binding's name (the policy's is the same)."""
     rendered = plane.helm(
-        "template", "citerun", str(CHART_DIR), "--namespace", ACCESS_POLICY_NAMESPACE,
+        "template", release, str(CHART_DIR), "--namespace", namespace,
         "--show-only", "templates/access-policy.yaml",
         *set_args({"database.url": PLACEHOLDER_DATABASE_URL})).stdout
-    path = (plane.workdir or pathlib.Path("/tmp")) / "access-policy.yaml"
+    if only is not None:
+        import yaml
+        kept = [o for o in manifests(rendered) if o["kind"] == only]
+        assert kept, only
+        rendered = yaml.safe_dump_all(kept)
+    path = (plane.workdir or pathlib.Path("/tmp")) / f"access-policy-{namespace}-{release}.yaml"
     path.write_text(rendered)
     plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
     binding = find(manifests(rendered), "ValidatingAdmissionPolicyBinding")

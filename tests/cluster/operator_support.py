@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
+import re
 import pathlib
 import subprocess
 import time
@@ -179,3 +181,31 @@ async def counts(pool: asyncpg.Pool) -> dict[str, Any]:
 
 def dump(obj: Any) -> str:
     return json.dumps(obj, indent=1, default=str)
+
+
+_IN_FORCE = re.compile(r"access policy \S+ in force since (\S+?)(?:[\"\s]|$)", re.M)
+
+
+def wait_access_policy(op: OperatorProcess, timeout: float = 60.0,
+                       seen: int = 0) -> datetime.datetime:
+    """Wait until the operator has seen the access policy enforced (its probe refused;
+    more than ``seen`` times logged, for a configuration applied again) and a second has
+    passed, so a run created now is after the policy's epoch and its Secrets and
+    ConfigMaps are read (a run created before is failed as never checked)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = _IN_FORCE.findall(op.log())
+        if len(found) > seen:
+            since = datetime.datetime.fromisoformat(found[-1])
+            wait = (since - datetime.datetime.now(datetime.UTC)).total_seconds() + 1.2
+            time.sleep(max(0.0, wait))
+            return since
+        if op.proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    raise AssertionError(f"the operator never saw the access policy in force:\n{op.log()[-3000:]}")
+
+
+def access_policy_epochs(op: OperatorProcess) -> int:
+    """How many configurations of the access policy the operator has seen in force."""
+    return len(_IN_FORCE.findall(op.log()))

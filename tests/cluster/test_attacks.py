@@ -13,6 +13,7 @@ the chart's environment, and real workers.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import http.server
@@ -119,8 +120,10 @@ class Setup:
                and k != "CITERUN_OPERATOR__NAMESPACE"}
         env["CITERUN_AUTOSCALER__ENABLED"] = "false"
         self.operator_env = env
+        self.release = release
         self.op = ops.OperatorProcess(self.kubeconfig, database_url, namespace, tmp_path, "op",
                                       env=env, clusterwide=True)
+        ops.wait_access_policy(self.op)
         self.workers: list[Any] = []
         # alice may create and read CitationRuns in her namespace, nothing else.
         self.alice_token = plane.service_account_token(namespace, "alice")
@@ -136,6 +139,13 @@ class Setup:
             subjects=[k8s.RbacV1Subject(kind="ServiceAccount", name="alice",
                                         namespace=namespace)]))
 
+    def restart_operator(self, name: str) -> None:
+        """Stop the operator and start another with the same settings (log ``name``)."""
+        self.op.stop()
+        self.op = ops.OperatorProcess(self.kubeconfig, self.database_url, self.namespace,
+                                      self.tmp_path, name, env=self.operator_env,
+                                      clusterwide=True)
+
     def start_workers(self, n: int = 2) -> None:
         self.workers += [self.spawn_worker(f"w{i}", env=self.worker_env, tasks=PIPELINE)
                          for i in range(n)]
@@ -145,6 +155,17 @@ class Setup:
 
     def close(self) -> None:
         self.op.stop()
+        # The release's access policy is cluster-scoped: it would outlive the namespace
+        # and check every later test's runs.
+        admission = k8s.AdmissionregistrationV1Api(self.api)
+        name = f"{self.namespace}-{self.release}-citerun-run-access"
+        for delete in (admission.delete_validating_admission_policy_binding,
+                       admission.delete_validating_admission_policy):
+            try:
+                delete(name)
+            except k8s.ApiException as err:
+                if err.status != 404:
+                    raise
         for httpd in (self.judge, self.hostile):
             httpd.shutdown()
             httpd.server_close()
@@ -286,6 +307,148 @@ async def test_a_user_cannot_make_the_operator_read_a_secret_she_may_not_read(
         chart_support.eventually(lambda: ops.create(alice, ns, body))
     await ops.wait_for(lambda: ops.condition(ops.get(setup.api, ns, "allowed"), "Admitted"),
                        60, "alice's permitted run admitted", setup.logs)
+
+
+def _policy_objects(setup: Setup) -> str:
+    """The name of the access policy (and of its binding) of the test's release."""
+    return f"{setup.namespace}-{setup.release}-citerun-run-access"
+
+
+def _only_this_releases_policy(setup: Setup) -> None:
+    """Delete the access policies other tests left (cluster-scoped, they outlive their
+    namespaces and each binds every namespace), so only this release's policy checks."""
+    admission = k8s.AdmissionregistrationV1Api(setup.api)
+    ours = _policy_objects(setup)
+    selector = "app.kubernetes.io/component=access-policy"
+    for binding in admission.list_validating_admission_policy_binding(
+            label_selector=selector).items:
+        if binding.metadata.name != ours:
+            admission.delete_validating_admission_policy_binding(binding.metadata.name)
+    for policy in admission.list_validating_admission_policy(label_selector=selector).items:
+        if policy.metadata.name != ours:
+            admission.delete_validating_admission_policy(policy.metadata.name)
+
+
+def _steal_body(digests: dict[str, str], name: str) -> dict[str, Any]:
+    body = ops.demo_body(name, digests)
+    body["spec"]["thesis"] = {"name": "thesis.pdf",
+                              "secretKeyRef": {"name": "thesis-secret", "key": "thesis.pdf"}}
+    return body
+
+
+def _secret_thesis(setup: Setup) -> bytes:
+    """A Secret alice may not get, holding a PDF no other document has (so whether the
+    operator read it shows in the documents table)."""
+    _only_this_releases_policy(setup)
+    pdf = _pdf_bytes() + b"\n% secret copy\n"
+    k8s.CoreV1Api(setup.api).create_namespaced_secret(setup.namespace, k8s.V1Secret(
+        metadata=k8s.V1ObjectMeta(name="thesis-secret"),
+        data={"thesis.pdf": base64.b64encode(pdf).decode()}))
+    return pdf
+
+
+async def _failed_unchecked(setup: Setup, name: str, words: str) -> dict[str, Any]:
+    failed = await ops.wait_for(
+        lambda: (c := ops.condition(ops.get(setup.api, setup.namespace, name), "Failed"))
+        and c["status"] == "True" and c, 60, f"{name} failed as never checked", setup.logs)
+    assert failed["reason"] == "AccessUnchecked", failed
+    assert words in failed["message"], failed["message"]
+    return failed
+
+
+async def _secret_never_read(setup: Setup, pool: asyncpg.Pool, pdf: bytes) -> None:
+    assert await pool.fetchval("SELECT count(*) FROM documents WHERE digest = $1",
+                               hashlib.sha256(pdf).hexdigest()) == 0
+    assert await pool.fetchval("SELECT count(*) FROM runs") == 0
+
+
+async def test_a_run_admitted_while_the_binding_is_absent_fails_and_stays_failed(
+        setup: Setup, pool: asyncpg.Pool) -> None:
+    """Issue 27, access-check race: with the binding absent (an upgrade that enables the
+    policy), alice's run naming a Secret she may not get is admitted by the API server.
+    Before, it waited as DocumentUnreadable and was admitted, the Secret read, once the
+    binding appeared; now it fails at once and stays failed when the binding comes back."""
+    pdf = _secret_thesis(setup)
+    digests = await ops.stage_demo(setup.database_url, tenant=setup.namespace)
+    name = _policy_objects(setup)
+    admission = k8s.AdmissionregistrationV1Api(setup.api)
+    admission.delete_validating_admission_policy_binding(name)
+    with _user_api(setup) as alice:
+        # The API server stops enforcing a while after the binding is deleted.
+        chart_support.eventually(lambda: ops.create(alice, setup.namespace,
+                                                    _steal_body(digests, "early")), timeout=90)
+    await _failed_unchecked(setup, "early", "is not in force")
+    seen = ops.access_policy_epochs(setup.op)
+    chart_support.apply_access_policy(setup.plane, setup.namespace, setup.release)
+    # A new binding: a new configuration, a new epoch.
+    ops.wait_access_policy(setup.op, seen=seen)
+    # The operator looks at the run again (a resync, a touch of its metadata): still failed.
+    k8s.CustomObjectsApi(setup.api).patch_namespaced_custom_object(
+        ops.GROUP, ops.VERSION, setup.namespace, ops.PLURAL, "early",
+        {"metadata": {"labels": {"touched": "yes"}}})
+    await asyncio.sleep(5)
+    await _failed_unchecked(setup, "early", "is not in force")
+    await _secret_never_read(setup, pool, pdf)
+    assert "thesis-secret" not in setup.op.log()
+
+
+async def test_a_binding_kept_while_its_policy_is_deleted_is_not_trusted(
+        setup: Setup, pool: asyncpg.Pool) -> None:
+    """Issue 27: a run admitted unchecked (binding absent), then the policy deleted and
+    the binding back: the binding exists and denies, but enforces nothing. Before, the
+    operator trusted the binding alone and read the Secret at once."""
+    pdf = _secret_thesis(setup)
+    digests = await ops.stage_demo(setup.database_url, tenant=setup.namespace)
+    name = _policy_objects(setup)
+    setup.op.stop()
+    admission = k8s.AdmissionregistrationV1Api(setup.api)
+    admission.delete_validating_admission_policy_binding(name)
+    with _user_api(setup) as alice:
+        chart_support.eventually(lambda: ops.create(alice, setup.namespace,
+                                                    _steal_body(digests, "no-policy")), timeout=90)
+    admission.delete_validating_admission_policy(name)
+    chart_support.apply_access_policy(setup.plane, setup.namespace, setup.release,
+                                      only="ValidatingAdmissionPolicyBinding")
+    assert "Deny" in admission.read_validating_admission_policy_binding(
+        name).spec.validation_actions
+    setup.restart_operator("op-binding-only")
+    await _failed_unchecked(setup, "no-policy", "is not in force")
+    await _secret_never_read(setup, pool, pdf)
+
+
+async def test_a_run_created_before_the_policy_came_into_force_is_failed(
+        setup: Setup, pool: asyncpg.Pool) -> None:
+    """Issue 27: the policy and binding deleted, alice creates a run (unchecked), then
+    both come back and are enforced before the operator sees the run (it was down). The
+    objects exist and deny when the operator looks, but the run is older than the
+    configuration's first refused probe: it fails as never checked (before: the Secret
+    was read and became alice's thesis)."""
+    pdf = _secret_thesis(setup)
+    digests = await ops.stage_demo(setup.database_url, tenant=setup.namespace)
+    name = _policy_objects(setup)
+    setup.op.stop()
+    admission = k8s.AdmissionregistrationV1Api(setup.api)
+    admission.delete_validating_admission_policy_binding(name)
+    admission.delete_validating_admission_policy(name)
+    with _user_api(setup) as alice:
+        chart_support.eventually(lambda: ops.create(alice, setup.namespace,
+                                                    _steal_body(digests, "before")), timeout=90)
+        chart_support.apply_access_policy(setup.plane, setup.namespace, setup.release)
+        # Enforced again: alice's next try is refused by the API server.
+        tries: list[str] = []
+
+        def refuses() -> None:
+            tries.append(f"again-{len(tries)}")
+            try:
+                ops.create(alice, setup.namespace, _steal_body(digests, tries[-1]))
+            except k8s.ApiException as err:
+                assert err.status in (403, 422) and "may not get" in err.body, err.body
+                return
+            raise AssertionError("admitted unchecked")
+        chart_support.eventually(refuses, timeout=60)
+    setup.restart_operator("op-after")
+    await _failed_unchecked(setup, "before", "created before the access policy")
+    await _secret_never_read(setup, pool, pdf)
 
 
 async def test_non_pdf_secret_bytes_are_refused_before_hashing_or_storing(

@@ -209,6 +209,14 @@ def test_every_scenario_is_accepted_by_the_api_server(
     assert cs.find(objects, "ValidatingAdmissionPolicyBinding", "-run-access")
     assert op_env["CITERUN_OPERATOR__ACCESS_POLICY_BINDING"] == cs.find(
         objects, "ValidatingAdmissionPolicyBinding", "-run-access")["metadata"]["name"]
+    # The probe the operator sends is refused by this policy, for this policy only, in the
+    # words the operator expects (src/citerun/operator/access.py owns them).
+    from citerun.operator import access
+    policy = cs.find(objects, "ValidatingAdmissionPolicy", "-run-access")
+    probe = [v for v in policy["spec"]["validations"]
+             if access.PROBE_ANNOTATION in v["expression"]]
+    assert len(probe) == 1 and policy["metadata"]["name"] in probe[0]["expression"]
+    assert probe[0]["message"] == access.PROBE_MESSAGE.format(policy=policy["metadata"]["name"])
     policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NetworkPolicy"}
     worker_np = policies[worker["metadata"]["name"]]
     public = [rule for rule in worker_np["spec"]["egress"]

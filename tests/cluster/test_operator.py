@@ -233,6 +233,7 @@ async def test_documents_from_a_configmap_and_a_url_are_staged_and_run(
         # which the workers fetch only when it is allow-listed.
         op = operators(env={"CITERUN_OPERATOR__ACCESS_POLICY_BINDING":
                             chart_support.ensure_access_policy(control_plane)})
+        ops.wait_access_policy(op)
         ops.create(api_client, namespace, body)
         workers = [spawn_worker(f"w{i}", tasks=PIPELINE, env={
             "CITERUN_DOCUMENTS__FETCH_ALLOW_NETWORKS": '["127.0.0.1/32"]'}) for i in range(2)]
@@ -279,6 +280,7 @@ async def test_a_word_thesis_from_a_configmap_runs_and_a_zip_source_is_refused(
 
     op = operators(env={"CITERUN_OPERATOR__ACCESS_POLICY_BINDING":
                         chart_support.ensure_access_policy(control_plane)})
+    ops.wait_access_policy(op)
     ops.create(api_client, namespace, body("word", "thesis.docx", [p.name for p in sources]))
     ops.create(api_client, namespace, body("zip-source", sources[0].name, ["thesis.docx"]))
     workers = [spawn_worker(f"w{i}", tasks=PIPELINE) for i in range(2)]
@@ -313,6 +315,7 @@ async def test_a_run_over_the_operators_read_budget_waits_with_the_sizes_named(
     op = operators(env={"CITERUN_OPERATOR__ACCESS_POLICY_BINDING":
                         chart_support.ensure_access_policy(control_plane),
                         "CITERUN_OPERATOR__MAX_RUN_READ_BYTES": str(budget)})
+    ops.wait_access_policy(op)
     ref = {"name": "pdfs"}
     ops.create(api_client, namespace, {
         "apiVersion": f"{ops.GROUP}/{ops.VERSION}", "kind": "CitationRun",

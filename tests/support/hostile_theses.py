@@ -92,3 +92,28 @@ def many_authors_source(authors: int = 20_000) -> bytes:
                            *pdfwriter.paragraphs("Street trees lowered the air temperature "
                                                  "of the street by two degrees in summer.")))
     return _write(spec)
+
+
+def cited_source(number: int, surnames: int = 1000) -> tuple[str, bytes]:
+    """The source PDF of :func:`big_bibliography`'s ``number``-th entry (its title,
+    authors and year as the entry gives them), with a page of prose on its topic:
+    (file name, bytes)."""
+    name, year = surname(number % surnames), reference(number, surnames)[1]
+    topic = _TOPICS[number % len(_TOPICS)]
+    title = f"On {topic} in {surname(number + 11)}"
+    spec = pdfwriter.DocumentSpec(
+        filename=f"{name.lower()}{year}.pdf", title=title,
+        authors=(f"A. {name}", f"B. {surname(number + 7)}"), year=year,
+        blocks=(*pdfwriter.front_matter(title, (f"A. {name}", f"B. {surname(number + 7)}"),
+                                        f"Urban Studies, {year}"),
+                *pdfwriter.paragraphs(
+                    f"We measured how {topic} change heat stress in summer at night.",
+                    f"In {surname(number + 11)}, {topic} lowered heat stress at night by "
+                    "two degrees, and they matter in summer most of all.")))
+    return spec.filename, _write(spec)
+
+
+def cited_numbers(count: int, references: int = 3000, markers: int = 6000) -> list[int]:
+    """``count`` entries that :func:`big_bibliography_spec` cites (each about twice)."""
+    cited = sorted({(m * 7919) % references for m in range(markers)})
+    return cited[:: max(1, len(cited) // count)][:count]

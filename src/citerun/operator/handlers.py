@@ -19,15 +19,17 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import kopf
 import pydantic
 
 from citerun import db, flow, pdfmagic, retry, runs, runspec
-from citerun.operator import autoscaler, cleaner, kube, status, sync
+from citerun.operator import access, autoscaler, cleaner, kube, status, sync
 from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
 from citerun.operator import spec as specs
@@ -65,6 +67,10 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.pool = await db.create_pool(core.database_url, min_size=1, max_size=6)
     memo.syncer = sync.StatusSyncer(memo.pool, CONFIG.operator)
     memo.background = [asyncio.create_task(memo.syncer.run(core.database_url), name="status")]
+    memo.access = access.Guard(memo.pool, CONFIG.operator.access_policy_binding,
+                               CONFIG.operator.namespace, probe_s=CONFIG.operator.access_probe_s)
+    if CONFIG.operator.access_policy_binding:
+        memo.background.append(asyncio.create_task(memo.access.run(), name="access-probe"))
     memo.metrics = operator_metrics.OperatorMetrics()
     if CONFIG.operator.metrics_port is not None:
         memo.metrics.serve(CONFIG.operator.metrics_port)
@@ -123,19 +129,18 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
     except (pydantic.ValidationError, InvalidRun) as err:
         message = (specs.validation_message(err) if isinstance(err, pydantic.ValidationError)
                    else str(err))
-        await _write_status(namespace, name, {
-            "phase": "Failed", "observedGeneration": generation, "message": message,
-            "conditions": status.merge_conditions(previous.get("conditions") or [], [
-                status.condition("Admitted", False, "InvalidSpec", message, generation,
-                                 previous.get("conditions")),
-                status.condition("Failed", True, "InvalidSpec", message, generation,
-                                 previous.get("conditions"))])})
-        kopf.warn(body, reason="InvalidSpec", message=message)
+        await _fail(body, namespace, name, previous, generation, "InvalidSpec", message)
         return  # a bad spec is not retried: the user must change it (which is an update)
     run_id = run_id_for(uid, generation)
     if await runs.get(memo.pool, run_id) is None:
         try:
-            request = await _request(spec, run_id, uid, name, namespace, generation)
+            request = await _request(spec, run_id, uid, name, namespace, generation,
+                                     _AccessCheck(memo.access, access.created_at(meta)))
+        except access.AccessUnchecked as err:
+            # Never retried: waiting for the policy would admit a run it never checked.
+            await _fail(body, namespace, name, previous, generation, "AccessUnchecked",
+                        str(err))
+            return
         except InvalidRun as err:
             # Unreadable or not a PDF: the user must change the spec or the object; the
             # message names the reference, never what the object holds or whether it exists.
@@ -174,14 +179,40 @@ def _check_judge_profile(spec: specs.RunSpec, namespace: str) -> None:
                          "this installation for this namespace (the chart's judgeProfiles)")
 
 
-async def _read_for_run(namespace: str, kind: str, ref: specs.KeyRef) -> bytes:
-    """A Secret/ConfigMap key named by a run, read only under the chart's access policy
-    (the apiserver checked at admission that the run's creator may get it)."""
-    binding = CONFIG.operator.access_policy_binding
+@dataclass
+class _AccessCheck:
+    """The access check of one run, asked once however many keys the run names."""
+
+    guard: access.Guard
+    created: datetime.datetime | None
+    passed: bool = False
+
+    async def ensure(self) -> None:
+        if not self.passed:
+            await self.guard.check(self.created)
+            self.passed = True
+
+
+async def _fail(body: kopf.Body, namespace: str, name: str, previous: dict[str, Any],
+                generation: int, reason: str, message: str) -> None:
+    """The run fails for good with ``reason``: the user must change the spec or create the
+    run again."""
+    await _write_status(namespace, name, {
+        "phase": "Failed", "observedGeneration": generation, "message": message,
+        "conditions": status.merge_conditions(previous.get("conditions") or [], [
+            status.condition("Admitted", False, reason, message, generation,
+                             previous.get("conditions")),
+            status.condition("Failed", True, reason, message, generation,
+                             previous.get("conditions"))])})
+    kopf.warn(body, reason=reason, message=message)
+
+
+async def _read_for_run(namespace: str, kind: str, ref: specs.KeyRef,
+                        checked: _AccessCheck) -> bytes:
+    """A Secret/ConfigMap key named by a run, read only if the chart's access policy
+    checked the run (the apiserver then checked that the run's creator may get it)."""
     try:
-        if not binding or not await kube.access_policy_in_force(binding):
-            raise InvalidRun("Secret and ConfigMap references are disabled: the access policy "
-                             f"{binding!r} that checks the run's creator is not installed")
+        await checked.ensure()
         return await kube.read_key_bytes(namespace, kind, ref.name, ref.key)
     except kube.Unreadable as err:
         raise InvalidRun(str(err)) from err
@@ -195,7 +226,7 @@ def _not_a_document(name: str, kind: str, role: str) -> str:
 
 
 async def _request(spec: specs.RunSpec, run_id: uuid.UUID, uid: str, name: str,
-                   namespace: str, generation: int) -> runs.RunRequest:
+                   namespace: str, generation: int, checked: _AccessCheck) -> runs.RunRequest:
     """Resolve the spec's documents into what ``runs.create`` needs.
 
     The tenant is the namespace; the priority is the namespace's policy.
@@ -220,7 +251,7 @@ async def _request(spec: specs.RunSpec, run_id: uuid.UUID, uid: str, name: str,
         [(kind, key_ref)] = ref.key_refs()
         seen = (kind, key_ref.name, key_ref.key)
         if seen not in read:
-            data = await _read_for_run(namespace, kind, key_ref)
+            data = await _read_for_run(namespace, kind, key_ref, checked)
             # Rejected before hashing or storing; a thesis may be a writer's file (a zip).
             if not pdfmagic.is_thesis(data):
                 raise InvalidRun(_not_a_document(ref.name, kind, role))
@@ -246,7 +277,7 @@ async def _request(spec: specs.RunSpec, run_id: uuid.UUID, uid: str, name: str,
     judge_key: str | None = None
     openai = spec.judge_spec.openai
     if spec.judge_spec.kind == "openai" and openai and openai.api_key_secret_ref is not None:
-        raw = await _read_for_run(namespace, "secret", openai.api_key_secret_ref)
+        raw = await _read_for_run(namespace, "secret", openai.api_key_secret_ref, checked)
         judge_key = raw.decode("utf-8", "replace").strip()
     priority = op_settings.priority_of(CONFIG.operator, namespace)
     return runs.RunRequest(

@@ -99,37 +99,6 @@ async def read_key_bytes(namespace: str, kind: str, name: str, key: str) -> byte
     return data
 
 
-_policy_seen: dict[str, float] = {}
-
-
-async def access_policy_in_force(binding: str, *, cache_s: float = 30.0) -> bool:
-    """Whether the ValidatingAdmissionPolicyBinding ``binding`` exists and denies: the
-    apiserver then admitted only CitationRuns whose creator may get every Secret and
-    ConfigMap they name (the chart's policy, see templates/access-policy.yaml)."""
-    import time
-
-    seen = _policy_seen.get(binding)
-    if seen is not None and time.monotonic() - seen < cache_s:
-        return True
-
-    def get() -> bool:
-        api = kubernetes.client.AdmissionregistrationV1Api(api_client())
-        try:
-            obj = api.read_validating_admission_policy_binding(binding)
-        except ApiException as err:
-            if err.status in (403, 404):
-                return False
-            raise
-        return "Deny" in (obj.spec.validation_actions or [])
-    try:
-        ok = await asyncio.to_thread(get)
-    except ApiException as err:
-        raise KubeError("the API server could not be asked; trying again") from err
-    if ok:
-        _policy_seen[binding] = time.monotonic()
-    return ok
-
-
 async def get_run(namespace: str, name: str) -> dict[str, Any] | None:
     def get() -> dict[str, Any] | None:
         try:

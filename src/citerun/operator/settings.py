@@ -40,6 +40,10 @@ class OperatorConfig(pydantic.BaseModel):
         "(shipped by the chart) that lets a CitationRun name only Secrets/ConfigMaps its "
         "creator may get. The operator reads no Secret or ConfigMap for a run unless this "
         "binding is in force; empty: never read them at all.")
+    access_probe_s: float = pydantic.Field(
+        5.0, gt=0, description="Seconds between the operator's probes of the access "
+        "policy (a dry-run CitationRun in its namespace that the policy refuses), which "
+        "record when the policy came into force; runs created before that are failed.")
     admission_retry_s: float = pydantic.Field(
         10.0, gt=0, description="Seconds before a run held back by a cap is tried again.")
     resync_s: float = pydantic.Field(
