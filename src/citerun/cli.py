@@ -159,6 +159,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from citerun.web import service
+    from citerun.web.settings import ServeSettings
+
+    settings = Settings()
+    if args.database_url:
+        settings = settings.with_overrides(database_url=args.database_url)
+    return service.serve(settings, ServeSettings().web, host=args.host, port=args.port,
+                         workers=args.workers, concurrency=args.concurrency)
+
+
 def cmd_operator(args: argparse.Namespace) -> int:
     import kopf
 
@@ -302,6 +313,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds to wait for the run (then it is cancelled)")
     p.set_defaults(func=cmd_verify)
 
+    p = sub.add_parser("serve", help="serve the web page and its JSON API (upload, "
+                       "progress, report) for the users a proxy or OIDC names")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    p.add_argument("--port", type=_count(0, 65535), default=8080, help="port to listen on")
+    p.add_argument("--database-url", help="the postgresql:// URL to serve (default "
+                   "CITERUN_DATABASE_URL, else the embedded database with local workers)")
+    p.add_argument("--workers", type=_count(0, 64), help="local worker processes (default: "
+                   "2 with the embedded database, 0 with a URL)")
+    p.add_argument("--concurrency", type=_count(1, 256), default=2, help="tasks per worker")
+    p.set_defaults(func=cmd_serve)
+
     p = sub.add_parser("operator", help="run the Kubernetes operator (kopf)")
     p.add_argument("--liveness-port", type=int, help="port of the /healthz endpoint")
     p.add_argument("--namespace", action="append",
@@ -368,8 +390,9 @@ def unknown_environment(environ: Mapping[str, str]) -> str | None:
     when a variable is none of the core's or the operator's.
     """
     from citerun.operator.settings import OperatorSettings
+    from citerun.web.settings import ServeSettings
 
-    models: list[type[pydantic.BaseModel]] = [Settings, OperatorSettings]
+    models: list[type[pydantic.BaseModel]] = [Settings, OperatorSettings, ServeSettings]
     if settings_mod.unknown_variables(environ, models) is None:
         return None
     from citerun.pipeline.settings import PipelineSettings

@@ -136,31 +136,41 @@ def load_thesis(path: Path, bibs: list[Path]) -> ThesisInput:
     main file; a .zip as it is, or rebuilt with the libraries added.
     """
     suffix = path.suffix.lower()
-    library = {f"library/{i}-{b.name}": b.read_bytes() for i, b in enumerate(bibs)}
+    libraries = [(b.name, b.read_bytes()) for b in bibs]
     if path.is_dir():
         files = _folder_files(path)
-        return ThesisInput(path, formats.bundle({**files, **library}), f"{path.name}.zip")
-    if suffix == ".pdf" and not bibs:
-        return ThesisInput(path, path.read_bytes(), path.name)
-    if suffix == ".pdf":  # its citations are read from its pages; the library names sources
-        return ThesisInput(path, formats.bundle({path.name: path.read_bytes(), **library}),
-                           path.name)
-    if suffix == ".docx" and not bibs:
-        return ThesisInput(path, path.read_bytes(), path.name)
-    if suffix == ".docx":
-        return ThesisInput(path, formats.bundle({path.name: path.read_bytes(), **library}),
-                           path.name)
-    if suffix == ".zip":
-        if not bibs:
-            return ThesisInput(path, path.read_bytes(), path.name)
+        return ThesisInput(path, formats.bundle({**files, **_library_members(libraries)}),
+                           f"{path.name}.zip")
+    if suffix in (".pdf", ".docx", ".zip"):
         try:
-            files = archive.read_bundle(path.read_bytes())
+            return ThesisInput(path, thesis_bytes(path.name, path.read_bytes(), libraries),
+                               path.name)
         except WriterFileError as err:
             raise UsageError(f"thesis {str(path)!r}: {err}") from None
-        return ThesisInput(path, formats.bundle({**files, **library}), path.name)
     files = _folder_files(path.parent)
     files[formats.MAIN_MEMBER] = path.name.encode()
-    return ThesisInput(path, formats.bundle({**files, **library}), path.name)
+    return ThesisInput(path, formats.bundle({**files, **_library_members(libraries)}),
+                       path.name)
+
+
+def _library_members(libraries: list[tuple[str, bytes]]) -> dict[str, bytes]:
+    return {f"library/{i}-{name}": data for i, (name, data) in enumerate(libraries)}
+
+
+def thesis_bytes(name: str, data: bytes, libraries: list[tuple[str, bytes]]) -> bytes:
+    """What a run stages for a thesis file ``name`` (.pdf, .docx, .zip, or a lone .tex)
+    with the writer's libraries (``(file name, bytes)``): the file itself when there is
+    no library, else a bundle holding both (``citerun verify`` and ``citerun serve``).
+    Raises WriterFileError for a .zip that is no readable bundle."""
+    suffix = Path(name).suffix.lower()
+    library = _library_members(libraries)
+    if suffix == ".tex":
+        return formats.bundle({name: data, formats.MAIN_MEMBER: name.encode(), **library})
+    if not library:
+        return data
+    if suffix == ".zip":
+        return formats.bundle({**archive.read_bundle(data), **library})
+    return formats.bundle({name: data, **library})
 
 
 def library_sources(bibs: list[Path]) -> list[Path]:
@@ -325,7 +335,8 @@ async def start_run(url: str, thesis: ThesisInput, sources: list[Path],
 
 
 class LocalWorkers:
-    """``n`` worker processes on this machine serving one run, logging to ``log_dir``.
+    """``n`` worker processes on this machine serving one run (every run: ``run_id``
+    None, for ``citerun serve``), logging to ``log_dir``.
 
     With the embedded database (``url`` None) the workers find it in ``data_dir`` as
     users of their own, so the last process to leave stops it, even when that is a
@@ -333,16 +344,18 @@ class LocalWorkers:
     """
 
     def __init__(self, url: str | None, n: int, log_dir: Path, concurrency: int,
-                 run_id: uuid.UUID, data_dir: Path) -> None:
+                 run_id: uuid.UUID | None, data_dir: Path) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.logs = [log_dir / f"worker-{i}.log" for i in range(n)]
-        env = {k: v for k, v in os.environ.items() if k != "CITERUN_DATABASE_URL"}
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("CITERUN_DATABASE_URL", "CITERUN_WORKER__RUN_ID")}
         env.update({"CITERUN_DATA_DIR": str(data_dir),
                     "CITERUN_WORKER__CONCURRENCY": str(concurrency),
-                    "CITERUN_WORKER__RUN_ID": str(run_id),
                     # Nothing of another run is in flight: a stop need not wait long.
                     "CITERUN_WORKER__DRAIN_TIMEOUT_S": "3",
                     VERIFY_PID_ENV: str(os.getpid())})
+        if run_id is not None:
+            env["CITERUN_WORKER__RUN_ID"] = str(run_id)
         if url is not None:
             env["CITERUN_DATABASE_URL"] = url
         self.procs = []

@@ -1,0 +1,539 @@
+"""The web service's routes and middlewares (aiohttp).
+
+Every request but the static files and ``/healthz`` first gets an identity
+(:mod:`citerun.web.identity`); a POST from a browser session (the proxy's header, which
+comes with the browser's cookies) must also come from this service's origin and carry
+the session's CSRF token; a bearer-token call is exempt (a browser never adds the
+header by itself). Every read takes the user: another user's run or document is 404,
+exactly like an id nobody used. Nothing that matters is kept in memory: runs, owners and
+the CSRF key live in Postgres, so a restarted (or second) replica answers the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+import asyncpg
+from aiohttp import BodyPartReader, web
+
+from citerun import pdfmagic, runs, verify
+from citerun.pipeline.writer.model import WriterFileError
+from citerun.states import RunState
+from citerun.web import identity, pages, store
+from citerun.web.backend import Backend, Upload
+from citerun.web.settings import WebSettings
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+SESSION_COOKIE = "citerun_session"
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FIELD = "csrf_token"
+#: The body of a form POST (a cancel button); uploads are streamed under their own cap.
+MAX_FORM_BYTES = 64 * 1024
+CHUNK = 256 * 1024
+
+THESIS_SUFFIXES = (".pdf", ".docx", ".zip", ".tex")
+LIBRARY_SUFFIXES = (".bib", ".json")
+MAX_FILENAME_CHARS = 200
+
+JSON_CSP = "default-src 'none'; frame-ancestors 'none'"
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_SESSION = re.compile(r"^[A-Za-z0-9_-]{43}$")
+
+KEY_POOL: web.AppKey[asyncpg.Pool] = web.AppKey("pool", asyncpg.Pool)
+KEY_BACKEND: web.AppKey[Any] = web.AppKey("backend", object)
+KEY_SETTINGS: web.AppKey[WebSettings] = web.AppKey("settings", WebSettings)
+KEY_AUTH: web.AppKey[identity.Authenticator] = web.AppKey("auth", identity.Authenticator)
+KEY_CSRF: web.AppKey[bytes] = web.AppKey("csrf_key", bytes)
+
+
+class UploadRefused(Exception):
+    """An upload that is refused as a whole; ``status`` is its HTTP answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _api(request: web.Request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def _error(request: web.Request, status: int, message: str) -> web.Response:
+    """An error as JSON for the API, as a small page otherwise."""
+    if _api(request) or "text/html" not in request.headers.get("Accept", ""):
+        return web.json_response({"error": message}, status=status)
+    user = request.get("identity")
+    return web.Response(
+        status=status, content_type="text/html",
+        text=pages.message_page(f"Error {status}", message,
+                                user=user.user if user else "", csrf=request.get("csrf", "")))
+
+
+def _not_found(request: web.Request) -> web.Response:
+    return _error(request, 404, "no such run or document")
+
+
+# -- middlewares ---------------------------------------------------------------------------
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """aiohttp's own errors (404 of an unknown path, 405, 413) in the API's words."""
+    try:
+        return await handler(request)
+    except web.HTTPException as err:
+        if err.status < 400 or err.empty_body:
+            raise
+        return _error(request, err.status, err.reason)
+
+
+@web.middleware
+async def identity_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path.startswith("/static/") or request.path == "/healthz":
+        return await handler(request)
+    auth = request.app[KEY_AUTH]
+    try:
+        who = await auth.identify(request.remote, request.headers)
+    except identity.IdentityError as err:
+        logger.info("refused %s %s from %s: %s", request.method, request.path,
+                    request.remote, err)
+        refusal = _error(request, err.status, str(err))
+        if err.status == 401:
+            refusal.headers["WWW-Authenticate"] = 'Bearer realm="citerun"'
+        return refusal
+    request["identity"] = who
+    new_session = None
+    if who.via == "proxy":
+        session = request.cookies.get(SESSION_COOKIE, "")
+        if not _SESSION.match(session):
+            if request.method not in ("GET", "HEAD"):
+                return _error(request, 403, "no browser session: reload the page first")
+            session = new_session = secrets.token_urlsafe(32)
+        request["csrf"] = csrf_token(request.app[KEY_CSRF], who.user, session)
+    else:
+        request["csrf"] = ""
+    if request.method not in ("GET", "HEAD", "OPTIONS") and who.via == "proxy":
+        refused = await _csrf_refusal(request)
+        if refused is not None:
+            logger.info("refused %s %s of %s: %s", request.method, request.path, who.user,
+                        refused)
+            return _error(request, 403, refused)
+    response = await handler(request)
+    if new_session is not None:
+        response.set_cookie(SESSION_COOKIE, new_session, httponly=True, samesite="Strict",
+                            path="/", secure=_secure(request))
+    return response
+
+
+def _secure(request: web.Request) -> bool:
+    origin = request.app[KEY_SETTINGS].public_origin
+    return request.secure or (origin is not None and origin.startswith("https://"))
+
+
+def csrf_token(key: bytes, user: str, session: str) -> str:
+    """The token of one user's browser session: an HMAC, so nothing is stored per session
+    and every replica checks it with the key in ``web_keys``."""
+    mac = hmac.new(key, b"csrf\0" + user.encode() + b"\0" + session.encode(), hashlib.sha256)
+    return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
+
+
+def _same_origin(request: web.Request, origin: str) -> bool:
+    wanted = request.app[KEY_SETTINGS].public_origin
+    if wanted is not None:
+        return origin.lower() == wanted.lower()
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and parts.netloc.lower() == request.host.lower()
+
+
+async def _csrf_refusal(request: web.Request) -> str | None:
+    """Why a browser session's POST is refused (None: it is not)."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        referer = request.headers.get("Referer")
+        if referer:
+            parts = urlsplit(referer)
+            origin = f"{parts.scheme}://{parts.netloc}"
+    if origin is None or not _same_origin(request, origin):
+        return "cross-site request refused: it does not come from this service's pages"
+    given = request.headers.get(CSRF_HEADER)
+    if given is None and request.content_type == "application/x-www-form-urlencoded":
+        form = await request.post()
+        value = form.get(CSRF_FIELD)
+        given = value if isinstance(value, str) else None
+    if given is None and request.content_type == "multipart/form-data":
+        request["csrf_in_body"] = True  # the upload's first field, checked as it streams
+        return None
+    if given is None or not hmac.compare_digest(given.encode(), request["csrf"].encode()):
+        return "the form's CSRF token is missing or wrong: reload the page"
+    return None
+
+
+async def on_prepare(request: web.Request, response: web.StreamResponse) -> None:
+    """The security headers of every answer."""
+    headers = response.headers
+    if "Content-Security-Policy" not in headers:
+        html = response.content_type == "text/html"
+        headers["Content-Security-Policy"] = pages.PAGE_CSP if html else JSON_CSP
+    headers["X-Frame-Options"] = "DENY"
+    headers["X-Content-Type-Options"] = "nosniff"
+    headers["Referrer-Policy"] = "no-referrer"
+    headers["Cross-Origin-Opener-Policy"] = "same-origin"
+    headers["Cross-Origin-Resource-Policy"] = "same-origin"
+    headers.setdefault("Cache-Control", "no-store")
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+def _user(request: web.Request) -> str:
+    who: identity.Identity = request["identity"]
+    return who.user
+
+
+def _run_id(request: web.Request) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(request.match_info["run_id"])
+    except ValueError:
+        return None
+
+
+async def _owned_run(request: web.Request) -> asyncpg.Record | None:
+    run_id = _run_id(request)
+    if run_id is None:
+        return None
+    return await store.run_of(request.app[KEY_POOL], run_id, _user(request))
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+async def run_status(pool: asyncpg.Pool, run: asyncpg.Record) -> dict[str, Any]:
+    """A run's state and progress as the API and the page show it."""
+    progress = await runs.progress(pool, run["id"])
+    documents = await store.run_documents(pool, run["id"])
+    state = progress["state"] if progress is not None else run["state"]
+    return {
+        "runId": str(run["id"]), "name": run["name"], "state": state,
+        "stateLabel": pages.STATE_LABELS.get(state, state),
+        "error": progress["error"] if progress is not None else run["error"],
+        "createdAt": _iso(run["created_at"]), "finishedAt": _iso(run["finished_at"]),
+        "progress": {
+            "documents": progress["documents"] if progress else 0,
+            "documentsDone": progress["documents_done"] if progress else 0,
+            "citations": progress["citations"] if progress else 0,
+            "judged": progress["judged"] if progress else 0},
+        "verdicts": dict(progress["verdicts"] or {}) if progress else {},
+        "documents": [{"digest": d["digest"], "role": d["role"], "filename": d["filename"],
+                       "state": d["state"], "error_reason": d["error_reason"]}
+                      for d in documents],
+        "reportUrl": f"/runs/{run['id']}" if state == RunState.SUCCEEDED else None,
+    }
+
+
+# -- the API -------------------------------------------------------------------------------
+
+async def api_submit(request: web.Request) -> web.StreamResponse:
+    settings = request.app[KEY_SETTINGS]
+    if request.content_type != "multipart/form-data":
+        return _error(request, 415, "send multipart/form-data: thesis, sources, library")
+    if request.content_length is not None and request.content_length > settings.max_upload_bytes:
+        return _error(request, 413, f"the upload is larger than "
+                      f"{settings.max_upload_bytes} bytes")
+    try:
+        thesis, sources = await _read_upload(request, settings)
+    except UploadRefused as err:
+        return _error(request, err.status, str(err))
+    backend: Backend = request.app[KEY_BACKEND]
+    user = _user(request)
+    try:
+        run_id = await backend.submit(user, thesis, sources)
+    except store.OverCap as err:
+        logger.info("refused the upload of %s: %s", user, err)
+        return _error(request, err.status, str(err))
+    logger.info("run %s of %s: %s against %d source(s)", run_id, user, thesis.filename,
+                len(sources))
+    location = f"/runs/{run_id}"
+    if "application/json" not in request.headers.get("Accept", "") and \
+            "text/html" in request.headers.get("Accept", ""):
+        raise web.HTTPSeeOther(location)  # the page's form without its script
+    return web.json_response({"runId": str(run_id), "url": location}, status=202,
+                             headers={"Location": location})
+
+
+def _filename(raw: str | None, field: str) -> str:
+    name = PurePosixPath((raw or "").replace("\\", "/")).name.strip()
+    if not name or len(name) > MAX_FILENAME_CHARS or not name.isprintable() or name in (".", ".."):
+        raise UploadRefused(400, f"a file of {field!r} has no usable file name")
+    return name
+
+
+async def _read_upload(request: web.Request,
+                       settings: WebSettings) -> tuple[Upload, list[Upload]]:
+    """The thesis and its sources, streamed under the size caps and checked by type."""
+    reader = await request.multipart()
+    total = 0
+    files = 0
+    thesis: Upload | None = None
+    sources: list[Upload] = []
+    libraries: list[tuple[str, bytes]] = []
+    csrf_pending = bool(request.get("csrf_in_body"))
+    while True:
+        part = await reader.next()
+        if part is None:
+            break
+        if not isinstance(part, BodyPartReader):
+            raise UploadRefused(400, "nested multipart bodies are not accepted")
+        field = part.name or ""
+        if csrf_pending:  # a form without the script: its first field is the token
+            value = (await part.read(decode=False)).decode("utf-8", "replace") \
+                if field == CSRF_FIELD else ""
+            if not hmac.compare_digest(value[:200].encode(), request["csrf"].encode()):
+                raise UploadRefused(403, "the form's CSRF token is missing or wrong: "
+                                    "reload the page")
+            csrf_pending = False
+            continue
+        if field == CSRF_FIELD:
+            await part.read(decode=False)
+            continue
+        if field not in ("thesis", "sources", "library"):
+            raise UploadRefused(400, f"unknown field {field!r}: send thesis, sources, library")
+        data = bytearray()
+        while chunk := await part.read_chunk(CHUNK):
+            total += len(chunk)
+            if total > settings.max_upload_bytes:
+                raise UploadRefused(413, f"the upload is larger than "
+                                    f"{settings.max_upload_bytes} bytes")
+            data += chunk
+        if not part.filename and not data:
+            continue  # a file input left empty
+        files += 1
+        if files > settings.max_files:
+            raise UploadRefused(413, f"more than {settings.max_files} files in one upload")
+        name = _filename(part.filename, field)
+        if field == "thesis":
+            if thesis is not None:
+                raise UploadRefused(400, "one thesis per upload")
+            thesis = _check_thesis(name, bytes(data))
+        elif field == "sources":
+            if not pdfmagic.is_pdf(bytes(data[:pdfmagic.MAGIC_WINDOW])):
+                raise UploadRefused(415, f"source {name!r} is not a PDF")
+            if any(s.filename == name for s in sources):
+                raise UploadRefused(400, f"two sources are named {name!r}")
+            sources.append(Upload(name, bytes(data)))
+        else:
+            libraries.append((name, _check_library(name, bytes(data))))
+    if csrf_pending:
+        raise UploadRefused(403, "the form's CSRF token is missing or wrong: reload the page")
+    if thesis is None:
+        raise UploadRefused(400, "no thesis: send one file as 'thesis'")
+    if not sources:
+        raise UploadRefused(400, "no sources: send the cited PDFs as 'sources'")
+    try:
+        staged = verify.thesis_bytes(thesis.filename, thesis.data, libraries)
+    except WriterFileError as err:
+        raise UploadRefused(400, f"thesis {thesis.filename!r}: {err}") from None
+    return Upload(thesis.filename, staged), sources
+
+
+def _check_thesis(name: str, data: bytes) -> Upload:
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix not in THESIS_SUFFIXES:
+        raise UploadRefused(415, f"thesis {name!r}: send a .pdf, a .docx, a .zip holding a "
+                            "LaTeX thesis, or a .tex")
+    if suffix == ".pdf" and not pdfmagic.is_pdf(data):
+        raise UploadRefused(415, f"thesis {name!r} is not a PDF")
+    if suffix in (".docx", ".zip") and not pdfmagic.is_zip(data):
+        raise UploadRefused(415, f"thesis {name!r} is not a {suffix} (no zip archive)")
+    if suffix == ".tex":
+        _text(name, data)
+    return Upload(name, data)
+
+
+def _check_library(name: str, data: bytes) -> bytes:
+    if PurePosixPath(name).suffix.lower() not in LIBRARY_SUFFIXES:
+        raise UploadRefused(415, f"library {name!r}: send BibTeX (.bib) or CSL-JSON (.json)")
+    _text(name, data)
+    return data
+
+
+def _text(name: str, data: bytes) -> None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UploadRefused(415, f"{name!r} is not UTF-8 text") from None
+    if "\0" in text:
+        raise UploadRefused(415, f"{name!r} is not text")
+
+
+async def api_list(request: web.Request) -> web.StreamResponse:
+    rows = await store.runs_of(request.app[KEY_POOL], _user(request),
+                               request.app[KEY_SETTINGS].list_limit)
+    return web.json_response({"runs": [
+        {"runId": str(r["id"]), "name": r["name"], "state": r["state"], "error": r["error"],
+         "createdAt": _iso(r["created_at"]), "finishedAt": _iso(r["finished_at"]),
+         "documents": r["documents"], "citations": r["citations"], "judged": r["judged"]}
+        for r in rows]})
+
+
+async def api_status(request: web.Request) -> web.StreamResponse:
+    run = await _owned_run(request)
+    if run is None:
+        return _not_found(request)
+    return web.json_response(await run_status(request.app[KEY_POOL], run))
+
+
+async def _report(request: web.Request) -> tuple[asyncpg.Record | None, web.Response | None]:
+    run = await _owned_run(request)
+    if run is None:
+        return None, _not_found(request)
+    row = await runs.report(request.app[KEY_POOL], run["id"])
+    if row is None:
+        return None, _error(request, 409, f"the run has no report (it is {run['state']})")
+    return row, None
+
+
+async def api_report_json(request: web.Request) -> web.StreamResponse:
+    row, refusal = await _report(request)
+    if refusal is not None:
+        return refusal
+    assert row is not None
+    return web.json_response(row["json"])
+
+
+async def api_report_html(request: web.Request) -> web.StreamResponse:
+    row, refusal = await _report(request)
+    if refusal is not None:
+        return refusal
+    assert row is not None
+    return _report_response(row["html"])
+
+
+def _report_response(document: str) -> web.Response:
+    text, csp = pages.report_page(document)
+    return web.Response(text=text, content_type="text/html",
+                        headers={"Content-Security-Policy": csp})
+
+
+async def _cancel(request: web.Request) -> tuple[asyncpg.Record | None, web.Response | None]:
+    run = await _owned_run(request)
+    if run is None:
+        return None, _not_found(request)
+    if run["state"] != RunState.RUNNING:
+        return run, _error(request, 409, f"the run has finished ({run['state']})")
+    backend: Backend = request.app[KEY_BACKEND]
+    await backend.cancel(run["id"])
+    logger.info("run %s cancelled by %s", run["id"], _user(request))
+    return run, None
+
+
+async def api_cancel(request: web.Request) -> web.StreamResponse:
+    run, refusal = await _cancel(request)
+    if refusal is not None:
+        return refusal
+    assert run is not None
+    return web.json_response({"runId": str(run["id"]), "state": RunState.CANCELLED})
+
+
+async def api_document(request: web.Request) -> web.StreamResponse:
+    digest = request.match_info["digest"]
+    row = None
+    if _DIGEST.match(digest):
+        row = await store.document_of(request.app[KEY_POOL], digest, _user(request))
+    if row is None:
+        return _not_found(request)
+    return web.json_response({
+        "digest": row["digest"], "filename": row["filename"], "sizeBytes": row["size_bytes"],
+        "state": row["state"], "errorReason": row["error_reason"], "title": row["title"],
+        "year": row["year"], "pages": row["page_count"]})
+
+
+# -- the pages -----------------------------------------------------------------------------
+
+async def page_upload(request: web.Request) -> web.StreamResponse:
+    return web.Response(content_type="text/html", text=pages.upload_page(
+        user=_user(request), csrf=request["csrf"],
+        max_bytes=request.app[KEY_SETTINGS].max_upload_bytes))
+
+
+async def page_runs(request: web.Request) -> web.StreamResponse:
+    rows = await store.runs_of(request.app[KEY_POOL], _user(request),
+                               request.app[KEY_SETTINGS].list_limit)
+    return web.Response(content_type="text/html", text=pages.runs_page(
+        [dict(r) for r in rows], user=_user(request), csrf=request["csrf"]))
+
+
+async def page_run(request: web.Request) -> web.StreamResponse:
+    run = await _owned_run(request)
+    if run is None:
+        return _not_found(request)
+    pool = request.app[KEY_POOL]
+    if run["state"] == RunState.SUCCEEDED:
+        row = await runs.report(pool, run["id"])
+        if row is not None:
+            return _report_response(row["html"])
+    status = await run_status(pool, run)
+    return web.Response(content_type="text/html", text=pages.run_page(
+        dict(run), status, user=_user(request), csrf=request["csrf"]))
+
+
+async def page_cancel(request: web.Request) -> web.StreamResponse:
+    run, refusal = await _cancel(request)
+    if refusal is not None and run is None:
+        return refusal
+    raise web.HTTPSeeOther(f"/runs/{request.match_info['run_id']}")
+
+
+async def static_css(request: web.Request) -> web.StreamResponse:
+    return web.Response(text=pages.APP_CSS, content_type="text/css",
+                        headers={"Cache-Control": "no-cache"})
+
+
+async def static_js(request: web.Request) -> web.StreamResponse:
+    return web.Response(text=pages.APP_JS, content_type="text/javascript",
+                        headers={"Cache-Control": "no-cache"})
+
+
+async def healthz(request: web.Request) -> web.StreamResponse:
+    """Liveness: the process answers (the database is not asked)."""
+    return web.Response(text="ok")
+
+
+async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
+                authenticator: identity.Authenticator | None = None) -> web.Application:
+    """The application over ``pool`` (migrated), creating runs through ``backend``."""
+    app = web.Application(middlewares=[errors_middleware, identity_middleware],
+                          client_max_size=MAX_FORM_BYTES)
+    app[KEY_POOL] = pool
+    app[KEY_BACKEND] = backend
+    app[KEY_SETTINGS] = settings
+    app[KEY_AUTH] = authenticator or identity.Authenticator(settings)
+    app[KEY_CSRF] = await store.secret_key(pool, store.CSRF_KEY)
+    app.on_response_prepare.append(on_prepare)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/static/app.css", static_css)
+    app.router.add_get("/static/app.js", static_js)
+    app.router.add_get("/", page_upload)
+    app.router.add_get("/runs", page_runs)
+    app.router.add_get("/runs/{run_id}", page_run)
+    app.router.add_post("/runs/{run_id}/cancel", page_cancel)
+    app.router.add_post("/api/runs", api_submit)
+    app.router.add_get("/api/runs", api_list)
+    app.router.add_get("/api/runs/{run_id}", api_status)
+    app.router.add_get("/api/runs/{run_id}/report.json", api_report_json)
+    app.router.add_get("/api/runs/{run_id}/report.html", api_report_html)
+    app.router.add_post("/api/runs/{run_id}/cancel", api_cancel)
+    app.router.add_get("/api/documents/{digest}", api_document)
+    return app
+

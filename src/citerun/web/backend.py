@@ -1,0 +1,84 @@
+"""Where an accepted upload goes: the backend behind ``POST /api/runs``.
+
+The service checks who the user is and what they uploaded; a backend turns that into a
+run. :class:`LocalBackend` creates the run in the service's own database (the embedded
+one, or a shared one with workers of its own): the bytes are staged, the run created,
+its first tasks enqueued and the ownership row written in one transaction, so a crash
+or a refusal by the caps leaves nothing behind. A cluster backend would create a
+CitationRun instead and let the operator admit it; reads (status, report) come from
+Postgres either way.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Protocol
+
+import asyncpg
+
+from citerun import flow, runs
+from citerun.settings import Settings
+from citerun.web import store
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One uploaded file: its name (no directory) and its bytes, already type-checked."""
+
+    filename: str
+    data: bytes
+
+
+class Backend(Protocol):
+    async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload]) -> uuid.UUID:
+        """Create ``user``'s run of ``thesis`` against ``sources``; its id. Raises
+        :class:`citerun.web.store.OverCap` when the user's caps refuse it."""
+        ...
+
+    async def cancel(self, run_id: uuid.UUID) -> None:
+        """Cancel a run (the caller checked it is the user's)."""
+        ...
+
+
+class LocalBackend:
+    """Runs created in this database, for workers that serve it."""
+
+    def __init__(self, pool: asyncpg.Pool, settings: Settings, caps: store.UserCaps, *,
+                 tenant: str = "default", tenant_caps: runs.Caps | None = None) -> None:
+        self.pool = pool
+        self.flow = flow.of(settings)
+        self.caps = caps
+        self.tenant = tenant
+        self.tenant_caps = tenant_caps
+
+    async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload]) -> uuid.UUID:
+        run_id = uuid.uuid4()
+        staged = [s for s in sources if runs.digest_of(s.data) != runs.digest_of(thesis.data)]
+        request = runs.RunRequest(
+            id=run_id, name=PurePath(thesis.filename).stem or "thesis",
+            thesis=runs.StagedDocument(runs.digest_of(thesis.data), thesis.filename),
+            sources=tuple(runs.StagedDocument(runs.digest_of(s.data), s.filename)
+                          for s in staged),
+            spec={"thesis": thesis.filename, "sources": [s.filename for s in staged],
+                  "web": {"owner": user}},
+            tenant=self.tenant,
+            # Staged inside the create transaction, owned for the run: the bytes go when
+            # the run no longer needs them.
+            payloads=((thesis.data, thesis.filename), *((s.data, s.filename) for s in staged)))
+
+        async def start(conn: asyncpg.Connection, req: runs.RunRequest) -> None:
+            await store.admit(conn, user, req.id, self.caps)
+            await self.flow.start(conn, req)
+
+        admission = await runs.create(self.pool, request, start=start, caps=self.tenant_caps)
+        if admission.over_capacity is not None:
+            raise store.OverCap(429, admission.over_capacity)
+        if not admission.created:
+            raise runs.RunError(f"run {run_id} was not created")
+        return run_id
+
+    async def cancel(self, run_id: uuid.UUID) -> None:
+        await runs.cancel(self.pool, run_id, "cancelled by its owner on the web page")

@@ -1,0 +1,89 @@
+"""``citerun serve``: the web service on this machine.
+
+With a database URL the service serves that database (its workers run elsewhere, or
+``--workers`` start some here); without one it starts the embedded Postgres and local
+workers as ``citerun verify`` does (:func:`citerun.localdb.database`,
+:class:`citerun.verify.LocalWorkers`), which serve every run and die with the service.
+A restart loses nothing: the runs, their owners and the CSRF key are in Postgres, and a
+run still running when the service stopped is picked up by the next service's workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator
+
+import asyncpg
+from aiohttp import web
+
+from citerun import db, localdb, runs, verify
+from citerun.settings import Settings
+from citerun.web import app as web_app
+from citerun.web import backend, store
+from citerun.web.settings import WebSettings
+
+logger = logging.getLogger(__name__)
+
+
+def local_backend(pool: asyncpg.Pool, settings: Settings,
+                  web_settings: WebSettings) -> backend.LocalBackend:
+    return backend.LocalBackend(
+        pool, settings, store.UserCaps(web_settings.max_active_runs,
+                                       web_settings.max_staged_bytes),
+        tenant=web_settings.tenant, tenant_caps=runs.Caps())
+
+
+@contextlib.asynccontextmanager
+async def running(pool: asyncpg.Pool, settings: Settings, web_settings: WebSettings, *,
+                  host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+    """The service listening on ``host:port`` (0: any free port) until the block ends;
+    yields its base URL."""
+    application = await web_app.build(pool, local_backend(pool, settings, web_settings),
+                                      web_settings)
+    runner = web.AppRunner(application, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        address = runner.addresses[0]
+        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+        yield f"http://{shown}:{address[1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def _serve(url: str, settings: Settings, web_settings: WebSettings, host: str,
+                 port: int) -> None:
+    await db.migrate(url)
+    pool = await db.create_pool(url, min_size=1, max_size=settings.pool_max)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        async with running(pool, settings, web_settings, host=host, port=port) as base:
+            print(f"citerun serve: listening on {base}/", flush=True)
+            await stop.wait()
+    finally:
+        await pool.close()
+
+
+def serve(settings: Settings, web_settings: WebSettings, *, host: str, port: int,
+          workers: int | None, concurrency: int) -> int:
+    """Serve until SIGINT or SIGTERM. ``workers`` None: two local workers with the
+    embedded database, none with a configured URL."""
+    count = workers if workers is not None else (0 if settings.database_url else 2)
+    with localdb.database(settings) as url:
+        asyncio.run(db.migrate(url))
+        local = (verify.LocalWorkers(settings.database_url, count,
+                                     settings.data_dir / "logs" / "serve", concurrency, None,
+                                     settings.data_dir) if count else None)
+        try:
+            asyncio.run(_serve(url, settings, web_settings, host, port))
+        finally:
+            if local is not None:
+                local.stop()
+    return 0

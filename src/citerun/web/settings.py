@@ -1,0 +1,97 @@
+"""The web service's settings, read like every other citerun setting (``CITERUN_`` prefix,
+``__`` between a group and its field: the group here is ``web``).
+
+A separate tree from :class:`citerun.settings.Settings` because only ``citerun serve``
+reads it; the CLI checks the environment against it too, so a mistyped name stops the
+process at start.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+#: Signature algorithms a bearer token may use. ``none`` and the HMAC family are never
+#: accepted: an issuer's public keys must not double as a shared secret.
+SAFE_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+                   "ES512", "EdDSA")
+
+MB = 1_000_000
+
+
+class WebSettings(BaseModel):
+    """Who may call the service, and how much one user may hold at once."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    identity_header: str = Field(
+        "X-Forwarded-User", min_length=1, max_length=100, description="The header an "
+        "authenticating proxy (oauth2-proxy, an ingress's auth) names the user in; "
+        "believed only from trusted_proxies.")
+    trusted_proxies: tuple[Network, ...] = Field(
+        (ipaddress.ip_network("127.0.0.1/32"), ipaddress.ip_network("::1/128")),
+        description="TCP peers whose identity header is believed (CIDRs). From any other "
+        "peer the header is refused (403): a client cannot name itself. On a cluster: the "
+        "proxy's pod network, never 0.0.0.0/0.")
+    oidc_issuer: str | None = Field(
+        None, description="Issuer whose bearer tokens (JWT) identify a user; None accepts "
+        "no bearer token. Its 'iss' must equal this exactly.")
+    oidc_audience: str | None = Field(
+        None, description="The 'aud' a token must carry (this service's client id); "
+        "required with oidc_issuer.")
+    oidc_jwks_file: Path | None = Field(
+        None, description="The issuer's public keys (a JWKS file); None fetches them from "
+        "the issuer's discovery document (jwks_uri).")
+    oidc_algorithms: tuple[str, ...] = Field(
+        ("RS256", "ES256"), min_length=1, description="Signature algorithms accepted "
+        "(a subset of the asymmetric ones; never 'none' or HS*).")
+    oidc_user_claim: str = Field(
+        "sub", min_length=1, description="The claim that names the user (stable: 'sub'; "
+        "'preferred_username' or 'email' when the proxy names users so too).")
+    oidc_leeway_s: int = Field(
+        30, ge=0, le=300, description="Clock skew allowed on exp/nbf/iat, in seconds.")
+    oidc_jwks_refresh_s: float = Field(
+        300.0, gt=0, description="Seconds fetched keys are reused; an unknown 'kid' "
+        "refetches them at most this often (a key rotation), never per request.")
+    public_origin: str | None = Field(
+        None, description="The origin browsers see (https://citerun.example.org); POSTs "
+        "from a browser session must come from it. None: the request's own Host.")
+    max_active_runs: int = Field(
+        3, ge=1, description="Runs one user may have running at once (429 above).")
+    max_staged_bytes: int = Field(
+        120 * MB, ge=1, description="Bytes of uploads one user's running runs may hold "
+        "staged in Postgres (413 above); the bytes go when each document is parsed.")
+    max_upload_bytes: int = Field(
+        120 * MB, ge=1024, description="Largest request body (one thesis with its sources).")
+    max_files: int = Field(
+        200, ge=2, description="Most files in one upload (a thesis and its sources).")
+    tenant: str = Field(
+        "default", min_length=1, description="The tenant (queue fair share, tenant caps) "
+        "of the runs this service creates locally.")
+    list_limit: int = Field(200, ge=1, le=10_000, description="Runs one listing shows.")
+
+    @model_validator(mode="after")
+    def _oidc_complete(self) -> WebSettings:
+        if self.oidc_issuer is not None and not self.oidc_audience:
+            raise ValueError("web.oidc_audience is required with web.oidc_issuer")
+        unsafe = sorted(set(self.oidc_algorithms) - set(SAFE_ALGORITHMS))
+        if unsafe:
+            raise ValueError(f"web.oidc_algorithms: {unsafe} not allowed; choose from "
+                             f"{list(SAFE_ALGORITHMS)}")
+        if self.public_origin is not None and self.public_origin.rstrip("/") != self.public_origin:
+            raise ValueError("web.public_origin is an origin: no path, no trailing slash")
+        return self
+
+
+class ServeSettings(BaseSettings):
+    """The environment ``citerun serve`` reads besides :class:`citerun.settings.Settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CITERUN_", env_nested_delimiter="__", frozen=True, extra="ignore")
+
+    web: WebSettings = Field(default_factory=WebSettings)
