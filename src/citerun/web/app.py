@@ -12,6 +12,7 @@ the CSRF key live in Postgres, so a restarted (or second) replica answers the sa
 from __future__ import annotations
 
 import base64
+import contextvars
 import hashlib
 import hmac
 import logging
@@ -19,6 +20,7 @@ import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,6 +61,26 @@ KEY_AUTH: web.AppKey[identity.Authenticator] = web.AppKey("auth", identity.Authe
 KEY_CSRF: web.AppKey[bytes] = web.AppKey("csrf_key", bytes)
 
 
+@dataclass
+class Caller:
+    """Who sent the request being handled, and their session's CSRF token ("" for a
+    bearer call). Kept in a context variable: the handler runs in the middleware's task."""
+
+    identity: identity.Identity
+    csrf: str
+    csrf_in_body: bool = False
+
+
+_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+    "citerun_web_caller", default=None)
+
+
+def caller() -> Caller:
+    found = _CALLER.get()
+    assert found is not None, "a route behind the identity middleware"
+    return found
+
+
 class UploadRefused(Exception):
     """An upload that is refused as a whole; ``status`` is its HTTP answer."""
 
@@ -75,11 +97,12 @@ def _error(request: web.Request, status: int, message: str) -> web.Response:
     """An error as JSON for the API, as a small page otherwise."""
     if _api(request) or "text/html" not in request.headers.get("Accept", ""):
         return web.json_response({"error": message}, status=status)
-    user = request.get("identity")
+    who = _CALLER.get()
     return web.Response(
         status=status, content_type="text/html",
         text=pages.message_page(f"Error {status}", message,
-                                user=user.user if user else "", csrf=request.get("csrf", "")))
+                                user=who.identity.user if who else "",
+                                csrf=who.csrf if who else ""))
 
 
 def _not_found(request: web.Request) -> web.Response:
@@ -113,24 +136,26 @@ async def identity_middleware(request: web.Request, handler: Handler) -> web.Str
         if err.status == 401:
             refusal.headers["WWW-Authenticate"] = 'Bearer realm="citerun"'
         return refusal
-    request["identity"] = who
     new_session = None
+    token = ""
     if who.via == "proxy":
         session = request.cookies.get(SESSION_COOKIE, "")
         if not _SESSION.match(session):
             if request.method not in ("GET", "HEAD"):
                 return _error(request, 403, "no browser session: reload the page first")
             session = new_session = secrets.token_urlsafe(32)
-        request["csrf"] = csrf_token(request.app[KEY_CSRF], who.user, session)
-    else:
-        request["csrf"] = ""
-    if request.method not in ("GET", "HEAD", "OPTIONS") and who.via == "proxy":
-        refused = await _csrf_refusal(request)
-        if refused is not None:
-            logger.info("refused %s %s of %s: %s", request.method, request.path, who.user,
-                        refused)
-            return _error(request, 403, refused)
-    response = await handler(request)
+        token = csrf_token(request.app[KEY_CSRF], who.user, session)
+    reset = _CALLER.set(Caller(who, token))
+    try:
+        if request.method not in ("GET", "HEAD", "OPTIONS") and who.via == "proxy":
+            refused = await _csrf_refusal(request)
+            if refused is not None:
+                logger.info("refused %s %s of %s: %s", request.method, request.path,
+                            who.user, refused)
+                return _error(request, 403, refused)
+        response = await handler(request)
+    finally:
+        _CALLER.reset(reset)
     if new_session is not None:
         response.set_cookie(SESSION_COOKIE, new_session, httponly=True, samesite="Strict",
                             path="/", secure=_secure(request))
@@ -173,9 +198,9 @@ async def _csrf_refusal(request: web.Request) -> str | None:
         value = form.get(CSRF_FIELD)
         given = value if isinstance(value, str) else None
     if given is None and request.content_type == "multipart/form-data":
-        request["csrf_in_body"] = True  # the upload's first field, checked as it streams
+        caller().csrf_in_body = True  # the upload's first field, checked as it streams
         return None
-    if given is None or not hmac.compare_digest(given.encode(), request["csrf"].encode()):
+    if given is None or not hmac.compare_digest(given.encode(), caller().csrf.encode()):
         return "the form's CSRF token is missing or wrong: reload the page"
     return None
 
@@ -197,8 +222,7 @@ async def on_prepare(request: web.Request, response: web.StreamResponse) -> None
 # -- helpers -------------------------------------------------------------------------------
 
 def _user(request: web.Request) -> str:
-    who: identity.Identity = request["identity"]
-    return who.user
+    return caller().identity.user
 
 
 def _run_id(request: web.Request) -> uuid.UUID | None:
@@ -288,7 +312,7 @@ async def _read_upload(request: web.Request,
     thesis: Upload | None = None
     sources: list[Upload] = []
     libraries: list[tuple[str, bytes]] = []
-    csrf_pending = bool(request.get("csrf_in_body"))
+    csrf_pending = caller().csrf_in_body
     while True:
         part = await reader.next()
         if part is None:
@@ -299,7 +323,7 @@ async def _read_upload(request: web.Request,
         if csrf_pending:  # a form without the script: its first field is the token
             value = (await part.read(decode=False)).decode("utf-8", "replace") \
                 if field == CSRF_FIELD else ""
-            if not hmac.compare_digest(value[:200].encode(), request["csrf"].encode()):
+            if not hmac.compare_digest(value[:200].encode(), caller().csrf.encode()):
                 raise UploadRefused(403, "the form's CSRF token is missing or wrong: "
                                     "reload the page")
             csrf_pending = False
@@ -463,7 +487,7 @@ async def api_document(request: web.Request) -> web.StreamResponse:
 
 async def page_upload(request: web.Request) -> web.StreamResponse:
     return web.Response(content_type="text/html", text=pages.upload_page(
-        user=_user(request), csrf=request["csrf"],
+        user=_user(request), csrf=caller().csrf,
         max_bytes=request.app[KEY_SETTINGS].max_upload_bytes))
 
 
@@ -471,7 +495,7 @@ async def page_runs(request: web.Request) -> web.StreamResponse:
     rows = await store.runs_of(request.app[KEY_POOL], _user(request),
                                request.app[KEY_SETTINGS].list_limit)
     return web.Response(content_type="text/html", text=pages.runs_page(
-        [dict(r) for r in rows], user=_user(request), csrf=request["csrf"]))
+        [dict(r) for r in rows], user=_user(request), csrf=caller().csrf))
 
 
 async def page_run(request: web.Request) -> web.StreamResponse:
@@ -485,7 +509,7 @@ async def page_run(request: web.Request) -> web.StreamResponse:
             return _report_response(row["html"])
     status = await run_status(pool, run)
     return web.Response(content_type="text/html", text=pages.run_page(
-        dict(run), status, user=_user(request), csrf=request["csrf"]))
+        dict(run), status, user=_user(request), csrf=caller().csrf))
 
 
 async def page_cancel(request: web.Request) -> web.StreamResponse:
