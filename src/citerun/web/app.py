@@ -124,7 +124,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 @web.middleware
 async def identity_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path.startswith("/static/") or request.path == "/healthz":
+    if request.path.startswith("/static/") or request.path in ("/healthz", "/favicon.ico"):
         return await handler(request)
     auth = request.app[KEY_AUTH]
     try:
@@ -529,6 +529,11 @@ async def static_js(request: web.Request) -> web.StreamResponse:
                         headers={"Cache-Control": "no-cache"})
 
 
+async def favicon(request: web.Request) -> web.StreamResponse:
+    """No icon (browsers ask for one on every page)."""
+    return web.Response(status=204, headers={"Cache-Control": "max-age=86400"})
+
+
 async def healthz(request: web.Request) -> web.StreamResponse:
     """Liveness: the process answers (the database is not asked)."""
     return web.Response(text="ok")
@@ -546,6 +551,7 @@ async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
     app[KEY_CSRF] = await store.secret_key(pool, store.CSRF_KEY)
     app.on_response_prepare.append(on_prepare)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/favicon.ico", favicon)
     app.router.add_get("/static/app.css", static_css)
     app.router.add_get("/static/app.js", static_js)
     app.router.add_get("/", page_upload)
