@@ -250,24 +250,21 @@ async def _pool(url: str) -> asyncpg.Pool:
     return pool
 
 
-def test_rolling_deploys_under_load_lose_and_duplicate_nothing(
-        node: node_mod.Node, release: dict[str, float], tmp_path: pathlib.Path) -> None:
-    asyncio.run(_rolling(node, tmp_path))
-
-
-async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
-    from citerun import queue
+def _serve_test_tasks(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
+    """The test handlers (tests/support/tasks.py) served next to citerun's own, from a
+    ConfigMap, through the chart's workers.extraArgs/extraVolumes/extraVolumeMounts
+    (idempotent: a second call changes nothing)."""
     from tests.support import tasks as test_tasks
 
-    url = support.database_url(node)
-    # The test handlers (tests/support/tasks.py) served next to citerun's own, from a
-    # ConfigMap, through the chart's workers.extraArgs/extraVolumes/extraVolumeMounts.
     cm = tmp_path / "tasks"
-    cm.mkdir()
+    cm.mkdir(exist_ok=True)
     (cm / "citerun_test_tasks.py").write_text(pathlib.Path(test_tasks.__file__).read_text())
     (cm / "citerun_node_tasks.py").write_text(TASKS_MODULE)
-    node.kubectl("create", "configmap", "-n", NAMESPACE, "node-test-tasks",
-                 f"--from-file={cm}")
+    manifest = node.kubectl("create", "configmap", "-n", NAMESPACE, "node-test-tasks",
+                            f"--from-file={cm}", "--dry-run=client", "-o", "yaml")
+    path = tmp_path / "node-test-tasks.yaml"
+    path.write_text(manifest)
+    node.kubectl("apply", "-f", str(path))
     load_values: dict[str, object] = {
         "workers.extraArgs": ["--tasks", "citerun_node_tasks:registry"],
         "workers.extraVolumes": [{"name": "test-tasks",
@@ -283,6 +280,19 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
               "--reuse-values", *support.set_args(load_values))
     node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{OPERATOR}",
                  "--timeout=180s", timeout=200)
+
+
+def test_rolling_deploys_under_load_lose_and_duplicate_nothing(
+        node: node_mod.Node, release: dict[str, float], tmp_path: pathlib.Path) -> None:
+    asyncio.run(_rolling(node, tmp_path))
+
+
+async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
+    from citerun import queue
+    from tests.support import tasks as test_tasks
+
+    url = support.database_url(node)
+    _serve_test_tasks(node, tmp_path)
     pool = await _pool(url)
     follower = support.LogFollower(node, "worker", tmp_path / "logs")
     op_follower = support.LogFollower(node, "operator", tmp_path / "operator-logs")
@@ -504,3 +514,150 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
     support.figure("rollout load: machine load average (1 min)", sum(loads) / len(loads), "",
                    f"mean of {len(loads)} samples during the test, max {max(loads):.1f}, "
                    f"on {os.cpu_count()} cores")
+
+
+SWITCH_TASKS = 300
+
+
+def test_a_postgres_switchover_mid_run_loses_and_duplicates_nothing(
+        node: node_mod.Node, release: dict[str, float], tmp_path: pathlib.Path) -> None:
+    """Issue 27: a streaming standby of the bundled Postgres (a base backup through the
+    Service, a pod of the same image) is promoted while workers run tasks and a
+    CitationRun: the primary stops (StatefulSet scaled to 0: SIGINT, a fast shutdown that
+    sends every committed transaction to the standby), the standby is promoted and the
+    Service moved to it (the workers' and operator's URL now leads there). Every task is
+    done exactly once and the CitationRun succeeds."""
+    asyncio.run(_switchover(node, tmp_path))
+
+
+def _standby_manifest(node: node_mod.Node, primary_ip: str) -> dict[str, Any]:
+    sts = json.loads(node.kubectl("get", "statefulset", "-n", NAMESPACE,
+                                  f"{RELEASE}-postgresql", "-o", "json"))
+    container = sts["spec"]["template"]["spec"]["containers"][0]
+    labels = {k: v for k, v in sts["spec"]["template"]["metadata"]["labels"].items()
+              if k != "app.kubernetes.io/component"}
+    env = [e for e in container["env"] if e["name"] in ("POSTGRES_USER", "POSTGRES_PASSWORD")]
+    script = ('PGPASSWORD="$POSTGRES_PASSWORD" pg_basebackup -h ' + primary_ip +
+              ' -U "$POSTGRES_USER" -D "$PGDATA" -R -X stream -c fast '
+              '&& exec postgres -D "$PGDATA" -c listen_addresses="*"')
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{RELEASE}-postgresql-standby", "namespace": NAMESPACE,
+                     "labels": {**labels, "app.kubernetes.io/component": "postgresql-standby"}},
+        "spec": {
+            "securityContext": sts["spec"]["template"]["spec"]["securityContext"],
+            "containers": [{
+                "name": "postgresql", "image": container["image"],
+                "imagePullPolicy": container.get("imagePullPolicy", "IfNotPresent"),
+                "command": ["sh", "-c", script], "env": env,
+                "ports": [{"name": "postgresql", "containerPort": 5432}],
+                "readinessProbe": {"exec": {"command": ["pg_isready", "-h", "127.0.0.1"]},
+                                   "periodSeconds": 2},
+                "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql"},
+                                 {"name": "run", "mountPath": "/var/run/postgresql"}]}],
+            "volumes": [{"name": "data", "emptyDir": {}}, {"name": "run", "emptyDir": {}}]}}
+
+
+async def _switchover(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
+    from citerun import queue
+    from tests.support import tasks as test_tasks
+
+    _serve_test_tasks(node, tmp_path)
+    url = support.database_url(node)
+    primary = f"{RELEASE}-postgresql-0"
+    service = f"{RELEASE}-postgresql"
+    follower = support.LogFollower(node, "worker", tmp_path / "switch-logs")
+
+    def logs() -> str:
+        return follower.text()[-8000:]
+
+    # Replication connections need their own pg_hba line on the primary.
+    node.kubectl("exec", "-n", NAMESPACE, primary, "--", "sh", "-c",
+                 'echo "host replication all all scram-sha-256" >> "$PGDATA/pg_hba.conf" '
+                 '&& pg_ctl -D "$PGDATA" reload')
+    primary_ip = json.loads(node.kubectl("get", "pod", "-n", NAMESPACE, primary, "-o", "json")
+                            )["status"]["podIP"]
+    manifest = tmp_path / "standby.json"
+    manifest.write_text(json.dumps(_standby_manifest(node, primary_ip)))
+    node.kubectl("apply", "-f", str(manifest))
+    standby = f"{RELEASE}-postgresql-standby"
+    node.kubectl("wait", "-n", NAMESPACE, "--for=condition=Ready", f"pod/{standby}",
+                 "--timeout=240s", timeout=260)
+    in_recovery = node.kubectl("exec", "-n", NAMESPACE, standby, "--", "sh", "-c",
+                               'psql -U "$POSTGRES_USER" -d postgres -tAc '
+                               '"SELECT pg_is_in_recovery()"').strip()
+    assert in_recovery == "t", in_recovery
+
+    pool = await _pool(url)
+    with follower, contextlib.ExitStack() as stack:
+        stack.callback(node.kubectl, "delete", "pod", "-n", NAMESPACE, standby,
+                       "--ignore-not-found", "--wait=false", check=False)
+        try:
+            await pool.execute(test_tasks.SCHEMA)
+            ids = await queue.enqueue(pool, [queue.NewTask("work", {"seconds": 1.0})
+                                             for _ in range(SWITCH_TASKS)])
+            await asyncio.to_thread(
+                _citerun, node, url, "submit", str(support.EXAMPLES / "thesis.pdf"),
+                "--sources", str(support.EXAMPLES / "sources"), "-n", NAMESPACE,
+                "--name", "switchover")
+            await operator_support.wait_for(
+                lambda: pool.fetchval("SELECT count(*) >= $1 FROM test_done",
+                                      SWITCH_TASKS // 4), 300, "a quarter done", logs)
+        finally:
+            await pool.close()
+        before = time.monotonic()
+        # The switchover: stop the primary, promote the standby, move the Service.
+        node.kubectl("scale", "-n", NAMESPACE, f"statefulset/{RELEASE}-postgresql",
+                     "--replicas=0")
+        node.kubectl("wait", "-n", NAMESPACE, "--for=delete", f"pod/{primary}",
+                     "--timeout=120s", timeout=140)
+        node.kubectl("exec", "-n", NAMESPACE, standby, "--", "sh", "-c",
+                     'pg_ctl -D "$PGDATA" -w promote')
+        node.kubectl("label", "-n", NAMESPACE, f"pod/{standby}", "citerun.dev/switchover=primary")
+        node.kubectl("patch", "-n", NAMESPACE, f"service/{service}", "--type=json", "-p",
+                     json.dumps([{"op": "replace", "path": "/spec/selector",
+                                  "value": {"citerun.dev/switchover": "primary"}}]))
+        switched_s = time.monotonic() - before
+
+        pool = await operator_support.wait_for(_try_pool(url), 120, "the promoted standby",
+                                               logs)
+        try:
+            assert await pool.fetchval("SELECT pg_is_in_recovery()") is False
+            await operator_support.wait_for(
+                lambda: pool.fetchval("SELECT count(*) = $2 FROM tasks WHERE id = ANY($1) "
+                                      "AND state = 'succeeded'", ids, SWITCH_TASKS),
+                600, "every task after the switchover", logs)
+            done_s = time.monotonic() - before
+            await operator_support.wait_for(lambda: node.kubectl(
+                "get", "crun", "-n", NAMESPACE, "switchover", "-o",
+                "jsonpath={.status.phase}").strip() == "Succeeded", 300,
+                "the CitationRun across the switchover", logs)
+            done = await pool.fetchval("SELECT count(*) FROM test_done WHERE task_id = ANY($1)",
+                                       ids)
+            distinct = await pool.fetchval(
+                "SELECT count(DISTINCT task_id) FROM test_done WHERE task_id = ANY($1)", ids)
+            stale = await pool.fetchval(
+                "SELECT count(*) FROM test_done d JOIN tasks t ON t.id = d.task_id "
+                "WHERE t.id = ANY($1) AND d.attempt <> t.attempt", ids)
+            rerun = await pool.fetchval(
+                "SELECT count(*) FROM tasks WHERE id = ANY($1) AND attempt > 1", ids)
+        finally:
+            await pool.close()
+    assert done == distinct == SWITCH_TASKS, (done, distinct)  # nothing lost, none twice
+    assert stale == 0
+    support.figure("switchover: primary stopped -> standby promoted, Service moved",
+                   switched_s, "s", "StatefulSet scaled to 0, pg_ctl promote, selector patched")
+    support.figure("switchover: all tasks done after it", done_s, "s",
+                   f"{SWITCH_TASKS} tasks of 1 s, {rerun} run again after the switch")
+
+
+def _try_pool(url: str) -> Any:
+    """A check for operator_support.wait_for: a pool once the database answers."""
+    from citerun import db
+
+    async def attempt() -> asyncpg.Pool | None:
+        try:
+            return await _pool(url)
+        except db.UNAVAILABLE:  # the Service has no ready endpoint yet: again
+            return None
+    return attempt
