@@ -470,3 +470,51 @@ async def test_a_restarted_service_shows_the_same_runs(database_url: str) -> Non
                 await alice.close()
     finally:
         await pool.close()
+
+
+# -- the command ---------------------------------------------------------------------------
+
+def test_citerun_serve_answers_and_stops_on_sigterm(database_url: str, tmp_path: Path) -> None:
+    import os
+    import signal
+    import socket
+    import subprocess
+    import urllib.request
+
+    from citerun.settings import ENV_NESTED, ENV_PREFIX
+    from tests.conftest import citerun_command
+
+    # The web group's variables, spelled from the prefix and separator every setting uses.
+    caps = f"{ENV_PREFIX}WEB{ENV_NESTED}MAX_ACTIVE_RUNS"
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITERUN_")}
+    env[caps] = "2"  # a setting of citerun serve: read, not refused
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([*citerun_command(), "serve", "--port", str(port),
+                                 "--database-url", database_url],
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while f"listening on http://127.0.0.1:{port}/" not in log.read_text():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/runs",
+                                         headers={"X-Forwarded-User": "alice"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert json.loads(answer.read()) == {"runs": []}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    typo = subprocess.run([*citerun_command(), "serve", "--database-url", database_url],
+                          env={**env, caps[:-1]: "2"}, text=True,
+                          capture_output=True, timeout=60)
+    assert typo.returncode == 2
+    assert f"unknown setting {caps[:-1]} (did you mean {caps}?)" in typo.stderr
