@@ -59,7 +59,8 @@ class User:
 
     async def upload(self, thesis: Path = THESIS, sources: list[Path] = SOURCES, *,
                      headers: dict[str, str] | None = None,
-                     extra: list[tuple[str, str, bytes]] = ()) -> tuple[int, dict[str, Any]]:
+                     extra: tuple[tuple[str, str, bytes], ...] | list[tuple[str, str, bytes]] = ()
+                     ) -> tuple[int, dict[str, Any]]:
         form = aiohttp.FormData()
         form.add_field("thesis", thesis.read_bytes(), filename=thesis.name,
                        content_type="application/pdf")

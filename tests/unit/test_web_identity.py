@@ -174,6 +174,7 @@ async def test_an_unknown_kid_and_a_foreign_key_are_refused(jwks_file: Path,
     with pytest.raises(IdentityError, match="invalid_key_id"):
         await auth.bearer(_token(stranger))
     # A foreign key that claims a known kid: the signature does not verify.
+    assert rsa_key.kid is not None
     impostor = RSAKey.generate_key(2048, parameters={"kid": rsa_key.kid})
     with pytest.raises(IdentityError, match="bad_signature"):
         await auth.bearer(_token(impostor))
