@@ -20,10 +20,11 @@ from citerun import cli, settings
 from citerun.operator.settings import OperatorSettings
 from citerun.pipeline.settings import PipelineSettings
 from citerun.settings import Settings
+from citerun.web.settings import ServeSettings
 from tests.conftest import citerun_command
 
 REPO = Path(__file__).resolve().parents[2]
-TREES: list[type[BaseSettings]] = [Settings, OperatorSettings, PipelineSettings]
+TREES: list[type[BaseSettings]] = [Settings, OperatorSettings, PipelineSettings, ServeSettings]
 
 #: One typo per settings group, and the name the error must suggest.
 TYPOS = {
@@ -36,6 +37,7 @@ TYPOS = {
     "CITERUN_DOCUMENTS__MAX_BYTE": "CITERUN_DOCUMENTS__MAX_BYTES",
     "CITERUN_LIMITS__PARSE__CPU": "CITERUN_LIMITS__PARSE__CPU_S",
     "CITERUN_EMBEDDING__PROVIDR": "CITERUN_EMBEDDING__PROVIDER",
+    "CITERUN_WEB__TRUSTED_PROXY": "CITERUN_WEB__TRUSTED_PROXIES",
     "CITERUN_RETRIEVAL__TOPK": "CITERUN_RETRIEVAL__TOP_K",
     "CITERUN_MATCH__TRESHOLD": "CITERUN_MATCH__THRESHOLD",
     "CITERUN_JUDGE__KIN": "CITERUN_JUDGE__KIND",
