@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m bench.web.latency [--users 50] [--uploads 3] [--requests 20] [--distinct]
-                                [--pool-max N] [--write-docs]
+    python -m bench.web.latency [--users 50] [--uploads 3] [--requests 20]
+        [--solo-uploads 30] [--solo-requests 200] [--distinct] [--pool-max N] [--write-docs]
 
 An embedded Postgres in a temporary directory, migrated; the real service as a
 ``citerun serve --database-url URL --port 0`` subprocess on loopback (its own process and
@@ -13,21 +13,25 @@ tasks enqueued in one transaction, and a status reads the run's rows. So every r
 ``running``, and the user caps are raised to fit (``CITERUN_WEB__MAX_ACTIVE_RUNS`` = the
 uploads a user makes, ``CITERUN_WEB__MAX_STAGED_BYTES`` 1 GB).
 
-Each user has its own ``aiohttp.ClientSession`` whose requests carry ``X-Forwarded-User``
-(believed from 127.0.0.1). It opens ``/`` once for its session cookie and CSRF token (not
-timed), then uploads the demo thesis with its four sources (``examples/``) ``--uploads``
-times, one after another. Each upload is timed from the POST to the 202's body read, with
-the form built before the clock starts. After a barrier every user polls the status of
-its runs ``--requests`` times back to back, each request timed. That is a closed loop, harsher than the page,
-which polls every 1.5 s. Phase one is a single user, phase two ``--users`` at once, on the
-same server and database, after one untimed upload and five status reads (the service's
-first pool connections and prepared statements). A row's throughput is its requests over its phase's wall time
-(first request sent to last answer read).
+Each user has its own ``aiohttp.ClientSession`` (one connection, as a browser tab)
+whose requests carry ``X-Forwarded-User``, believed from 127.0.0.1. It opens ``/`` once
+for its session cookie and CSRF token (not timed), then uploads the demo thesis with its
+four sources (``examples/``) one after another, each timed from the POST to the 202's
+body read (the form is built before the clock starts). When every user has uploaded,
+each reads the status of its runs back to back, each read timed: a closed loop, harsher
+than the page, which polls every 1.5 s. Phase one is a single user (``--solo-*``: enough
+requests for percentiles), phase two ``--users`` at once, on the same server and
+database, after one untimed upload and five status reads (the service's first pool
+connections and prepared statements). A row's throughput is its requests over its step's
+wall time (first request sent to last answer read); its CPU per request is the user +
+system time the service process, the Postgres server (postmaster and backends, from
+``/proc``) and this client spent in the step, divided by its requests: the work, which
+the other jobs on a shared machine do not inflate.
 
 Documents are content-addressed, so identical uploads stage the same ``documents`` rows
-and their transactions queue on those rows' locks. ``--distinct`` appends one comment line
-after ``%%EOF`` to each uploaded file: every upload is new bytes, as 50 different theses
-would be.
+and their transactions could queue on those rows' locks. ``--distinct`` appends one
+comment line after ``%%EOF`` to each uploaded file: every upload is new bytes, as 50
+different theses would be.
 """
 
 from __future__ import annotations
@@ -75,6 +79,8 @@ class Timings:
     failed: int = 0
     first_sent: float = float("inf")
     last_read: float = -float("inf")
+    #: CPU seconds the step cost each process (service, postgres, client).
+    cpu: dict[str, float] = field(default_factory=dict)
 
     def add(self, started: float, ended: float, ok: bool) -> None:
         self.first_sent = min(self.first_sent, started)
@@ -88,14 +94,18 @@ class Timings:
         ms = numpy.asarray(self.seconds) * 1000.0
         p50, p90, p99 = numpy.percentile(ms, [50, 90, 99]) if len(ms) else (0.0, 0.0, 0.0)
         span = self.last_read - self.first_sent
-        rate = (len(ms) + self.failed) / span if span > 0 else 0.0
-        return [self.operation, str(self.users), str(len(ms) + self.failed), str(self.failed),
+        count = len(ms) + self.failed
+        rate = count / span if span > 0 else 0.0
+        return [self.operation, str(self.users), str(count), str(self.failed),
                 f"{p50:.1f}", f"{p90:.1f}", f"{p99:.1f}", f"{ms.max() if len(ms) else 0:.1f}",
-                f"{rate:.1f}"]
+                f"{rate:.1f}",
+                *(f"{1000 * self.cpu.get(name, 0.0) / max(count, 1):.1f}" for name in CPU_OF)]
 
 
+#: The processes whose CPU per request the table shows.
+CPU_OF = ("service", "postgres", "client")
 HEADER = ["operation", "users", "requests", "failed", "p50 ms", "p90 ms", "p99 ms", "max ms",
-          "req/s"]
+          "req/s", *(f"{name} CPU ms/req" for name in CPU_OF)]
 
 
 def table(rows: list[Timings]) -> str:
@@ -209,26 +219,62 @@ class User:
         await self.http.close()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and of its children, live and reaped (Linux
+    ``/proc``): the work a phase cost the service or Postgres, whatever else shares the
+    cores."""
+    clock = os.sysconf("SC_CLK_TCK")
+
+    def own(stat: str) -> tuple[int, float]:
+        fields = stat.rsplit(")", 1)[1].split()
+        return int(fields[1]), sum(int(x) for x in fields[11:15]) / clock
+
+    total = own(Path(f"/proc/{pid}/stat").read_text())[1]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent, seconds = own((entry / "stat").read_text())
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            if parent == pid:
+                total += seconds
+    return total
+
+
+@dataclass
+class Meters:
+    """The processes whose CPU a phase is charged: the service and the Postgres server."""
+
+    pids: dict[str, int]
+
+    def read(self) -> dict[str, float]:
+        return {**{name: cpu_seconds(pid) for name, pid in self.pids.items()},
+                "client": time.process_time()}  # this process alone (the service is a child)
+
+
 async def phase(base: str, users: int, uploads: int, requests: int, distinct: bool,
-                label: str) -> tuple[Timings, Timings]:
+                label: str, meters: Meters) -> tuple[Timings, Timings]:
     """``users`` users at once: each opens the page, uploads ``uploads`` times, then
     (when all have uploaded) reads its runs' status ``requests`` times."""
     people = [User(base, f"{label}-user{i:02d}") for i in range(users)]
     upload_t, status_t = Timings("upload -> 202", users), Timings("status", users)
-    barrier = asyncio.Barrier(users)
 
-    async def one(user: User) -> None:
-        await user.open()
-        await barrier.wait()
+    async def uploader(user: User) -> None:
         for i in range(uploads):
             await user.upload(upload_t, f"{user.name}-{i}" if distinct else None)
-        await barrier.wait()
+
+    async def reader(user: User) -> None:
         if user.runs:
             for i in range(requests):
                 await user.status(status_t, i)
 
     try:
-        await asyncio.gather(*(one(u) for u in people))
+        await asyncio.gather(*(u.open() for u in people))
+        for timings, step in ((upload_t, uploader), (status_t, reader)):
+            start = meters.read()
+            await asyncio.gather(*(step(u) for u in people))
+            end = meters.read()
+            timings.cpu = {name: end[name] - start[name] for name in end}
     finally:
         await asyncio.gather(*(u.close() for u in people))
     return upload_t, status_t
@@ -237,7 +283,8 @@ async def phase(base: str, users: int, uploads: int, requests: int, distinct: bo
 # -- the report ----------------------------------------------------------------------------
 
 def reading(rows: list[Timings]) -> str:
-    """What the table says, in figures taken from it."""
+    """What the table says, in figures taken from it (Little's law: a closed loop of
+    ``users`` has about ``users / throughput`` in flight per answer)."""
     up1, st1, upn, stn = rows
 
     def p(t: Timings, q: float) -> float:
@@ -247,18 +294,30 @@ def reading(rows: list[Timings]) -> str:
         span = t.last_read - t.first_sent
         return (len(t.seconds) + t.failed) / span if span > 0 else 0.0
 
+    def cpu(t: Timings) -> float:
+        """Milliseconds of service + Postgres CPU per request."""
+        count = max(len(t.seconds) + t.failed, 1)
+        return 1000 * (t.cpu.get("service", 0.0) + t.cpu.get("postgres", 0.0)) / count
+
+    cores = os.cpu_count() or 1
     return (
         f"Alone, a user's upload is answered in {p(up1, 50):.0f} ms (p50) and a status in "
         f"{p(st1, 50):.1f} ms. With {upn.users} users at once the service answers "
-        f"{rate(upn):.1f} uploads/s and {rate(stn):.0f} status reads/s. An upload's p50 "
+        f"{rate(upn):.1f} uploads/s and {rate(stn):.0f} status reads/s; an upload's p50 "
         f"becomes {p(upn, 50):.0f} ms (p99 {p(upn, 99):.0f} ms) and a status's "
-        f"{p(stn, 50):.1f} ms (p99 {p(stn, 99):.1f} ms). Every user is a closed loop, so "
-        f"latency is about {upn.users} / throughput: the requests queue for the service's "
-        f"one event loop and its pool of Postgres connections, and no single request gets "
-        f"slower. The page polls every 1.5 s, so {stn.users} users watching their runs ask "
-        f"for {stn.users / 1.5:.0f} status reads/s, "
-        f"{'within' if rate(stn) >= stn.users / 1.5 else 'more than'} what this run served "
-        f"back to back. Failed requests: {sum(t.failed for t in rows)}.")
+        f"{p(stn, 50):.1f} ms (p99 {p(stn, 99):.1f} ms). Each user sends its next request "
+        f"when the last is answered, so the latency is the queue: {upn.users} users / "
+        f"{rate(upn):.1f} per s = {1000 * upn.users / max(rate(upn), 1e-9):.0f} ms per upload, "
+        f"{1000 * stn.users / max(rate(stn), 1e-9):.0f} ms per status. The service and "
+        f"Postgres spend {cpu(upn):.1f} ms of CPU per upload and {cpu(stn):.1f} ms per "
+        f"status (the client {1000 * upn.cpu.get('client', 0.0) / max(len(upn.seconds), 1):.1f}"
+        f" and {1000 * stn.cpu.get('client', 0.0) / max(len(stn.seconds), 1):.1f} ms), so on "
+        f"{cores} cores the work alone caps the rates at about "
+        f"{1000 * cores / max(cpu(upn), 1e-9):.0f} uploads/s and "
+        f"{1000 * cores / max(cpu(stn), 1e-9):.0f} status reads/s. The page polls every "
+        f"1.5 s, so {stn.users} users watching their runs ask for {stn.users / 1.5:.0f} status "
+        f"reads/s, {rate(stn) / (stn.users / 1.5):.1f} times less than this run served back "
+        f"to back. Failed requests: {sum(t.failed for t in rows)}.")
 
 
 def report(rows: list[Timings], info: dict[str, str], command: str, args: argparse.Namespace,
@@ -274,7 +333,8 @@ def report(rows: list[Timings], info: dict[str, str], command: str, args: argpar
         + ("each upload's files made distinct by a trailing comment line"
            if args.distinct else "the same bytes in every upload (content-addressed: the "
            "same five document rows)")
-        + f". Phase one: one user, {args.uploads} uploads, then {args.requests} status reads. "
+        + f". Phase one: one user, {args.solo_uploads} uploads, then {args.solo_requests} "
+        f"status reads. "
         f"Phase two: {args.users} users at once, each with its own aiohttp session and "
         f"`X-Forwarded-User`, {args.uploads} uploads each, then {args.requests} status reads "
         f"each, back to back. The service is `citerun serve --database-url` (a subprocess, "
@@ -288,17 +348,22 @@ def report(rows: list[Timings], info: dict[str, str], command: str, args: argpar
     return "\n".join(lines)
 
 
-async def main_async(args: argparse.Namespace, url: str, log: Path) -> list[Timings]:
+async def main_async(args: argparse.Namespace, url: str, log: Path,
+                     postmaster: int) -> list[Timings]:
     await db.migrate(url)
     rows: list[Timings] = []
-    with Service(url, log, max_active_runs=args.uploads, pool_max=args.pool_max) as served:
+    with Service(url, log, max_active_runs=max(args.uploads, args.solo_uploads),
+                 pool_max=args.pool_max) as served:
+        assert served.proc is not None
+        meters = Meters({"service": served.proc.pid, "postgres": postmaster})
         print(f"service at {served.base}; warming up ...", flush=True)
-        await phase(served.base, 1, 1, 5, args.distinct, "warmup")  # not reported
+        await phase(served.base, 1, 1, 5, args.distinct, "warmup", meters)  # not reported
         print("one user ...", flush=True)
-        rows += await phase(served.base, 1, args.uploads, args.requests, args.distinct, "solo")
+        rows += await phase(served.base, 1, args.solo_uploads, args.solo_requests,
+                            args.distinct, "solo", meters)
         print(f"{args.users} users ...", flush=True)
         rows += await phase(served.base, args.users, args.uploads, args.requests,
-                            args.distinct, "many")
+                            args.distinct, "many", meters)
     return rows
 
 
@@ -315,6 +380,9 @@ def main() -> int:
     p.add_argument("--users", type=int, default=50, help="concurrent users of phase two")
     p.add_argument("--uploads", type=int, default=3, help="uploads per user")
     p.add_argument("--requests", type=int, default=20, help="status reads per user")
+    p.add_argument("--solo-uploads", type=int, default=30, help="uploads of the lone user")
+    p.add_argument("--solo-requests", type=int, default=200,
+                   help="status reads of the lone user")
     p.add_argument("--distinct", action="store_true",
                    help="make every upload's files new bytes (no shared document rows)")
     p.add_argument("--pool-max", type=int, default=None,
@@ -322,12 +390,13 @@ def main() -> int:
     p.add_argument("--write-docs", action="store_true",
                    help=f"replace the '{SECTION[3:]}' section of docs/benchmarks.md")
     args = p.parse_args()
-    if min(args.users, args.uploads, args.requests) < 1:
-        p.error("--users, --uploads and --requests must be at least 1")
+    if min(args.users, args.uploads, args.requests, args.solo_uploads, args.solo_requests) < 1:
+        p.error("the counts must be at least 1")
     before = load_average()
     with postgres("citerun-bench-web-") as (tmp, server):
         url = server.url()
-        rows = asyncio.run(main_async(args, url, tmp / "serve.log"))
+        postmaster = int((server.pgdata / "postmaster.pid").read_text().split()[0])
+        rows = asyncio.run(main_async(args, url, tmp / "serve.log", postmaster))
         info = {**bench_machine.basics(), "PostgreSQL": asyncio.run(_server_version(url))}
     after = load_average()
     command = " ".join(["python -m bench.web.latency",
