@@ -88,6 +88,14 @@ class RunRequest:
     judge_api_key: str | None = field(default=None, repr=False)
 
 
+def run_id_for(uid: str, generation: int) -> uuid.UUID:
+    """The run of one generation of a CitationRun: the uid itself for generation 1 (so
+    whoever created the resource, the operator or the web service, knows the run's id
+    from the uid alone); a name-based uuid of the uid for later generations."""
+    base = uuid.UUID(uid)
+    return base if generation <= 1 else uuid.uuid5(base, f"generation-{generation}")
+
+
 def digest_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

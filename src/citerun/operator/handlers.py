@@ -44,12 +44,6 @@ DB_ERRORS = db.UNAVAILABLE
 FINALIZER_RETRY = retry.RetryPolicy(base_s=1.0, cap_s=30.0)
 
 
-def run_id_for(uid: str, generation: int) -> uuid.UUID:
-    """The run of one generation of a CitationRun: the uid itself for generation 1."""
-    base = uuid.UUID(uid)
-    return base if generation <= 1 else uuid.uuid5(base, f"generation-{generation}")
-
-
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.finalizer = FINALIZER
@@ -109,7 +103,7 @@ async def respec(body: kopf.Body, meta: kopf.Meta, uid: str, name: str,
                  namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
     """The spec changed: cancel the old generation's run, start one for the new spec."""
     assert namespace is not None
-    current = run_id_for(uid, int(meta.get("generation", 1)))
+    current = runs.run_id_for(uid, int(meta.get("generation", 1)))
     for run_id in await runs.active_of_resource(memo.pool, uuid.UUID(uid)):
         if run_id != current:
             await runs.cancel(memo.pool, run_id, "the CitationRun's spec changed",
@@ -131,7 +125,7 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
                    else str(err))
         await _fail(body, namespace, name, previous, generation, "InvalidSpec", message)
         return  # a bad spec is not retried: the user must change it (which is an update)
-    run_id = run_id_for(uid, generation)
+    run_id = runs.run_id_for(uid, generation)
     if await runs.get(memo.pool, run_id) is None:
         try:
             request = await _request(spec, run_id, uid, name, namespace, generation,
@@ -314,7 +308,7 @@ async def _write_status(namespace: str, name: str, new: dict[str, Any]) -> None:
             initial_delay=CONFIG.operator.resync_s)
 async def resync(meta: kopf.Meta, uid: str, memo: kopf.Memo, **_: Any) -> None:
     """The slow path: bring the status in line with the database now and then."""
-    await memo.syncer.sync_run(run_id_for(uid, int(meta.get("generation", 1))))
+    await memo.syncer.sync_run(runs.run_id_for(uid, int(meta.get("generation", 1))))
 
 
 @kopf.on.delete(specs.GROUP, specs.VERSION, specs.PLURAL,

@@ -8,29 +8,46 @@ INSERT INTO web_runs (run_id, owner) VALUES ($1, $2);
 
 -- name: web_usage --
 -- One user's running runs and the staged bytes their documents hold (each digest once).
-SELECT (SELECT count(*) FROM web_runs AS w JOIN runs AS r ON r.id = w.run_id
-        WHERE w.owner = $1 AND r.state = 'running') AS active_runs,
+-- A submission whose run the operator has not created yet counts as running, with the
+-- documents it staged.
+SELECT (SELECT count(*) FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
+        WHERE w.owner = $1 AND (r.state = 'running'
+                                OR (r.id IS NULL AND w.closed_state IS NULL))) AS active_runs,
        (SELECT coalesce(sum(d.size_bytes), 0) FROM documents AS d
         WHERE d.raw IS NOT NULL AND d.digest IN (
             SELECT s.digest FROM web_runs AS w JOIN runs AS r ON r.id = w.run_id
             JOIN run_sources AS s ON s.run_id = w.run_id
-            WHERE w.owner = $1 AND r.state = 'running')) AS staged_bytes;
+            WHERE w.owner = $1 AND r.state = 'running'
+            UNION
+            SELECT unnest(w.digests) FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
+            WHERE w.owner = $1 AND r.id IS NULL AND w.closed_state IS NULL)) AS staged_bytes;
 
 -- name: web_run_owned --
--- A run of this user (no row: another user's run, or no run at all).
-SELECT r.id, r.name, r.state, r.error, r.spec, r.created_at, r.finished_at
-FROM web_runs AS w JOIN runs AS r ON r.id = w.run_id
+-- A run of this user (no row: another user's run, or no run at all). Before the operator
+-- creates the run of a CitationRun the row alone answers: running (waiting), unless the
+-- submission was closed; pending says so.
+SELECT w.run_id AS id, coalesce(w.name, r.name) AS name,
+       coalesce(r.state, coalesce(w.closed_state, 'running')) AS state,
+       coalesce(r.error, w.closed_error) AS error, r.spec,
+       coalesce(r.created_at, w.created_at) AS created_at, r.finished_at,
+       w.namespace, w.resource_name, r.id IS NULL AS pending
+FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
 WHERE w.run_id = $1 AND w.owner = $2;
 
 -- name: web_runs_of_owner --
--- A user's runs, the newest first, with their counts.
-SELECT r.id, r.name, r.state, r.error, r.created_at, r.finished_at,
-       (SELECT count(*) FROM run_sources AS s WHERE s.run_id = r.id) AS documents,
-       (SELECT count(*) FROM citations AS c WHERE c.run_id = r.id) AS citations,
-       (SELECT count(*) FROM verdicts AS v WHERE v.run_id = r.id) AS judged
-FROM web_runs AS w JOIN runs AS r ON r.id = w.run_id
+-- A user's runs, the newest first, with their counts (a submission the operator has not
+-- admitted yet as running, with none).
+SELECT w.run_id AS id, coalesce(w.name, r.name) AS name,
+       coalesce(r.state, coalesce(w.closed_state, 'running')) AS state,
+       coalesce(r.error, w.closed_error) AS error,
+       coalesce(r.created_at, w.created_at) AS created_at, r.finished_at,
+       r.id IS NULL AS pending,
+       (SELECT count(*) FROM run_sources AS s WHERE s.run_id = w.run_id) AS documents,
+       (SELECT count(*) FROM citations AS c WHERE c.run_id = w.run_id) AS citations,
+       (SELECT count(*) FROM verdicts AS v WHERE v.run_id = w.run_id) AS judged
+FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
 WHERE w.owner = $1
-ORDER BY w.created_at DESC, r.id
+ORDER BY w.created_at DESC, w.run_id
 LIMIT $2;
 
 -- name: web_run_documents --
@@ -47,7 +64,9 @@ SELECT d.digest, d.filename, d.size_bytes, d.state, d.error_reason, d.title, d.y
 FROM documents AS d
 WHERE d.digest = $1 AND EXISTS (
     SELECT 1 FROM web_runs AS w JOIN run_sources AS s ON s.run_id = w.run_id
-    WHERE w.owner = $2 AND s.digest = $1);
+    WHERE w.owner = $2 AND s.digest = $1
+    UNION ALL
+    SELECT 1 FROM web_runs AS w WHERE w.owner = $2 AND $1 = ANY(w.digests));
 
 -- name: web_key_insert --
 -- Store a secret key unless one of that name exists (the first replica's wins).
@@ -56,3 +75,58 @@ INSERT INTO web_keys (name, secret) VALUES ($1, $2) ON CONFLICT (name) DO NOTHIN
 -- name: web_key_get --
 -- A secret key.
 SELECT secret FROM web_keys WHERE name = $1;
+
+-- name: web_namespace_lock --
+-- Serialise the service's staging and taking back of uploads in one namespace (tenant).
+SELECT pg_advisory_xact_lock(hashtextextended('citerun-web-ns:' || $1, 0));
+
+-- name: web_owned_by_tenant --
+-- Which of these digests the tenant owns already (before an upload stages them).
+SELECT digest FROM document_owners WHERE tenant = $1 AND digest = ANY($2::text[]);
+
+-- name: web_submission_insert --
+-- Record a user's upload for a CitationRun still to be created ($1 is a placeholder id
+-- until the resource's uid is known).
+INSERT INTO web_runs (run_id, owner, namespace, resource_name, name, digests, fresh_digests)
+VALUES ($1, $2, $3, $4, $5, $6, $7);
+
+-- name: web_submission_created --
+-- The CitationRun exists: the row takes the run's id (the resource's uid).
+UPDATE web_runs SET run_id = $2 WHERE run_id = $1 AND namespace IS NOT NULL;
+
+-- name: web_submission_delete --
+-- The CitationRun could not be created: the upload is not the user's after all.
+DELETE FROM web_runs WHERE run_id = $1 AND namespace IS NOT NULL RETURNING fresh_digests;
+
+-- name: web_submission_close --
+-- A submission that never became a run: cancelled or failed for good ($2, $3).
+UPDATE web_runs AS w SET closed_state = $2, closed_error = $3
+WHERE w.run_id = $1 AND w.namespace IS NOT NULL AND w.closed_state IS NULL
+  AND NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.id = w.run_id)
+RETURNING w.namespace, w.fresh_digests;
+
+-- name: web_pending_of_owner --
+-- A user's submissions whose run does not exist yet (and that are not closed), with their
+-- age in seconds.
+SELECT w.run_id, w.namespace, w.resource_name,
+       extract(epoch FROM now() - w.created_at)::float8 AS age_s
+FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
+WHERE w.owner = $1 AND w.namespace IS NOT NULL AND r.id IS NULL AND w.closed_state IS NULL;
+
+-- name: web_release_uploads --
+-- Take back the namespace's ownership of digests an upload staged first ($2), unless a
+-- running run of the tenant or another open submission there (not $3, the one let go)
+-- uses them; returns the digests released.
+DELETE FROM document_owners AS o
+WHERE o.tenant = $1 AND o.via = 'upload' AND o.digest = ANY($2::text[])
+  AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
+                  WHERE s.digest = o.digest AND r.tenant = o.tenant AND r.state = 'running')
+  AND NOT EXISTS (SELECT 1 FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
+                  WHERE w.namespace = o.tenant AND w.run_id <> $3 AND r.id IS NULL
+                    AND w.closed_state IS NULL AND o.digest = ANY(w.digests))
+RETURNING o.digest;
+
+-- name: web_resource_of --
+-- The CitationRun of a submission (no row: a run of the service's own database).
+SELECT namespace, resource_name, created_at FROM web_runs
+WHERE run_id = $1 AND namespace IS NOT NULL;

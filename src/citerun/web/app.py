@@ -243,14 +243,17 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-async def run_status(pool: asyncpg.Pool, run: asyncpg.Record) -> dict[str, Any]:
-    """A run's state and progress as the API and the page show it."""
+async def run_status(pool: asyncpg.Pool, run: asyncpg.Record,
+                     waiting: str | None = None) -> dict[str, Any]:
+    """A run's state and progress as the API and the page show it; ``waiting``: what it
+    waits for before it exists (a CitationRun the operator has not admitted)."""
     progress = await runs.progress(pool, run["id"])
     documents = await store.run_documents(pool, run["id"])
     state = progress["state"] if progress is not None else run["state"]
     return {
         "runId": str(run["id"]), "name": run["name"], "state": state,
         "stateLabel": pages.STATE_LABELS.get(state, state),
+        "waiting": waiting if progress is None else None,
         "error": progress["error"] if progress is not None else run["error"],
         "createdAt": _iso(run["created_at"]), "finishedAt": _iso(run["finished_at"]),
         "progress": {
@@ -406,16 +409,29 @@ async def api_list(request: web.Request) -> web.StreamResponse:
                                request.app[KEY_SETTINGS].list_limit)
     return web.json_response({"runs": [
         {"runId": str(r["id"]), "name": r["name"], "state": r["state"], "error": r["error"],
+         "waiting": bool(r["pending"]) and r["state"] == RunState.RUNNING,
          "createdAt": _iso(r["created_at"]), "finishedAt": _iso(r["finished_at"]),
          "documents": r["documents"], "citations": r["citations"], "judged": r["judged"]}
         for r in rows]})
+
+
+async def _waiting(request: web.Request,
+                   run: asyncpg.Record) -> tuple[asyncpg.Record, str | None]:
+    """The run as it stands after the backend looked at what it waits for (a submission
+    refused for good is closed by that look), and that message."""
+    backend: Backend = request.app[KEY_BACKEND]
+    message = await backend.waiting(run)
+    if message is not None:
+        run = await _owned_run(request) or run
+    return run, message
 
 
 async def api_status(request: web.Request) -> web.StreamResponse:
     run = await _owned_run(request)
     if run is None:
         return _not_found(request)
-    return web.json_response(await run_status(request.app[KEY_POOL], run))
+    run, waiting = await _waiting(request, run)
+    return web.json_response(await run_status(request.app[KEY_POOL], run, waiting))
 
 
 async def _report(request: web.Request) -> tuple[asyncpg.Record | None, web.Response | None]:
@@ -507,9 +523,13 @@ async def page_run(request: web.Request) -> web.StreamResponse:
         row = await runs.report(pool, run["id"])
         if row is not None:
             return _report_response(row["html"])
-    status = await run_status(pool, run)
+    run, waiting = await _waiting(request, run)
+    status = await run_status(pool, run, waiting)
+    shown = dict(run)
+    if status["waiting"] and not shown["error"]:
+        shown["error"] = status["waiting"]
     return web.Response(content_type="text/html", text=pages.run_page(
-        dict(run), status, user=_user(request), csrf=caller().csrf))
+        shown, status, user=_user(request), csrf=caller().csrf))
 
 
 async def page_cancel(request: web.Request) -> web.StreamResponse:

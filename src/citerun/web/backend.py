@@ -4,9 +4,9 @@ The service checks who the user is and what they uploaded; a backend turns that 
 run. :class:`LocalBackend` creates the run in the service's own database (the embedded
 one, or a shared one with workers of its own): the bytes are staged, the run created,
 its first tasks enqueued and the ownership row written in one transaction, so a crash
-or a refusal by the caps leaves nothing behind. A cluster backend would create a
-CitationRun instead and let the operator admit it; reads (status, report) come from
-Postgres either way.
+or a refusal by the caps leaves nothing behind. The cluster backend
+(:class:`citerun.web.kube.KubeBackend`) creates a CitationRun instead and lets the
+operator admit it; reads (status, report) come from Postgres either way.
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ class Backend(Protocol):
 
     async def cancel(self, run_id: uuid.UUID) -> None:
         """Cancel a run (the caller checked it is the user's)."""
+        ...
+
+    async def waiting(self, run: asyncpg.Record) -> str | None:
+        """Why a run of the user's (a ``store.run_of`` row) has not started yet, or None
+        when it has: a cluster's run exists only once the operator admits it."""
         ...
 
 
@@ -82,3 +87,6 @@ class LocalBackend:
 
     async def cancel(self, run_id: uuid.UUID) -> None:
         await runs.cancel(self.pool, run_id, "cancelled by its owner on the web page")
+
+    async def waiting(self, run: asyncpg.Record) -> str | None:
+        return None  # created with its row: never waiting for anyone

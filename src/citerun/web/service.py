@@ -36,12 +36,21 @@ def local_backend(pool: asyncpg.Pool, settings: Settings,
         tenant=web_settings.tenant, tenant_caps=runs.Caps())
 
 
+def backend_of(pool: asyncpg.Pool, settings: Settings,
+               web_settings: WebSettings) -> backend.Backend:
+    """The backend ``web.backend`` names: this database's own runs, or CitationRuns."""
+    if web_settings.backend == "kubernetes":
+        from citerun.web import kube
+        return kube.KubeBackend(pool, web_settings)
+    return local_backend(pool, settings, web_settings)
+
+
 @contextlib.asynccontextmanager
 async def running(pool: asyncpg.Pool, settings: Settings, web_settings: WebSettings, *,
                   host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
     """The service listening on ``host:port`` (0: any free port) until the block ends;
     yields its base URL."""
-    application = await web_app.build(pool, local_backend(pool, settings, web_settings),
+    application = await web_app.build(pool, backend_of(pool, settings, web_settings),
                                       web_settings)
     runner = web.AppRunner(application, access_log=None)
     await runner.setup()
@@ -74,7 +83,13 @@ async def _serve(url: str, settings: Settings, web_settings: WebSettings, host: 
 def serve(settings: Settings, web_settings: WebSettings, *, host: str, port: int,
           workers: int | None, concurrency: int) -> int:
     """Serve until SIGINT or SIGTERM. ``workers`` None: two local workers with the
-    embedded database, none with a configured URL."""
+    embedded database, none with a configured URL. The kubernetes backend needs the
+    cluster's database (its workers and operator are the cluster's)."""
+    if web_settings.backend == "kubernetes":
+        if not settings.database_url:
+            raise runs.RunError("web.backend 'kubernetes' needs CITERUN_DATABASE_URL: the "
+                                "database the cluster's operator and workers use")
+        workers = 0
     count = workers if workers is not None else (0 if settings.database_url else 2)
     with localdb.database(settings) as url:
         asyncio.run(db.migrate(url))

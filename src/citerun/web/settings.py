@@ -9,7 +9,9 @@ process at start.
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -22,6 +24,8 @@ SAFE_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256"
                    "ES512", "EdDSA")
 
 MB = 1_000_000
+
+_TEMPLATE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class WebSettings(BaseModel):
@@ -74,6 +78,22 @@ class WebSettings(BaseModel):
         "default", min_length=1, description="The tenant (queue fair share, tenant caps) "
         "of the runs this service creates locally.")
     list_limit: int = Field(200, ge=1, le=10_000, description="Runs one listing shows.")
+    backend: Literal["local", "kubernetes"] = Field(
+        "local", description="Where an upload becomes a run: 'local' creates it in the "
+        "service's database; 'kubernetes' stages the upload in the (shared) database and "
+        "creates a CitationRun with the service's own ServiceAccount, for the operator.")
+    namespace: str | None = Field(
+        None, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="With the kubernetes backend: the namespace (the department's) every "
+        "user's CitationRuns go to (one of namespace and namespace_template is required "
+        "with that backend).")
+    namespace_template: str | None = Field(
+        None, max_length=40, description="With the kubernetes backend: each user's own "
+        "namespace, '{user}' replaced by the user name made a DNS label (lower case, "
+        "[a-z0-9-]; a name that had to change gets 8 hex digits of its sha256, so two "
+        "users never share one), e.g. 'thesis-{user}'. The namespaces must exist.")
+    resource_timeout_s: float = Field(
+        20.0, gt=0, le=120, description="Seconds one Kubernetes API call may take.")
 
     @model_validator(mode="after")
     def _oidc_complete(self) -> WebSettings:
@@ -85,6 +105,17 @@ class WebSettings(BaseModel):
                              f"{list(SAFE_ALGORITHMS)}")
         if self.public_origin is not None and self.public_origin.rstrip("/") != self.public_origin:
             raise ValueError("web.public_origin is an origin: no path, no trailing slash")
+        if self.namespace is not None and self.namespace_template is not None:
+            raise ValueError("web.namespace and web.namespace_template: set one, not both")
+        if self.backend == "kubernetes" and self.namespace is None \
+                and self.namespace_template is None:
+            raise ValueError("web.backend 'kubernetes' needs web.namespace or "
+                             "web.namespace_template: where the CitationRuns go")
+        if self.namespace_template is not None and (
+                self.namespace_template.count("{user}") != 1
+                or not _TEMPLATE.match(self.namespace_template.replace("{user}", "u"))):
+            raise ValueError("web.namespace_template: a DNS label with '{user}' once, "
+                             "e.g. 'thesis-{user}'")
         return self
 
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from citerun import errors, sql
+from citerun import errors, runs, sql
 
 _Q = sql.load("citerun", "queries/web.sql")
+#: The one query that erases documents nobody owns any more (its owner is runs.sql).
+_RUNS_Q = sql.load("citerun", "queries/runs.sql")
 
 #: The name of the CSRF tokens' HMAC key in ``web_keys``.
 CSRF_KEY = "csrf"
@@ -42,6 +44,10 @@ async def admit(conn: asyncpg.Connection, owner: str, run_id: uuid.UUID,
     it back. The per-user lock makes two uploads at once count each other."""
     await conn.execute(_Q["web_owner_lock"], owner)
     await conn.execute(_Q["web_run_insert"], run_id, owner)
+    await _check_caps(conn, owner, caps)
+
+
+async def _check_caps(conn: asyncpg.Connection, owner: str, caps: UserCaps) -> None:
     usage = await conn.fetchrow(_Q["web_usage"], owner)
     if usage["active_runs"] > caps.max_active_runs:
         raise OverCap(429, f"you have {usage['active_runs'] - 1} active run(s); the cap is "
@@ -77,3 +83,79 @@ async def secret_key(conn: asyncpg.Connection | asyncpg.Pool, name: str) -> byte
     secret = await conn.fetchval(_Q["web_key_get"], name)
     assert isinstance(secret, bytes)
     return secret
+
+
+# -- submissions to a cluster (citerun.web.kube) ------------------------------------------
+
+@dataclass(frozen=True)
+class Pending:
+    """A submission whose CitationRun the operator has not turned into a run yet."""
+
+    run_id: uuid.UUID
+    namespace: str
+    resource_name: str
+    age_s: float
+
+
+async def stage_submission(conn: asyncpg.Connection, owner: str, placeholder: uuid.UUID,
+                           namespace: str, resource_name: str, name: str,
+                           uploads: list[tuple[bytes, str]], caps: UserCaps) -> None:
+    """Stage ``uploads`` owned by ``namespace`` (``runs.stage_document``, via upload),
+    record the owner's submission and check their caps, in the caller's transaction
+    (:class:`OverCap` rolls all of it back). The digests the namespace did not own before
+    are kept, to be taken back if the CitationRun is never created."""
+    await conn.execute(_Q["web_owner_lock"], owner)
+    await conn.execute(_Q["web_namespace_lock"], namespace)
+    digests = list(dict.fromkeys(runs.digest_of(data) for data, _ in uploads))
+    owned = {r["digest"] for r in await conn.fetch(_Q["web_owned_by_tenant"], namespace,
+                                                   digests)}
+    for data, filename in uploads:
+        await runs.stage_document(conn, data, filename, tenant=namespace, via="upload")
+    await conn.execute(_Q["web_submission_insert"], placeholder, owner, namespace,
+                       resource_name, name, digests, [d for d in digests if d not in owned])
+    await _check_caps(conn, owner, caps)
+
+
+async def submission_created(pool: asyncpg.Pool, placeholder: uuid.UUID,
+                             run_id: uuid.UUID) -> None:
+    await pool.execute(_Q["web_submission_created"], placeholder, run_id)
+
+
+async def drop_submission(pool: asyncpg.Pool, run_id: uuid.UUID, namespace: str) -> None:
+    """The CitationRun was never created: the row goes, and so does the namespace's
+    ownership of what the upload staged first (unless something else uses it)."""
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(_Q["web_namespace_lock"], namespace)
+        fresh = await conn.fetchval(_Q["web_submission_delete"], run_id)
+        if fresh:
+            await _release(conn, namespace, list(fresh), run_id)
+
+
+async def close_submission(pool: asyncpg.Pool, run_id: uuid.UUID, state: str,
+                           error: str) -> None:
+    """A submission that will never become a run (refused for good, deleted, cancelled):
+    it stops counting against its owner's caps and its fresh uploads are let go."""
+    async with pool.acquire() as conn, conn.transaction():
+        row = await conn.fetchrow(_Q["web_submission_close"], run_id, state, error[:2000])
+        if row is not None and row["fresh_digests"]:
+            await conn.execute(_Q["web_namespace_lock"], row["namespace"])
+            await _release(conn, row["namespace"], list(row["fresh_digests"]), run_id)
+
+
+async def pending_of(conn: asyncpg.Connection | asyncpg.Pool, owner: str) -> list[Pending]:
+    return [Pending(r["run_id"], r["namespace"], r["resource_name"], r["age_s"])
+            for r in await conn.fetch(_Q["web_pending_of_owner"], owner)]
+
+
+async def _release(conn: asyncpg.Connection, namespace: str, digests: list[str],
+                   run_id: uuid.UUID) -> None:
+    released = [r["digest"] for r in await conn.fetch(_Q["web_release_uploads"], namespace,
+                                                      digests, run_id)]
+    if released:
+        await conn.execute(_RUNS_Q["documents_erase_unowned"], released)
+
+
+async def resource_of(conn: asyncpg.Connection | asyncpg.Pool,
+                      run_id: uuid.UUID) -> asyncpg.Record | None:
+    """The namespace and name of a submission's CitationRun (None: a local run)."""
+    return await conn.fetchrow(_Q["web_resource_of"], run_id)

@@ -1,0 +1,262 @@
+"""The cluster backend of ``citerun serve``: an upload becomes a CitationRun.
+
+The service does what a user with ``citerun upload`` and ``kubectl apply`` would, with its
+own ServiceAccount (which may only create, get and delete CitationRuns): it stages the
+bytes in Postgres owned by the target namespace, records the user's submission and checks
+their caps in that one transaction, then creates a CitationRun naming the documents by
+digest. The operator admits it as any other (the namespace's caps, the run id is the
+resource's uid for generation 1: :func:`citerun.runs.run_id_for`) and the workers run it;
+status and report are read from Postgres as for a local run.
+
+Order, and what a failure leaves: staging comes first (so the operator never sees a
+CitationRun whose documents are not there yet, which it would hold for its admission
+retry), under a placeholder id and the resource name the service chose; the create
+follows; the row then takes the uid. A failed create drops the row and the namespace's
+ownership of the bytes the upload brought first (:func:`store.drop_submission`). A
+service that stops between the two leaves a row that names its resource: the owner's next
+upload or status read settles it by a get (the uid adopted; a resource still missing
+after :data:`SETTLE_AFTER_S` closes the row and lets its bytes go).
+
+The namespace is the configured one (the department's), or the user's own from a template
+(:func:`namespace_for`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import hashlib
+import logging
+import re
+import typing
+import uuid
+from collections.abc import Sequence
+from pathlib import PurePath
+from typing import Any
+
+import asyncpg
+import kubernetes
+from kubernetes.client.exceptions import ApiException
+
+from citerun import runs, runspec
+from citerun.operator import kube as operator_kube
+from citerun.states import RunState
+from citerun.web import store
+from citerun.web.backend import Upload
+from citerun.web.settings import WebSettings
+
+logger = logging.getLogger(__name__)
+
+#: A submission without its CitationRun is closed only when it is older than this: a
+#: create in flight (another request of the same user) takes at most a few API timeouts.
+SETTLE_AFTER_S = 120.0
+#: Who made a CitationRun, and which submission it is (checked before adopting one).
+SUBMISSION_ANNOTATION = "citerun.dev/web-submission"
+OWNER_ANNOTATION = "citerun.dev/web-owner"
+WAITING = "waiting for the operator to admit the run"
+
+_NOT_LABEL = re.compile(r"[^a-z0-9-]+")
+
+
+class ClusterRefused(store.OverCap):
+    """The CitationRun could not be created (the API server refused or did not answer);
+    nothing of the upload stays. Answered like a cap's refusal, with 503."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(503, message)
+
+
+def namespace_for(user: str, settings: WebSettings) -> str:
+    """The namespace of ``user``'s runs: ``web.namespace``, else ``web.namespace_template``
+    with the user name made a DNS label. A name that had to change (upper case, '@', too
+    long) gets 8 hex digits of its sha256, so 'Alice' and 'alice' never share one."""
+    if settings.namespace is not None:
+        return settings.namespace
+    template = settings.namespace_template
+    assert template is not None, "WebSettings requires one of the two"
+    room = 63 - len(template.replace("{user}", ""))
+    label = _NOT_LABEL.sub("-", user.lower()).strip("-")
+    if label != user or len(label) > room:
+        suffix = hashlib.sha256(user.encode()).hexdigest()[:8]
+        label = f"{label[:room - 9].strip('-')}-{suffix}".strip("-")
+    return template.replace("{user}", label)
+
+
+def _waiting_message(obj: dict[str, Any]) -> tuple[str, str | None]:
+    """What the page says of a CitationRun not yet a run, and the error when it will never
+    be one (the operator failed it for good: an invalid spec, an unchecked access)."""
+    status = obj.get("status") or {}
+    if status.get("phase") == "Failed":
+        return "failed", str(status.get("message") or "the operator refused the run")
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Admitted" and cond.get("status") == "False":
+            return f"{WAITING}: {cond.get('reason')}: {cond.get('message')}", None
+    return WAITING, None
+
+
+class KubeBackend:
+    """Runs created as CitationRuns by the service's ServiceAccount."""
+
+    def __init__(self, pool: asyncpg.Pool, settings: WebSettings,
+                 api: kubernetes.client.ApiClient | None = None) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.caps = store.UserCaps(settings.max_active_runs, settings.max_staged_bytes)
+        self._api = api
+
+    def _custom(self) -> kubernetes.client.CustomObjectsApi:
+        return kubernetes.client.CustomObjectsApi(self._api or operator_kube.api_client())
+
+    # -- the API server, each call in a thread ---------------------------------------------
+
+    async def _create(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        def create() -> dict[str, Any]:
+            return typing.cast(dict[str, Any], self._custom().create_namespaced_custom_object(
+                runspec.GROUP, runspec.VERSION, namespace, runspec.PLURAL, body,
+                _request_timeout=self.settings.resource_timeout_s))
+        return await asyncio.to_thread(create)
+
+    async def _get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        def get() -> dict[str, Any] | None:
+            try:
+                return typing.cast(dict[str, Any], self._custom().get_namespaced_custom_object(
+                    runspec.GROUP, runspec.VERSION, namespace, runspec.PLURAL, name,
+                    _request_timeout=self.settings.resource_timeout_s))
+            except ApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+        return await asyncio.to_thread(get)
+
+    async def _delete(self, namespace: str, name: str) -> None:
+        def delete() -> None:
+            try:
+                self._custom().delete_namespaced_custom_object(
+                    runspec.GROUP, runspec.VERSION, namespace, runspec.PLURAL, name,
+                    _request_timeout=self.settings.resource_timeout_s)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+        await asyncio.to_thread(delete)
+
+    # -- the backend -----------------------------------------------------------------------
+
+    async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload]) -> uuid.UUID:
+        await self.settle(user)
+        namespace = namespace_for(user, self.settings)
+        placeholder = uuid.uuid4()
+        resource = f"web-{placeholder.hex[:16]}"
+        thesis_digest = runs.digest_of(thesis.data)
+        unique: dict[str, Upload] = {}
+        for source in sources:  # one document per digest; the thesis is not its own source
+            digest = runs.digest_of(source.data)
+            if digest != thesis_digest:
+                unique.setdefault(digest, source)
+        title = PurePath(thesis.filename).stem or "thesis"
+        async with self.pool.acquire() as conn, conn.transaction():
+            await store.stage_submission(
+                conn, user, placeholder, namespace, resource, title,
+                [(thesis.data, thesis.filename), *((s.data, s.filename) for s in unique.values())],
+                self.caps)
+        body = {
+            "apiVersion": f"{runspec.GROUP}/{runspec.VERSION}", "kind": runspec.KIND,
+            "metadata": {"name": resource, "labels": {
+                "app.kubernetes.io/managed-by": "citerun-web"},
+                "annotations": {SUBMISSION_ANNOTATION: str(placeholder),
+                                OWNER_ANNOTATION: user}},
+            "spec": {"thesis": {"name": thesis.filename, "digest": thesis_digest},
+                     "sources": [{"name": s.filename, "digest": d}
+                                 for d, s in unique.items()]}}
+        try:
+            created = await self._create(namespace, body)
+        except Exception as err:  # the API server's refusal or no answer: compensate
+            await store.drop_submission(self.pool, placeholder, namespace)
+            logger.warning("creating CitationRun %s/%s for %s failed: %s", namespace,
+                           resource, user, _describe(err))
+            raise ClusterRefused(_refusal(namespace, err)) from None
+        run_id = runs.run_id_for(created["metadata"]["uid"], 1)
+        await store.submission_created(self.pool, placeholder, run_id)
+        logger.info("CitationRun %s/%s (run %s) created for %s", namespace, resource, run_id,
+                    user)
+        return run_id
+
+    async def cancel(self, run_id: uuid.UUID) -> None:
+        """Delete the CitationRun: its finalizer (the operator) cancels the run; one the
+        operator never admitted is closed here."""
+        where = await store.resource_of(self.pool, run_id)
+        if where is None:  # a run of this database's own (the local backend's)
+            await runs.cancel(self.pool, run_id, "cancelled by its owner on the web page")
+            return
+        await self._delete(where["namespace"], where["resource_name"])
+        await store.close_submission(self.pool, run_id, RunState.CANCELLED,
+                                     "cancelled by its owner on the web page")
+
+    async def waiting(self, run: asyncpg.Record) -> str | None:
+        """What to say of a run the operator has not created yet (None: it exists). Reads
+        the CitationRun's status; one failed for good, or gone, closes the submission."""
+        if not run["pending"] or run["namespace"] is None:
+            return None
+        if run["state"] != RunState.RUNNING:
+            return None  # closed already: its error says why
+        try:
+            obj = await self._get(run["namespace"], run["resource_name"])
+        except Exception as err:
+            logger.info("reading CitationRun %s/%s: %s", run["namespace"],
+                        run["resource_name"], _describe(err))
+            return f"{WAITING} (the cluster could not be asked just now)"
+        if obj is None:
+            age = (datetime.datetime.now(datetime.UTC) - run["created_at"]).total_seconds()
+            if age < SETTLE_AFTER_S:
+                return WAITING
+            await store.close_submission(self.pool, run["id"], RunState.FAILED,
+                                         "the CitationRun no longer exists")
+            return "the CitationRun no longer exists"
+        message, failed = _waiting_message(obj)
+        if failed is not None:
+            await store.close_submission(self.pool, run["id"], RunState.FAILED, failed)
+            return failed
+        return message
+
+    async def settle(self, user: str) -> None:
+        """Bring ``user``'s submissions without a run in line with the cluster: a resource
+        created by a service that stopped before recording its uid is adopted; one failed
+        for good or missing (after SETTLE_AFTER_S) is closed, so it counts no more."""
+        for pending in await store.pending_of(self.pool, user):
+            try:
+                obj = await self._get(pending.namespace, pending.resource_name)
+            except Exception as err:
+                logger.info("settling %s: %s", pending.resource_name, _describe(err))
+                continue
+            if obj is None:
+                if pending.age_s >= SETTLE_AFTER_S:
+                    await store.close_submission(
+                        self.pool, pending.run_id, RunState.FAILED,
+                        "the CitationRun was never created or no longer exists")
+                continue
+            notes = (obj.get("metadata") or {}).get("annotations") or {}
+            run_id = runs.run_id_for(obj["metadata"]["uid"], 1)
+            if run_id != pending.run_id and notes.get(SUBMISSION_ANNOTATION) == str(
+                    pending.run_id):
+                await store.submission_created(self.pool, pending.run_id, run_id)
+                continue
+            _, failed = _waiting_message(obj)
+            if failed is not None:
+                await store.close_submission(self.pool, pending.run_id, RunState.FAILED,
+                                             failed)
+
+
+def _describe(err: BaseException) -> str:
+    if isinstance(err, ApiException):
+        return f"{err.status} {err.reason}"
+    return f"{type(err).__name__}: {err}"
+
+
+def _refusal(namespace: str, err: BaseException) -> str:
+    """The user's words for a create the API server refused (its body is not shown)."""
+    status = err.status if isinstance(err, ApiException) else None
+    if status == 403:
+        return (f"this service may not create runs in namespace {namespace!r}; ask the "
+                "administrators to grant it there")
+    if status == 404:
+        return f"namespace {namespace!r} does not exist (or has no CitationRuns)"
+    return "the cluster did not accept the run just now; try again in a minute"
