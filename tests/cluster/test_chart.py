@@ -593,3 +593,96 @@ def test_a_judge_profiles_own_port_is_open_to_public_addresses_or_its_cidrs_only
                                 "egressCIDRs": ["everywhere"]}}}))
     refused = cs.helm_template(control_plane, "ns", values_files=[values], check=False)
     assert refused.returncode != 0 and "egressCIDRs" in refused.stderr
+
+
+def test_web_service_renders_least_privilege_and_only_when_enabled(
+    crd: str, control_plane: controlplane.ControlPlane, namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 26: ``web.enabled`` adds citerun serve with the kubernetes backend, its
+    Service, its own ServiceAccount whose Role may create, get and delete CitationRuns and
+    nothing else, probes on /healthz, the other pods' security context, and a
+    NetworkPolicy (its port in; DNS, the API server and the database out). Off by
+    default."""
+    from citerun.web.settings import ServeSettings
+
+    base = {"database.url": cs.PLACEHOLDER_DATABASE_URL}
+    off = cs.manifests(cs.helm_template(control_plane, namespace, values=base).stdout)
+    assert not [o for o in off if o["metadata"]["name"].endswith("-web")]
+    assert not [o for o in off if "web" in json.dumps(o.get("metadata", {}).get("labels", {}))]
+
+    values = {"web.enabled": True, "postgresql.enabled": True,
+              "web.trustedProxies[0]": "10.42.7.0/24", "web.maxActiveRuns": 5}
+    rendered = cs.helm_template(control_plane, namespace, values=values).stdout
+    objects = cs.manifests(rendered)
+    out = _dry_run(control_plane, namespace, rendered)
+    assert out.count("(server dry run)") == len(objects), out
+
+    deployment = cs.find(objects, "Deployment", "-web")
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["command"][:4] == ["citerun", "serve", "--host", "0.0.0.0"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    operator = cs.find(objects, "Deployment", "-operator")["spec"]["template"]["spec"]
+    assert pod["securityContext"] == operator["securityContext"]
+    assert container["securityContext"] == operator["containers"][0]["securityContext"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["enableServiceLinks"] is False
+    env = _env(objects, "-web")
+    assert env["CITERUN_WEB__BACKEND"] == "kubernetes"
+    assert env["CITERUN_WEB__NAMESPACE"] == namespace
+    assert "secretKeyRef" in env["CITERUN_DATABASE_URL"]
+    # The rendered env is what the service's settings accept (a typo would crash-loop).
+    for name in [n for n in os.environ if n.startswith("CITERUN_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value if isinstance(value, str) else f"from-{name}")
+    web = ServeSettings().web
+    assert web.backend == "kubernetes" and web.namespace == namespace
+    assert [str(n) for n in web.trusted_proxies] == ["10.42.7.0/24"]
+    assert web.max_active_runs == 5
+
+    service = cs.find(objects, "Service", "-web")
+    assert service["spec"]["ports"][0]["targetPort"] == "http"
+    assert service["spec"]["selector"]["app.kubernetes.io/component"] == "web"
+    account = cs.find(objects, "ServiceAccount", "-web")
+    assert pod["serviceAccountName"] == account["metadata"]["name"]
+    role = cs.find(objects, "Role", "-web")
+    assert role["metadata"]["namespace"] == namespace
+    assert role["rules"] == [{"apiGroups": ["citerun.dev"], "resources": ["citationruns"],
+                              "verbs": ["create", "get", "delete"]}]
+    binding = cs.find(objects, "RoleBinding", "-web")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                                    "namespace": namespace}]
+    assert not [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")
+                and o["metadata"]["name"].endswith("-web")]
+
+    policy = cs.find(objects, "NetworkPolicy", "-web")["spec"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    assert [p["port"] for rule in policy["ingress"] for p in rule["ports"]] == [8080]
+    egress_ports = sorted({p["port"] for rule in policy["egress"] for p in rule["ports"]})
+    assert egress_ports == [53, 443, 5432, 6443]
+    database_rule = next(r for r in policy["egress"] if r["ports"][0]["port"] == 5432)
+    assert database_rule["to"][0]["podSelector"]["matchLabels"][
+        "app.kubernetes.io/component"] == "postgresql"
+    postgres = cs.find(objects, "NetworkPolicy", "-postgresql")["spec"]
+    assert "web" in [peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+                     for peer in postgres["ingress"][0]["from"]]
+
+    # Per-user namespaces: the same three verbs, cluster-wide (no Role then).
+    per_user = cs.manifests(cs.helm_template(control_plane, namespace, values={
+        **base, "web.enabled": True, "web.namespaceTemplate": "thesis-{user}"}).stdout)
+    cluster_role = cs.find(per_user, "ClusterRole", "-web")
+    assert cluster_role["rules"] == role["rules"]
+    assert cs.find(per_user, "ClusterRoleBinding", "-web")["subjects"][0]["name"] == \
+        account["metadata"]["name"]
+    assert _env(per_user, "-web")["CITERUN_WEB__NAMESPACE_TEMPLATE"] == "thesis-{user}"
+    assert not [o for o in per_user if o["kind"] == "Role" and o["metadata"]["name"].endswith("-web")]
+    # The whole internet as a trusted proxy is refused by the schema: anyone could name
+    # themselves.
+    refused = cs.helm_template(control_plane, namespace, values={
+        **base, "web.enabled": True, "web.trustedProxies[0]": "0.0.0.0/0"}, check=False)
+    assert refused.returncode != 0 and "trustedProxies" in refused.stderr

@@ -65,6 +65,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s-postgresql" (include "citerun.fullname" .) }}
 {{- end }}
 
+{{- define "citerun.web.fullname" -}}
+{{- printf "%s-web" (include "citerun.fullname" .) }}
+{{- end }}
+
+{{/*
+The namespace the web service creates CitationRuns in: web.namespace, else the release
+namespace (unused with web.namespaceTemplate, whose RBAC is a ClusterRole).
+*/}}
+{{- define "citerun.web.namespace" -}}
+{{- default .Release.Namespace .Values.web.namespace }}
+{{- end }}
+
 {{/*
 Cluster-scoped names carry the namespace, so one release name can be installed in two
 namespaces without the second install failing on ownership of the first's ClusterRole.
