@@ -516,6 +516,121 @@ async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
                    f"on {os.cpu_count()} cores")
 
 
+WEB = f"{RELEASE}-web"
+
+
+class _PortForward:
+    """``kubectl port-forward`` to one pod of the web Deployment: the browser talks to
+    127.0.0.1 on this host, and the service sees the connection from 127.0.0.1 in its
+    pod (a trusted proxy by the chart's default), as from an authenticating sidecar."""
+
+    def __init__(self, node: node_mod.Node, pod: str) -> None:
+        self.proc = subprocess.Popen(
+            [str(node.plane.bin_dir / "kubectl"), "port-forward", "-n", NAMESPACE,
+             f"pod/{pod}", ":8080"], env=node.plane.tool_env(), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert "Forwarding from 127.0.0.1:" in line, line
+        self.base = "http://127.0.0.1:" + line.split("127.0.0.1:", 1)[1].split(" ", 1)[0]
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def _ready_web_pod(node: node_mod.Node) -> str | None:
+    ready = [p["metadata"]["name"] for p in support.pods(node, "web")
+             if support.ready(p) and not p["metadata"].get("deletionTimestamp")]
+    return ready[0] if ready else None
+
+
+def test_the_web_page_on_the_cluster_survives_a_rollout_restart(
+        node: node_mod.Node, release: dict[str, float]) -> None:
+    """Issue 26: with the chart's web service enabled, a writer uploads the demo thesis
+    and its sources through the page (headless Chromium), the upload becomes a
+    CitationRun in the namespace, a ``kubectl rollout restart`` of the service during the
+    run loses nothing (the run, the list entry, the report), and the run Succeeds."""
+    playwright_api = pytest.importorskip("playwright.async_api")
+    chromium = pathlib.Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("needs Debian's chromium at /usr/bin/chromium")
+    node.helm("upgrade", RELEASE, str(support.REPO / "charts" / "citerun"), "-n", NAMESPACE,
+              "--reuse-values", *support.set_args({"web.enabled": True, "web.replicas": 1}))
+    node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{WEB}",
+                 "--timeout=300s", timeout=320)
+    asyncio.run(_web(node, playwright_api, chromium))
+
+
+async def _web(node: node_mod.Node, playwright_api: Any, chromium: pathlib.Path) -> None:
+    import httpx
+
+    headers = {"X-Forwarded-User": "alice"}
+    pod = support.eventually(lambda: _ready_web_pod(node), 120, "a ready web pod")
+    forward = _PortForward(node, pod)
+    try:
+        async with playwright_api.async_playwright() as playwright:
+            browser = await playwright.chromium.launch(
+                executable_path=str(chromium), args=["--headless", "--no-sandbox",
+                                                     "--disable-gpu", "--no-first-run"])
+            try:
+                context = await browser.new_context(extra_http_headers=headers)
+                tab = await context.new_page()
+                began = time.monotonic()
+                await tab.goto(f"{forward.base}/")
+                await tab.set_input_files("#thesis", str(support.EXAMPLES / "thesis.pdf"))
+                await tab.set_input_files("#sources", [
+                    str(p) for p in sorted((support.EXAMPLES / "sources").glob("*.pdf"))])
+                await tab.click("button[type=submit]")
+                await tab.wait_for_url(f"{forward.base}/runs/*", timeout=60_000)
+                run_id = tab.url.rsplit("/", 1)[1]
+                upload_s = time.monotonic() - began
+            finally:
+                await browser.close()
+        crs = json.loads(node.kubectl("get", "crun", "-n", NAMESPACE, "-o", "json"))["items"]
+        [cr] = [c for c in crs if c["metadata"]["uid"] == run_id]
+        # The service is restarted while the run is running (admitted by the operator,
+        # its workers scaled up from none).
+        support.eventually(lambda: node.kubectl(
+            "get", "crun", "-n", NAMESPACE, cr["metadata"]["name"], "-o",
+            "jsonpath={.status.phase}").strip() == "Running", 180, "the CitationRun running")
+        forward.close()
+        node.kubectl("rollout", "restart", "-n", NAMESPACE, f"deployment/{WEB}")
+        node.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{WEB}",
+                     "--timeout=300s", timeout=320)
+        phase_at_restart = node.kubectl("get", "crun", "-n", NAMESPACE, cr["metadata"]["name"],
+                                        "-o", "jsonpath={.status.phase}").strip()
+        pod = support.eventually(lambda: _ready_web_pod(node) if _ready_web_pod(node) != pod
+                                 else None, 120, "the restarted web pod")
+        forward = _PortForward(node, pod)
+        async with httpx.AsyncClient(base_url=forward.base, headers=headers) as http:
+            listed = (await http.get("/api/runs")).json()
+            assert run_id in json.dumps(listed), listed
+            deadline = time.monotonic() + 420
+            while True:
+                status = (await http.get(f"/api/runs/{run_id}")).json()
+                if status.get("state") in ("succeeded", "failed", "cancelled"):
+                    break
+                assert time.monotonic() < deadline, status
+                await asyncio.sleep(1.5)
+            assert status["state"] == "succeeded", status
+            report = (await http.get(f"/api/runs/{run_id}/report.json")).json()
+            html = await http.get(f"/api/runs/{run_id}/report.html")
+            other = await http.get(f"/api/runs/{run_id}", headers={"X-Forwarded-User": "bob"})
+        done_s = time.monotonic() - began
+    finally:
+        forward.close()
+    assert html.status_code == 200 and "Citation report" in html.text
+    assert other.status_code == 404
+    assert not _claims(report, "thesis.pdf")  # the verdicts examples/expected.json accepts
+    assert node.kubectl("get", "crun", "-n", NAMESPACE, cr["metadata"]["name"], "-o",
+                        "jsonpath={.status.phase}").strip() == "Succeeded"
+    support.figure("web: page upload -> run page", upload_s, "s",
+                   "headless Chromium through kubectl port-forward, demo thesis + 5 sources")
+    support.figure("web: upload -> report, rollout restart of the service between", done_s,
+                   "s", f"the CitationRun was {phase_at_restart} when the restart had rolled out")
+
+
 SWITCH_TASKS = 300
 
 
