@@ -24,9 +24,10 @@ from citerun import settings
 from citerun.operator.settings import OperatorSettings
 from citerun.pipeline.settings import PipelineSettings
 from citerun.settings import Settings
+from citerun.web.settings import ServeSettings
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "citerun"
-TREES: list[type[BaseSettings]] = [Settings, OperatorSettings, PipelineSettings]
+TREES: list[type[BaseSettings]] = [Settings, OperatorSettings, PipelineSettings, ServeSettings]
 _ENV_FROM_VALUE = re.compile(
     r"- name: (CITERUN_[A-Z0-9_]+)\s*\n\s*value: \{\{\s*\.Values\.([A-Za-z0-9_.]+)")
 
@@ -78,9 +79,39 @@ def test_the_templates_set_settings_from_values() -> None:
 def test_the_values_default_is_the_models(name: str) -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     info = _field(name)
-    chart = pydantic.TypeAdapter(info.annotation).validate_python(_lookup(values, SETTINGS[name]))
-    assert chart == info.get_default(call_default_factory=True), (
+    raw = _lookup(values, SETTINGS[name])
+    default = info.get_default(call_default_factory=True)
+    if raw == "" and default is None:
+        # An empty value is the template's "leave it unset" ({{- if ... }} around the
+        # variable): the setting keeps its default, None.
+        assert _guarded(name), f"{name} is set even when {SETTINGS[name]} is empty"
+        return
+    chart = pydantic.TypeAdapter(info.annotation).validate_python(raw)
+    assert chart == default, (
         f"values.yaml {SETTINGS[name]} is not the default of {name}")
+
+
+def _guarded(name: str) -> bool:
+    """Whether every template that sets ``name`` does so inside an ``{{- if .Values...}}``
+    (an empty value then renders no variable)."""
+    found = False
+    for template in (CHART / "templates").glob("*.yaml"):
+        lines = template.read_text().splitlines()
+        for number, line in enumerate(lines):
+            if line.strip() != f"- name: {name}":
+                continue
+            found = True
+            depth = 0
+            for before in reversed(lines[:number]):
+                if re.search(r"\{\{-? end", before):
+                    depth += 1
+                elif re.search(r"\{\{-? (if|with) \.Values\.", before):
+                    if depth == 0:
+                        break
+                    depth -= 1
+            else:
+                return False
+    return found
 
 
 def _model_bounds(info: FieldInfo) -> dict[str, float]:
