@@ -27,6 +27,8 @@ import asyncpg
 import pytest
 from kubernetes import client as k8s
 
+from tests.support.web_user import User
+
 import chart_support
 import controlplane
 import operator_support as ops
@@ -85,51 +87,6 @@ class Serve:
             return self.proc.wait()
 
 
-class User:
-    """A browser session behind the proxy (its cookie and its page's CSRF token)."""
-
-    def __init__(self, base: str, name: str) -> None:
-        self.base = base
-        self.http = aiohttp.ClientSession(base, headers={"X-Forwarded-User": name},
-                                          cookie_jar=aiohttp.CookieJar(unsafe=True))
-        self.csrf = ""
-
-    async def open(self) -> User:
-        async with self.http.get("/", headers={"Accept": "text/html"}) as page:
-            assert page.status == 200, await page.text()
-            match = re.search(r'<meta name="csrf-token" content="([^"]+)">', await page.text())
-            assert match
-            self.csrf = match.group(1)
-        return self
-
-    def _post_headers(self) -> dict[str, str]:
-        return {"Origin": self.base, "X-CSRF-Token": self.csrf, "Accept": "application/json"}
-
-    async def upload(self) -> tuple[int, dict[str, Any]]:
-        form = aiohttp.FormData()
-        form.add_field("thesis", THESIS.read_bytes(), filename=THESIS.name,
-                       content_type="application/pdf")
-        for path in SOURCES:
-            form.add_field("sources", path.read_bytes(), filename=path.name,
-                           content_type="application/pdf")
-        async with self.http.post("/api/runs", data=form,
-                                  headers=self._post_headers()) as answer:
-            return answer.status, await answer.json()
-
-    async def get(self, path: str) -> tuple[int, Any]:
-        async with self.http.get(path, headers={"Accept": "application/json"}) as answer:
-            text = await answer.text()
-            try:
-                return answer.status, json.loads(text)
-            except ValueError:
-                return answer.status, text
-
-    async def post(self, path: str) -> tuple[int, Any]:
-        async with self.http.post(path, headers=self._post_headers()) as answer:
-            return answer.status, await answer.json()
-
-    async def close(self) -> None:
-        await self.http.close()
 
 
 def _web_kubeconfig(plane: controlplane.ControlPlane, namespace: str, url: str,
