@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import pathlib
-import re
 import signal
 import subprocess
 import time
@@ -22,7 +20,6 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import aiohttp
 import asyncpg
 import pytest
 from kubernetes import client as k8s
