@@ -254,7 +254,7 @@ class EmbeddedPostgres:
             args += ["-v", f"{name}={value}"]
         env = {**os.environ, "PGPASSWORD": "" if trusted else self._password(SUPERUSER)}
         subprocess.run(args, input=statement, text=True, check=True, timeout=60, env=env,
-                       capture_output=True, user=self._run_as)
+                       capture_output=True, **self._as_server_user())
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``mode``: smart, fast or immediate)."""
@@ -294,8 +294,14 @@ class EmbeddedPostgres:
         except FileNotFoundError:
             return "(no log)"
 
+    def _as_server_user(self) -> dict[str, object]:
+        """subprocess arguments that run a command as the server's user, with its own
+        group and no other: with ``user`` alone the child keeps root's groups, and root's
+        group bits, not the other bits, then decide what it may reach."""
+        if self._run_as is None:
+            return {}
+        return {"user": self._run_as, "group": self._run_as, "extra_groups": []}
+
     def _run(self, command: object, args: list[str]) -> None:
-        kwargs: dict[str, object] = {"timeout": 120}
-        if self._run_as is not None:
-            kwargs["user"] = self._run_as
+        kwargs: dict[str, object] = {"timeout": 120, **self._as_server_user()}
         command(args, pgdata=self.pgdata, **kwargs)  # type: ignore[operator]
