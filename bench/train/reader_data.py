@@ -1,35 +1,42 @@
-"""The reader's training pairs: (claim, evidence sentence) -> SUPPORT / CONTRADICT / NEI,
-from every set whose terms allow training, tokenised for ``bench.train.fit_cross_encoder``.
-
-Issue 23's reader experiment (docs/benchmarks.md, "issue 23, step 2"): trained on these
-pairs, blended with the trees and calibrated on SciTab, it added 0.006 of mean macro-F1
-out of domain over the recalibrated trees alone, at about twice the judge's CPU per pair,
-so it does not ship; this script keeps the data it was trained on reproducible.
+"""The reader's training pairs: (claim, evidence) -> SUPPORT / CONTRADICT / NEI, from every
+set whose terms allow a shipped model to be trained on it, tokenised as the judge reads.
 
 Usage::
 
-    CITERUN_EVALDATA=/work/shared/evaldata python -m bench.train.reader_data OUT.npz \\
-        --tokenizer DIR/tokenizer.json [--scitab]
+    CITERUN_EVALDATA=../shared/evaldata python -m bench.train.reader_data OUT.npz
 
-Sets (``bench.quality.claims.SETS`` records which may be trained on):
+The evidence is what the judge gives the reader at run time: a few sentences joined by
+:func:`citerun.pipeline.judging.reader.evidence_text`, the pair cut by its tokenizer
+(:func:`citerun.pipeline.judging.reader.encode`). Each row records its set (``sets``) so
+that ``bench.train.fit_reader --leave-out SET`` trains the leave-one-set-out models.
 
-- **SciFact train** (claims CC BY 4.0, abstracts ODC-By 1.0): each gold rationale sentence
-  with its label; the claim perturbed against the same sentence (a negated, flipped,
-  group-swapped, renumbered or antonym-swapped supported claim is contradicted by it; a
-  contradicted claim negated, un-negated or flipped is supported: the same cue, the other
-  label, so the model reads the claim against the sentence, not the claim's wording alone);
-  two other sentences of each cited abstract as NEI; and, as *hard* NEI, the best sentence
-  of the nearest abstract the claim does not cite (by WordLlama similarity: on topic, not
-  evidence).
-- with ``--scitab``, **SciTab** (MIT), without the claims ``bench.quality.out_of_domain``
-  samples to measure on: each claim against the table's caption and cells as text, cut
-  to the token budget. Off for the measured reader: those SciTab claims calibrated it
-  instead (``bench.train.fit_calibration``), and a calibration set the model was trained on
-  would teach it nothing about its confidence.
+Sets and terms:
 
-SciFact dev is never read. The sets whose projects state no licence (HealthVer,
-Climate-FEVER, COVID-Fact, NLI4CT) and HealthFC (no derivatives) are measured only; XNLI
-(CC BY-NC) and RTE3-DE (its NO is "not entailed", not "contradicted") are not used.
+- ``scifact`` -- **SciFact train** claims (CC BY 4.0) against their cited abstracts
+  (ODC-By 1.0): the gold rationale sentences with one other sentence of the abstract, with
+  the claim's label; the same evidence against the claim perturbed
+  (:func:`bench.train.judge.opposites` with the extra perturbations: a negated, flipped,
+  group-swapped, renumbered or antonym-swapped supported claim is contradicted; a
+  contradicted claim un-negated or flipped is supported); three sentences of the abstract
+  that are not its rationale as NEI, and the best sentences of the nearest abstract the
+  claim does not cite as a *hard* NEI (on topic, not evidence). SciFact dev is never read.
+- ``scifact_corpus`` -- generated from the **SciFact corpus** abstracts (ODC-By 1.0)
+  that no dev claim cites: a sentence of an abstract, with its reporting frame ("We found
+  that", "In conclusion,") and parentheses taken off (half of them cut to their first
+  clause), is a claim; against that sentence
+  and another of its abstract it is SUPPORT; perturbed as above it is CONTRADICT; against
+  three other sentences of its abstract it is NEI (on topic, not stated). And each such
+  abstract's title that states a finding (``scifact_titles``) as a claim: against the three sentences of its abstract closest to it
+  SUPPORT (the same finding in other words), perturbed CONTRADICT, against the closest
+  sentences of the nearest other abstract NEI.
+- ``scitab`` -- **SciTab** (MIT): each claim against its table's caption and cells as
+  text, except the claims ``bench.quality.out_of_domain`` samples to measure on.
+
+Not used: HealthVer, Climate-FEVER, COVID-Fact and NLI4CT (no licence stated: measure
+only), HealthFC (CC BY-NC-ND: no derivatives), XNLI (CC BY-NC: a model shipped under
+Apache-2.0 does not take non-commercial terms), RTE3-DE (German, which the model's English
+WordPiece vocabulary does not read; German claims are glossed into English first).
+
 Deterministic: the same data and seed write the same arrays.
 """
 
@@ -40,19 +47,43 @@ import collections
 import json
 import pathlib
 import random
+import re
 import sys
 
 import numpy
 
 from bench.common import evaldata
 from bench.quality import claims as claim_sets
-from bench.train import cross_encoder
 from bench.train import judge as trees
+from bench.train import perturb
 from citerun.pipeline import embed
-from citerun.pipeline.judging import language
+from citerun.pipeline.judging import language, reader
 
-LABELS = trees.LABELS
-SEED = 20261203
+LABELS = reader.LABELS
+SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab")
+SEED = 20261204
+#: A generated pair counts less than a real claim's: a sentence against itself least (its
+#: support is a copy), a title against its abstract more (its support is in other words).
+CORPUS_WEIGHT = 0.3
+TITLE_WEIGHT = 0.6
+Row = tuple[str, str, str, str, float]  # claim, evidence, label, set, weight
+
+_FRAME = re.compile(
+    r"^(?:(?:in (?:conclusion|summary|addition|contrast)|together|taken together|overall|"
+    r"furthermore|moreover|however|thus|therefore|finally|importantly|notably|here|collectively)"
+    r",?\s+)?(?:(?:these|our|the)\s+(?:results|findings|data|observations|studies)\s+"
+    r"(?:suggest|show|indicate|demonstrate|reveal|confirm|support)|we\s+(?:found|show|report|"
+    r"demonstrate|observed|conclude|propose|find)|(?:it was|it is)\s+(?:found|shown|concluded))"
+    r"\s+that\s+", re.IGNORECASE)
+_LEAD = re.compile(r"^(?:in (?:conclusion|summary|addition)|conclusions?|results?|"
+                   r"importantly|furthermore|moreover|however|thus|therefore|finally|overall)"
+                   r"\s*[,:]\s*", re.IGNORECASE)
+#: A title that states a finding has a verb of one ("X promotes Y", "X is required for Y").
+_VERBS = ("activate affect alter attenuate block cause confer contribute control correlate decrease delay determine drive enhance exacerbate facilitate impair improve increase induce inhibit limit lead lower mediate modulate predict prevent promote protect raise reduce regulate require restore reverse suppress trigger underlie worsen accelerate act bind depend elevate enable encode govern influence link maintain mitigate prolong shorten target")
+_STATES = re.compile(
+    r"\b(?:(?:is|are|was|were)\s+(?:not\s+)?\w+|(?:does|do|did|can|may)\s+(?:not\s+)?\w+|"
+    r"(?:" + "|".join(_VERBS.split()) + r")(?:s|es|d|ed)?)\b", re.IGNORECASE)
+_PAREN = re.compile(r"\s*[(\[][^()\[\]]{0,120}[)\]]")
 
 
 def _corpus() -> dict[int, dict[str, object]]:
@@ -63,81 +94,200 @@ def _corpus() -> dict[int, dict[str, object]]:
     return out
 
 
-def hard_nei(claims: list[dict[str, object]], corpus: dict[int, dict[str, object]],
-             embedder: embed.WordLlamaEmbedder) -> list[tuple[str, str, str, int, float]]:
-    """Each claim against the most similar sentence of the nearest abstract it does not cite."""
+def _claims(split: str) -> list[dict[str, object]]:
+    path = evaldata() / "scifact" / f"claims_{split}.jsonl"
+    return [json.loads(line) for line in path.open(encoding="utf-8")]
+
+
+def _sentences(doc: dict[str, object]) -> list[str]:
+    return [" ".join(str(s).split()) for s in doc["abstract"] if str(s).strip()]  # type: ignore[attr-defined]
+
+
+def as_claim(sentence: str) -> str | None:
+    """A sentence of an abstract as a thesis would state it, or None when it is no claim."""
+    text = _PAREN.sub("", sentence).strip()
+    text = _FRAME.sub("", text, count=1)
+    text = _LEAD.sub("", text, count=1).strip()
+    words = text.split()
+    if not 6 <= len(words) <= 40 or not re.search(r"[a-z]", text) or text.endswith("?"):
+        return None
+    if re.match(r"^(?:we|this study|this paper|the aim|the purpose|objective|background|methods?)\b",
+                text, re.IGNORECASE):
+        return None  # what a paper did, not what it found
+    return text[0].upper() + text[1:]
+
+
+def shortened(claim: str) -> str:
+    """The claim's first clause when it stands alone (a thesis cites a part of a finding)."""
+    match = re.search(r",\s+(?:and|but|whereas|while|which|although)\s|;\s", claim)
+    if match and len(claim[:match.start()].split()) >= 6:
+        return claim[:match.start()].rstrip(" ,;") + "."
+    return claim
+
+
+def _contradictions(claim: str) -> list[str]:
+    made = (perturb.negate(claim), perturb.flip(claim), perturb.antonym(claim),
+            perturb.renumber(claim), perturb.swap_group(claim))
+    return [m for m in made if m and m != claim]
+
+
+def scifact_rows(rng: random.Random, corpus: dict[int, dict[str, object]],
+                 embedder: embed.WordLlamaEmbedder) -> list[Row]:
+    claims = _claims("train")
+    out: list[Row] = []
+    for claim in claims:
+        text = str(claim["claim"])
+        for doc_id in (int(d) for d in claim["cited_doc_ids"]):  # type: ignore[attr-defined]
+            abstract = _sentences(corpus[doc_id])
+            rationale: dict[int, str] = {}
+            for evidence in claim["evidence"].get(str(doc_id), []):  # type: ignore[attr-defined]
+                for index in evidence["sentences"]:
+                    if index < len(abstract):
+                        rationale[int(index)] = str(evidence["label"])
+            rest = [i for i in range(len(abstract)) if i not in rationale]
+            if rationale:
+                label = next(iter(rationale.values()))
+                chosen = sorted(rationale)[:2]
+                other = rng.sample(rest, min(1, len(rest)))
+                order = chosen + other
+                rng.shuffle(order)
+                evidence_sets = [[abstract[i] for i in order], [abstract[i] for i in chosen]]
+                for sentences in evidence_sets:
+                    ev = reader.evidence_text(sentences)
+                    out.append((text, ev, label, "scifact", 1.0))
+                    flipped, variants = trees.opposites(text, label, extra=True)
+                    out += [(v, ev, flipped, "scifact", 0.5) for v in variants]
+            picked = rng.sample(rest, min(3, len(rest)))
+            if picked:
+                out.append((text, reader.evidence_text([abstract[i] for i in picked]), "NEI", "scifact", 1.0))
+    # Hard NEI: the nearest abstract the claim does not cite, its best sentences.
     doc_ids = sorted(corpus)
-    doc_vectors = embedder.embed([str(corpus[d]["title"]) + " " + " ".join(corpus[d]["abstract"])  # type: ignore[arg-type]
+    doc_vectors = embedder.embed([str(corpus[d]["title"]) + " " + " ".join(_sentences(corpus[d]))
                                   for d in doc_ids])
     texts = [str(c["claim"]) for c in claims]
     claim_vectors = embedder.embed(texts)
     nearest = numpy.argsort(-(claim_vectors @ doc_vectors.T), axis=1)[:, :10]
-    out = []
     for index, claim in enumerate(claims):
         cited = {int(d) for d in claim["cited_doc_ids"]}  # type: ignore[attr-defined]
         doc = corpus[next(doc_ids[j] for j in nearest[index] if doc_ids[j] not in cited)]
-        sentences = [str(s).strip() for s in doc["abstract"] if str(s).strip()]  # type: ignore[attr-defined]
-        if not sentences:
-            continue
-        vectors = embedder.embed(sentences)
-        best = sentences[int(numpy.argmax(vectors @ claim_vectors[index]))]
-        out.append((texts[index], best, "NEI", int(claim["id"]), 1.0))  # type: ignore[call-overload]
+        sentences = _sentences(doc)
+        if sentences:
+            vectors = embedder.embed(sentences)
+            best = numpy.argsort(-(vectors @ claim_vectors[index]))[:reader.SENTENCES]
+            out.append((texts[index], reader.evidence_text([sentences[i] for i in best]), "NEI",
+                        "scifact", 1.0))
     return out
 
 
-def scitab_pairs(measured: set[str]) -> list[tuple[str, str, str, int, float]]:
+def corpus_rows(rng: random.Random, corpus: dict[int, dict[str, object]], per_abstract: int) -> list[Row]:
+    dev_docs = {int(d) for c in _claims("dev") for d in c["cited_doc_ids"]}  # type: ignore[attr-defined]
+    out: list[Row] = []
+    for doc_id in sorted(corpus):
+        if doc_id in dev_docs:
+            continue
+        abstract = _sentences(corpus[doc_id])
+        if len(abstract) < 4:
+            continue
+        # Findings are stated near the end of an abstract: prefer its second half.
+        candidates = [i for i in range(len(abstract) // 2, len(abstract)) if as_claim(abstract[i])]
+        for i in rng.sample(candidates, min(per_abstract, len(candidates))):
+            claim = as_claim(abstract[i])
+            assert claim is not None
+            if rng.random() < 0.5:
+                claim = shortened(claim)
+            others = [j for j in range(len(abstract)) if j != i]
+            beside = rng.sample(others, 1)
+            order = [i] + beside
+            rng.shuffle(order)
+            ev = reader.evidence_text([abstract[j] for j in order])
+            out.append((claim, ev, "SUPPORT", "scifact_corpus", CORPUS_WEIGHT))
+            variants = _contradictions(claim)
+            if variants:
+                out.append((rng.choice(variants), ev, "CONTRADICT", "scifact_corpus", CORPUS_WEIGHT))
+            away = [j for j in others if abs(j - i) > 1] or others
+            out.append((claim, reader.evidence_text([abstract[j] for j in rng.sample(away, min(3, len(away)))]),
+                        "NEI", "scifact_corpus", CORPUS_WEIGHT))
+    return out
+
+
+def title_rows(rng: random.Random, corpus: dict[int, dict[str, object]],
+               embedder: embed.WordLlamaEmbedder) -> list[Row]:
+    """A paper's title states its finding in other words than its abstract: the title
+    against the abstract's sentences closest to it is SUPPORT, perturbed CONTRADICT, and
+    against the closest sentences of the nearest other abstract NEI (on topic, not stated)."""
+    dev_docs = {int(d) for c in _claims("dev") for d in c["cited_doc_ids"]}  # type: ignore[attr-defined]
+    doc_ids = [d for d in sorted(corpus) if d not in dev_docs and len(_sentences(corpus[d])) >= 3]
+    titles = [" ".join(str(corpus[d]["title"]).split()).rstrip(".") for d in doc_ids]
+    title_vectors = embedder.embed(titles)
+    doc_vectors = embedder.embed([" ".join(_sentences(corpus[d])) for d in doc_ids])
+    out: list[Row] = []
+    for index, doc_id in enumerate(doc_ids):
+        title = titles[index]
+        if len(title.split()) < 6 or "?" in title or ":" in title or not _STATES.search(title):
+            continue  # a topic ("Effect of X on Y", "X: a review"), not a finding
+        claim = title[0].upper() + title[1:] + "."
+        own = _closest(_sentences(corpus[doc_id]), title_vectors[index], embedder)
+        out.append((claim, own, "SUPPORT", "scifact_titles", TITLE_WEIGHT))
+        variants = _contradictions(claim)
+        if variants:
+            out.append((rng.choice(variants), own, "CONTRADICT", "scifact_titles", TITLE_WEIGHT))
+        scores = doc_vectors @ title_vectors[index]
+        scores[index] = -numpy.inf
+        other = doc_ids[int(numpy.argmax(scores))]
+        out.append((claim, _closest(_sentences(corpus[other]), title_vectors[index], embedder), "NEI",
+                    "scifact_titles", TITLE_WEIGHT))
+    return out
+
+
+def _closest(sentences: list[str], vector: numpy.ndarray, embedder: embed.WordLlamaEmbedder) -> str:
+    order = numpy.argsort(-(embedder.embed(sentences) @ vector))[:reader.SENTENCES]
+    return reader.evidence_text([sentences[i] for i in order])
+
+
+def scitab_rows() -> list[Row]:
+    measured = {p.id for p in claim_sets.load(["scitab"])["scitab"]}
     pairs = claim_sets.SETS["scitab"].read(claim_sets.claims_dir())
-    return [(p.claim, p.evidence, p.gold, 10_000_000 + i, 1.0)
-            for i, p in enumerate(pairs) if p.id not in measured]
+    return [(p.claim, p.evidence, p.gold, "scitab", 1.0) for p in pairs if p.id not in measured]
 
 
-def build(tokenizer: pathlib.Path, scitab: bool) -> tuple[dict[str, numpy.ndarray], list[tuple[str, str, str, int, float]]]:
+def build(per_abstract: int = 2) -> list[Row]:
+    rng = random.Random(SEED)
     corpus = _corpus()
-    claims = [json.loads(line) for line in (evaldata() / "scifact" / "claims_train.jsonl").open(encoding="utf-8")]
-    rows = trees.sentence_examples(claims, corpus, random.Random(SEED), 1.0)
-    # The trees' extra perturbations too (group swap, renumbering, antonyms).
-    seen = {(c, s) for c, s, *_ in rows}
-    for claim in claims:
-        text = str(claim["claim"])
-        for doc_id, evidence in claim["evidence"].items():  # type: ignore[attr-defined]
-            abstract = [str(s).strip() for s in corpus[int(doc_id)]["abstract"]]  # type: ignore[attr-defined]
-            for item in evidence:
-                if item["label"] != "SUPPORT":
-                    continue
-                for variant in (trees.perturb.swap_group(text), trees.perturb.renumber(text),
-                                trees.perturb.antonym(text)):
-                    for index in item["sentences"]:
-                        if variant and (variant, abstract[index]) not in seen:
-                            seen.add((variant, abstract[index]))
-                            rows.append((variant, abstract[index], "CONTRADICT", int(claim["id"]), 1.0))
-    rows += hard_nei(claims, corpus, embed.WordLlamaEmbedder())
-    if scitab:
-        measured = {p.id for p in claim_sets.load(["scitab"])["scitab"]}
-        rows += scitab_pairs(measured)
-    # The claim as the judge reads it (its first part, headings off), as at run time.
-    rows = [(language.claim_parts(c)[0].text if language.claim_parts(c) else c, s, label, g, w)
-            for c, s, label, g, w in rows]
-    ids, types, mask = cross_encoder.encode([(c, s) for c, s, *_ in rows], tokenizer)
-    data = {"ids": ids, "types": types, "mask": mask,
-            "labels": numpy.array([LABELS.index(r[2]) for r in rows]),
-            "weights": numpy.array([r[4] for r in rows], dtype=numpy.float64),
-            "folds": numpy.zeros(len(rows), dtype=numpy.int64),
-            "groups": numpy.array([r[3] for r in rows])}
-    return data, rows
+    embedder = embed.WordLlamaEmbedder()
+    rows = scifact_rows(rng, corpus, embedder)
+    rows += corpus_rows(rng, corpus, per_abstract)
+    rows += title_rows(rng, corpus, embedder)
+    rows += scitab_rows()
+    # The claim as the judge reads it (its reporting frame and a glued heading number off).
+    out = []
+    for claim, evidence, label, name, weight in rows:
+        parts = language.claim_parts(claim)
+        out.append((parts[0].text if parts else claim, evidence, label, name, weight))
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=pathlib.Path)
-    parser.add_argument("--tokenizer", type=pathlib.Path, required=True)
-    parser.add_argument("--scitab", action="store_true")
+    parser.add_argument("--per-abstract", type=int, default=2,
+                        help="claims generated from each SciFact corpus abstract")
     args = parser.parse_args()
-    data, rows = build(args.tokenizer, args.scitab)
-    numpy.savez_compressed(args.out, **data)
-    counts = collections.Counter(r[2] for r in rows)
-    print(f"wrote {args.out}: {len(rows)} pairs ("
-          + ", ".join(f"{k} {counts[k]}" for k in LABELS)
-          + f"), mean {data['mask'].sum(1).mean():.0f} tokens", file=sys.stderr)
+    rows = build(args.per_abstract)
+    ids, types, mask = reader.encode([(c, e) for c, e, *_ in rows])
+    numpy.savez_compressed(
+        args.out, ids=ids.astype(numpy.uint16), types=types.astype(numpy.uint8),
+        mask=mask.astype(numpy.uint8),
+        labels=numpy.array([LABELS.index(r[2]) for r in rows], dtype=numpy.int64),
+        weights=numpy.array([r[4] for r in rows], dtype=numpy.float64),
+        sets=numpy.array([SETS.index(r[3]) for r in rows], dtype=numpy.int64),
+        set_names=numpy.array(SETS))
+    with (args.out.with_suffix(".jsonl")).open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    counts = collections.Counter((r[3], r[2]) for r in rows)
+    for name in SETS:
+        print(f"{name}: " + ", ".join(f"{k} {counts[(name, k)]}" for k in LABELS), file=sys.stderr)
+    print(f"wrote {args.out}: {len(rows)} pairs, mean {mask.sum(1).mean():.0f} tokens", file=sys.stderr)
 
 
 if __name__ == "__main__":

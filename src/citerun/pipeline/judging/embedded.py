@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import collections.abc
+import dataclasses
 import functools
 import pathlib
 import re
 
 import numpy
+import numpy.typing
 import pydantic
 
-from citerun.pipeline.judging import features, german, language, model, rules
+from citerun.pipeline.judging import features, german, language, model, reader, rules
 from citerun.pipeline.judging.types import (
     Embedder,
     Evidence,
@@ -41,9 +43,28 @@ class TrainedJudgeConfig(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
+    reader: bool = pydantic.Field(
+        default=True,
+        description=(
+            "Decide with the reader, the cross-encoder that reads the claim against the "
+            "best sentences (citerun.pipeline.judging.reader; issue 23), instead of the "
+            "trees over hand features. The trees stay for comparison: docs/benchmarks.md."
+        ),
+    )
+    reader_file: pathlib.Path | None = pydantic.Field(
+        default=None,
+        description="A reader written by bench/train/fit_reader.py; None for the package's.",
+    )
+    reader_calibration_file: pathlib.Path | None = pydantic.Field(
+        default=None,
+        description=(
+            "A calibration written by bench/train/fit_reader_calibration.py for `reader_file`; "
+            "None for the package's (when the reader is the package's) or none."
+        ),
+    )
     model_file: pathlib.Path | None = pydantic.Field(
         default=None,
-        description="A model written by bench/train/judge.py; None for the one shipped in the package.",
+        description="Trees written by bench/train/judge.py (with `reader` off); None for the package's.",
     )
     calibrated: bool = pydantic.Field(
         default=True,
@@ -113,7 +134,25 @@ class TrainedJudgeConfig(pydantic.BaseModel):
             "`contradicted` (docs/benchmarks.md, issue 23, step 2). 0: no such gate."
         ),
     )
+    opposite_check: bool = pydantic.Field(
+        default=True,
+        description=(
+            "With the reader: a support it reads while a sentence about as close states the "
+            "opposite direction of the claim (features.opposite_of, directions only: \"fall\" "
+            "against \"rose\") is `unsupported`, shown and marked for checking."
+        ),
+    )
     max_evidence: int = pydantic.Field(default=3, ge=1, description="Most evidence sentences kept.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Signals:
+    """See :meth:`TrainedJudge.signals`."""
+
+    claim: str
+    found: features.PairFeatures
+    trees: numpy.typing.NDArray[numpy.float64] | None
+    logits: numpy.typing.NDArray[numpy.float64] | None
 
 
 class TrainedJudge:
@@ -128,8 +167,10 @@ class TrainedJudge:
     """
 
     def __init__(self, embedder: Embedder, config: TrainedJudgeConfig | None = None, *,
-                 german_dictionary: german.Dictionary | None = None) -> None:
-        """``german_dictionary``: for German claims; None for Ding's (:func:`.german.ding`)."""
+                 german_dictionary: german.Dictionary | None = None, trees: bool = False) -> None:
+        """``german_dictionary``: for German claims; None for Ding's (:func:`.german.ding`).
+        ``trees``: compute the trees' probabilities in :meth:`signals` even where they do
+        not decide (to fit a calibration that joins them)."""
         self._config = config or TrainedJudgeConfig()
         self._german = german_dictionary
         model_path = self._config.model_file or model.ARTIFACT
@@ -140,6 +181,20 @@ class TrainedJudge:
                              if self._config.calibrated and calibration is not None else None)
         self._featurizer = features.Featurizer(embedder)
         self._rules = rules.RulesJudge(embedder)
+        self._reader: reader.Reader | None = None
+        self._cheap = not trees
+        if self._config.reader:
+            own = self._config.reader_file is not None or self._config.reader_calibration_file is not None
+            if not own:
+                self._reader = reader.shipped(self._config.calibrated, model_path)
+            else:
+                reader_path = self._config.reader_file or reader.MODEL
+                reader_calibration = self._config.reader_calibration_file or (
+                    reader.CALIBRATION if self._config.reader_file is None else None)
+                self._reader = reader.Reader(
+                    reader_path, reader.TOKENIZER,
+                    reader.Calibration.load(reader_calibration, reader_path, model_path)
+                    if self._config.calibrated and reader_calibration else None)
 
     @property
     def featurizer(self) -> features.Featurizer:
@@ -159,18 +214,43 @@ class TrainedJudge:
         """Judge ``claim`` against ``passages`` (CPU only, in a thread)."""
         return await asyncio.to_thread(self.judge_sync, claim, passages)
 
-    def judge_sync(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
-        """:meth:`judge`, in the calling thread; a German claim is glossed into English first."""
+    @property
+    def reader(self) -> reader.Reader | None:
+        return self._reader
+
+    def signals(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Signals | None:
+        """What the verdict is decided from: the claim as read (a German one glossed into
+        English), its ranked sentences, the trees' probabilities and the reader's raw
+        logits of the claim against its best sentences; None when no sentence was found.
+        ``bench/train/fit_reader_calibration.py`` fits the calibration on these."""
         if german.is_german(claim):
             # The source's words choose among a German word's translations.
             context = frozenset(language.content_words(" ".join(p.text for p in passages)))
             claim = german.gloss(claim, context, self._german)
         found = self._featurizer.features(claim, passages)
         if found is None:
+            return None
+        logits = (self._reader.read(claim, [s.candidate.sentence for s in found.sentences[: reader.SENTENCES]])
+                  if self._reader is not None else None)
+        # The trees only where they decide: without the reader, or joined to it by its calibration.
+        trees = (self._model.probabilities(found.vector[None, :])[0]
+                 if self._reader is None or self._reader.calibration.trees_weight or not self._cheap
+                 else None)
+        return Signals(claim, found, trees, logits)
+
+    def judge_sync(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
+        """:meth:`judge`, in the calling thread; a German claim is glossed into English first."""
+        signals = self.signals(claim, passages)
+        if signals is None:
             return Judgement(Verdict.UNSUPPORTED, 0.5, (),
                              "No sentence of the source was retrieved for this claim."
                              if passages else "The claim has no content words to look for.")
-        probabilities = self._model.probabilities(found.vector[None, :])[0]
+        claim, found = signals.claim, signals.found
+        if self._reader is not None and signals.logits is not None:
+            return self._read(claim, passages, found, self._reader.calibration.apply(
+                signals.logits[None, :], None if signals.trees is None else signals.trees[None, :])[0])
+        assert signals.trees is not None
+        probabilities = signals.trees
         if self._calibration is not None:
             probabilities = self._calibration.apply(probabilities[None, :])[0]
             decision = int(numpy.argmax(probabilities))
@@ -243,6 +323,86 @@ class TrainedJudge:
             f"{cues}); {probs}.{doubt}",
         )
 
+    def _read(self, claim: str, passages: collections.abc.Sequence[Passage],
+              found: features.PairFeatures, probabilities: numpy.typing.NDArray[numpy.float64]) -> Judgement:
+        """The reader's verdict (issue 23): the claim read against its best sentences.
+
+        ``supported`` when support is the most probable reading and at least
+        ``supported_min``, else ``partially_supported`` marked for checking; ``contradicted``
+        only when contradiction is the most probable reading, at least ``contradicted_min``,
+        and one of the best sentences read alone contradicts the claim as surely: that
+        sentence is the evidence. A contradiction short of that is ``unsupported`` and
+        marked for checking, never an accusation. The confidence is the calibrated
+        probability that the verdict's class is right.
+        """
+        assert self._reader is not None
+        config = self._config
+        top = found.sentences[: reader.SENTENCES]
+        p_support, p_contradict, p_nei = (float(p) for p in probabilities)
+        decision = max(range(3), key=lambda k: (p_support, p_contradict, p_nei)[k])
+        best, evidence, unsure = top[0], list(top[:1]), False
+        probs = (f"P(support) {p_support:.2f}, P(contradict) {p_contradict:.2f}, "
+                 f"P(not enough info) {p_nei:.2f}")
+        if decision == 0:
+            confidence, evidence = p_support, _close(found)
+            if p_support < config.supported_min:
+                verdict, how, unsure = Verdict.PARTIALLY_SUPPORTED, "leans towards the claim, but not clearly", True
+            else:
+                verdict, how = Verdict.SUPPORTED, "states the claim"
+                part = self._rules.covered_part(claim, passages)
+                if part is not None:
+                    verdict, how = Verdict.PARTIALLY_SUPPORTED, f'covers only part of the claim ("{part}")'
+            if config.opposite_check and (opposite := _opposite(claim, found, config, gate=True,
+                                                                directions_only=True)):
+                # The reader reads support, but a sentence as close states the opposite
+                # direction ("fall" against "rose"), which the reader was trained on too
+                # little to weigh: neither a support nor an accusation, shown to be checked.
+                verdict, confidence, evidence, unsure = Verdict.UNSUPPORTED, p_nei, [opposite], True
+                best, how = opposite, "may say the opposite of the claim"
+        elif decision == 1:
+            each = self._reader.each(claim, [s.candidate.sentence for s in top])
+            # The sentence to show: one of those read that states the opposite in words (a
+            # negation, a direction, a word of opposite meaning) if there is one, else the
+            # one the reader, reading each alone, finds the surest contradiction.
+            lexical = [i for i, s in enumerate(top)
+                       if features.opposite_of(claim, s.candidate.sentence, s.candidate.tokens)]
+            index = max(lexical or range(len(top)), key=lambda i: float(each[i, 1]))
+            alone = float(each[index, 1])
+            stated = bool(lexical) or alone >= config.contradicted_min
+            if p_contradict >= config.contradicted_min and stated:
+                verdict, confidence, how = Verdict.CONTRADICTED, p_contradict, "says something incompatible with the claim"
+                best = top[index]
+                evidence = [best]
+            else:
+                # No sentence states the opposite on its own, or the reader is not sure:
+                # no accusation without a passage to show (issue 23).
+                verdict, confidence, unsure = Verdict.UNSUPPORTED, p_nei, True
+                how = ("may disagree with the claim, but no sentence of it states the opposite"
+                       if not stated else "may disagree with the claim, but not clearly")
+                part = (self._rules.covered_part(claim, passages, conjuncts_only=True)
+                        if p_support >= config.coordination_support_min else None)
+                if part is not None:
+                    # Unsure, and one item of "A and B" is stated: the doubt may be the
+                    # other item, which the source need not mention at all.
+                    verdict, confidence, how, evidence = _part_stated(claim, part, found, p_support)
+        else:
+            verdict, confidence, how = Verdict.UNSUPPORTED, p_nei, "is the closest, but does not state the claim"
+            either = bool(_EITHER.search(claim))
+            part = (self._rules.covered_part(claim, passages, conjuncts_only=True)
+                    if either or p_support >= config.coordination_support_min else None)
+            if part is not None:
+                verdict, confidence, how, evidence = _part_stated(claim, part, found, p_support)
+        doubt = (" The judge is unsure: check this citation."
+                 if unsure or confidence < config.abstain_below else "")
+        return Judgement(
+            verdict,
+            round(min(max(confidence, 0.0), 0.99), 3),
+            tuple(_evidence(s) for s in evidence[: config.max_evidence]),
+            f"The best sentence of the source ({language.pages(best.candidate.passage)}) {how} "
+            f"(similarity {best.similarity:.2f}, {best.coverage:.0%} of the content words"
+            f"{_cues(claim, best)}); {probs}.{doubt}",
+        )
+
 
 _EITHER = re.compile(r"\s(?:or|oder)\s", re.IGNORECASE)
 
@@ -274,11 +434,12 @@ def _close(found: features.PairFeatures) -> list[features.Sentence]:
 
 
 def _opposite(claim: str, found: features.PairFeatures, config: TrainedJudgeConfig,
-              *, directions_only: bool = False) -> features.Sentence | None:
+              *, directions_only: bool = False, gate: bool = False) -> features.Sentence | None:
     """The first of the best ``max_evidence`` sentences, or of those about as close as the
     best (:func:`_close`), that states the opposite of the claim
-    (:func:`.features.opposite_of`); without the gate (``contradicted_min`` 0), the best."""
-    if config.contradicted_min <= 0:
+    (:func:`.features.opposite_of`); without the gate (``contradicted_min`` 0), the best,
+    unless ``gate`` (the reader's checks, which always look for the sentence itself)."""
+    if config.contradicted_min <= 0 and not gate:
         return found.sentences[0]
     candidates = found.sentences[: max(config.max_evidence, len(_close(found)))]
     return next((s for s in candidates

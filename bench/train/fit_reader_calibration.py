@@ -1,0 +1,125 @@
+"""Fit the reader's calibration (``reader_calibration.json``) on claims neither model saw.
+
+Usage::
+
+    CITERUN_EVALDATA=../shared/evaldata python -m bench.train.fit_reader_calibration \\
+        [--reader PATH] [--trees | --no-trees] [--scifact-train] [--out PATH]
+
+Fits ``softmax(logits / T + w * log p_trees + b)`` (:class:`citerun.pipeline.judging.reader.Calibration`)
+by maximum likelihood (L-BFGS, deterministic) on the judge's own signals
+(:meth:`citerun.pipeline.judging.embedded.TrainedJudge.signals`: the claim glossed if
+German, its ranked sentences, the trees' probabilities and the reader's logits):
+
+- the **SciTab** claims (MIT) that ``bench.quality.out_of_domain`` does not sample, which
+  neither the reader nor the trees were trained on;
+- with ``--scifact-train``, also SciFact train's claims against their cited abstracts,
+  for a reader that never saw SciFact's claims (the trees did, so only without ``--trees``).
+
+``--trees`` fits ``w`` too (the trees' probabilities of the same claim joined to the
+reader's logits); ``--no-trees`` keeps ``w`` at 0. The file records the reader's and the
+trees' sha256: the judge refuses a calibration fitted to other files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+
+import numpy
+from scipy import optimize
+
+from bench.common import evaldata, gold_label
+from bench.quality import claims as claim_sets
+from bench.quality import out_of_domain
+from citerun.pipeline import embed
+from citerun.pipeline.judging import embedded, model, reader
+
+LABELS = reader.LABELS
+
+
+def scitab_calibration_pairs() -> list[claim_sets.Pair]:
+    measured = {p.id for p in claim_sets.load(["scitab"])["scitab"]}
+    return [p for p in claim_sets.SETS["scitab"].read(claim_sets.claims_dir()) if p.id not in measured]
+
+
+def scifact_train_pairs() -> list[claim_sets.Pair]:
+    data = evaldata() / "scifact"
+    corpus = {}
+    for line in (data / "corpus.jsonl").open(encoding="utf-8"):
+        doc = json.loads(line)
+        corpus[int(doc["doc_id"])] = doc["title"] + "\n\n" + " ".join(doc["abstract"])
+    out = []
+    for line in (data / "claims_train.jsonl").open(encoding="utf-8"):
+        claim = json.loads(line)
+        for doc_id in claim["cited_doc_ids"]:
+            out.append(claim_sets.Pair("scifact_train", f"{claim['id']}/{doc_id}", claim["claim"],
+                                       corpus[int(doc_id)], gold_label(claim, int(doc_id))))
+    return out
+
+
+def signals(judge: embedded.TrainedJudge, pairs: list[claim_sets.Pair]
+            ) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    logits, trees, gold = [], [], []
+    for pair in pairs:
+        found = judge.signals(pair.claim, out_of_domain.passages(pair.evidence))
+        if found is None or found.logits is None or found.trees is None:
+            continue
+        logits.append(found.logits)
+        trees.append(found.trees)
+        gold.append(LABELS.index(pair.gold))
+    return numpy.array(logits), numpy.array(trees), numpy.array(gold)
+
+
+def fit(logits: numpy.ndarray, trees: numpy.ndarray, gold: numpy.ndarray, with_trees: bool
+        ) -> tuple[float, numpy.ndarray, float]:
+    log_trees = numpy.log(numpy.clip(trees, 1e-6, 1.0))
+
+    def unpack(x: numpy.ndarray) -> tuple[float, numpy.ndarray, float]:
+        return float(numpy.exp(x[0])), numpy.array([0.0, x[1], x[2]]), float(x[3]) if with_trees else 0.0
+
+    def loss(x: numpy.ndarray) -> float:
+        temperature, bias, weight = unpack(x)
+        z = logits / temperature + bias + weight * log_trees
+        z = z - z.max(axis=1, keepdims=True)
+        logp = z - numpy.log(numpy.exp(z).sum(axis=1, keepdims=True))
+        return float(-logp[numpy.arange(len(gold)), gold].mean())
+
+    start = numpy.array([0.0, 0.0, 0.0, 0.5 if with_trees else 0.0])
+    bounds = [(-3.0, 3.0), (-5.0, 5.0), (-5.0, 5.0), (0.0, 5.0) if with_trees else (0.0, 0.0)]
+    result = optimize.minimize(loss, start, method="L-BFGS-B", bounds=bounds)
+    temperature, bias, weight = unpack(result.x)
+    print(f"NLL {loss(start):.4f} -> {result.fun:.4f} on {len(gold)} pairs", file=sys.stderr)
+    return temperature, bias, weight
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reader", type=pathlib.Path, default=reader.MODEL)
+    parser.add_argument("--trees", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--scifact-train", action="store_true")
+    parser.add_argument("--out", type=pathlib.Path, default=reader.CALIBRATION)
+    args = parser.parse_args()
+    if args.trees and args.scifact_train:
+        parser.error("the trees were trained on SciFact train: --scifact-train only with --no-trees")
+    started = time.perf_counter()
+    judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(), embedded.TrainedJudgeConfig(
+        reader_file=args.reader, calibrated=False), trees=True)
+    pairs = scitab_calibration_pairs() + (scifact_train_pairs() if args.scifact_train else [])
+    logits, trees, gold = signals(judge, pairs)
+    temperature, bias, weight = fit(logits, trees, gold, args.trees)
+    sha = reader._sha256(args.reader)  # noqa: SLF001 - one hash function for both sides
+    fitted = reader.Calibration(temperature, bias, sha, weight,
+                                reader._sha256(model.ARTIFACT) if weight else "")  # noqa: SLF001
+    fitted.save(args.out, {"fitted_on": sorted({p.set for p in pairs}), "pairs": int(len(gold)),
+                           "command": "python -m bench.train.fit_reader_calibration"
+                           + (" --no-trees" if not args.trees else "")
+                           + (" --scifact-train" if args.scifact_train else "")})
+    print(f"wrote {args.out}: T {temperature:.3f}, bias {numpy.round(bias, 3).tolist()}, trees weight "
+          f"{weight:.3f} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
