@@ -254,7 +254,8 @@ class EmbeddedPostgres:
             args += ["-v", f"{name}={value}"]
         env = {**os.environ, "PGPASSWORD": "" if trusted else self._password(SUPERUSER)}
         subprocess.run(args, input=statement, text=True, check=True, timeout=60, env=env,
-                       capture_output=True, **self._as_server_user())
+                       capture_output=True, user=self._run_as, group=self._run_as,
+                       extra_groups=None if self._run_as is None else [])
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``mode``: smart, fast or immediate)."""

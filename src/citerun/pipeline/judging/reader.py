@@ -188,7 +188,7 @@ class Reader:
 
     def read(self, claim: str, sentences: collections.abc.Sequence[str]) -> Array:
         """The claim against its best sentences read together: one row of raw logits."""
-        return self.logits([(claim, evidence_text(sentences))])[0]
+        return typing.cast(Array, self.logits([(claim, evidence_text(sentences))])[0])
 
     def each(self, claim: str, sentences: collections.abc.Sequence[str]) -> Array:
         """The claim against each sentence alone: calibrated probabilities (the reader's
