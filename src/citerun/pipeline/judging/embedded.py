@@ -1,18 +1,21 @@
-"""The default judge: the trained model over pairwise features, calibrated, offline.
+"""The default judge, offline: the reader over the source's best sentences, calibrated.
 
-:class:`TrainedJudge` turns the model's calibrated probabilities of SUPPORT /
-CONTRADICT / NOT-ENOUGH-INFO into a verdict, and says so when it is unsure instead of
-guessing: a SUPPORT decision below ``supported_min`` becomes ``partially_supported``
-("leans supported, check it"), a decision whose probability is below ``abstain_below``
-keeps its verdict but is marked as doubtful in the rationale, and its confidence is the
-calibrated probability either way (see docs/benchmarks.md for the reliability table).
-A German claim is glossed into English first (:mod:`.german`). Claims with several
-parts are also checked part by part by the rule judge's coverage test: a source that
-states only one part gives ``partially_supported`` instead of ``supported`` (any part:
-"A; B") or instead of ``unsupported`` (one item of "A or B", "A and B": a claim citing
-two sources for its two halves), because the model was trained on single statements; an unsure
-contradiction (below ``abstain_below``) of such a claim with one item stated is
-``partially_supported`` too.
+:class:`TrainedJudge` ranks the sentences of the passages (:class:`.features.Featurizer`),
+has the reader (:mod:`.reader`, a cross-encoder; issue 23) read the claim against the
+best of them, and turns its calibrated probabilities of SUPPORT / CONTRADICT /
+NOT-ENOUGH-INFO into a verdict, saying so when it is unsure instead of guessing (see
+:meth:`TrainedJudge._read` and the table "Verdicts" of docs/report.md): ``contradicted``
+only with a sentence that states the opposite, shown; a SUPPORT below ``supported_min``
+is ``partially_supported``; a decision below ``abstain_below``, or a contradiction it
+cannot show, is marked "check this"; the confidence is the calibrated probability that
+the verdict's class is right. A German claim is glossed into English first
+(:mod:`.german`). Claims with several parts are also checked part by part by the rule
+judge's coverage test: a source that states only one part gives ``partially_supported``
+instead of ``supported`` (any part: "A; B") or instead of ``unsupported`` (one item of
+"A or B", "A and B": a claim citing two sources for its two halves).
+
+With ``reader: false`` the trees over the hand features decide instead (the judge before
+issue 23's step 3, kept for comparison: docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -132,6 +135,14 @@ class TrainedJudgeConfig(pydantic.BaseModel):
             "at most 0.5 confidence: an accusation only with evidence. 0.5 against 0.6: "
             "macro-F1 out of domain 0.323 against 0.285 at about the same precision of "
             "`contradicted` (docs/benchmarks.md, issue 23, step 2). 0: no such gate."
+        ),
+    )
+    contradiction_needs_words: bool = pydantic.Field(
+        default=False,
+        description=(
+            "With the reader: `contradicted` needs a sentence that states the opposite in "
+            "words (a negation, a direction, a word of opposite meaning), not only one the "
+            "reader reads as a contradiction on its own."
         ),
     )
     opposite_check: bool = pydantic.Field(
@@ -368,7 +379,8 @@ class TrainedJudge:
                        if features.opposite_of(claim, s.candidate.sentence, s.candidate.tokens)]
             index = max(lexical or range(len(top)), key=lambda i: float(each[i, 1]))
             alone = float(each[index, 1])
-            stated = bool(lexical) or alone >= config.contradicted_min
+            stated = bool(lexical) or (not config.contradiction_needs_words
+                                       and alone >= config.contradicted_min)
             if p_contradict >= config.contradicted_min and stated:
                 verdict, confidence, how = Verdict.CONTRADICTED, p_contradict, "says something incompatible with the claim"
                 best = top[index]
