@@ -20,14 +20,15 @@ predictions both use them.
 from __future__ import annotations
 
 import collections.abc
-import functools
 import pathlib
 import typing
 
 import numpy
 import numpy.typing
 
-MAX_TOKENS = 128
+from citerun.pipeline.judging import reader
+
+MAX_TOKENS = reader.MAX_TOKENS
 SENTENCES = 3
 NAMES = ("ce_support", "ce_contradict", "ce_nei")
 Array = numpy.typing.NDArray[typing.Any]
@@ -46,32 +47,16 @@ def aggregate(rows: Array) -> Array:
     return numpy.array([rows[:, 0].max(), rows[:, 1].max(), rows[:, 2].min()], numpy.float32)
 
 
-@functools.lru_cache(maxsize=2)
 def tokenizer(path: pathlib.Path) -> typing.Any:
-    """The WordPiece tokenizer, truncating a pair to :data:`MAX_TOKENS`, unpadded."""
-    import tokenizers
-
-    try:
-        loaded = tokenizers.Tokenizer.from_file(str(path))
-    except Exception as err:  # the library raises plain Exception on a bad file
-        raise SystemExit(f"cannot read the cross-encoder tokenizer {str(path)!r}: {err}") from err
-    loaded.no_padding()
-    loaded.enable_truncation(max_length=MAX_TOKENS, strategy="longest_first")
-    return loaded
+    """The WordPiece tokenizer, truncating a pair to :data:`MAX_TOKENS`, unpadded (the
+    reader's: :func:`citerun.pipeline.judging.reader.tokenizer`)."""
+    return reader.tokenizer(path)
 
 
 def encode(pairs: collections.abc.Sequence[tuple[str, str]], path: pathlib.Path
            ) -> tuple[Array, Array, Array]:
     """Token ids, token types and attention mask (int64), padded to the longest pair."""
-    encodings = tokenizer(path).encode_batch(list(pairs))
-    length = max((len(e.ids) for e in encodings), default=0)
-    ids = numpy.zeros((len(encodings), length), numpy.int64)
-    types = numpy.zeros_like(ids)
-    mask = numpy.zeros_like(ids)
-    for row, e in enumerate(encodings):
-        n = len(e.ids)
-        ids[row, :n], types[row, :n], mask[row, :n] = e.ids, e.type_ids, e.attention_mask
-    return ids, types, mask
+    return reader.encode(pairs, path)
 
 
 def batches(data: collections.abc.Mapping[str, Array], rows: Array, prefix: str = "read_",
@@ -88,16 +73,10 @@ class CrossEncoder:
     """The int8 ONNX model in an onnxruntime session of one thread."""
 
     def __init__(self, path: pathlib.Path) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
         try:
-            self._session = onnxruntime.InferenceSession(str(path), options,
-                                                         providers=["CPUExecutionProvider"])
-        except Exception as err:  # onnxruntime raises its own Fail/InvalidGraph types
-            raise SystemExit(f"cannot load the cross-encoder {str(path)!r}: {err}") from err
+            self._session = reader.session(path)
+        except reader.JudgeConfigError as err:
+            raise SystemExit(str(err)) from err
 
     def run(self, ids: Array, types: Array, mask: Array) -> Array:
         """One row of SUPPORT / CONTRADICT / NEI log-probabilities per pair tokenised by

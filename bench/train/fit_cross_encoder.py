@@ -40,8 +40,6 @@ import numpy
 import torch
 from torch import nn
 
-from bench.train import cross_encoder
-
 _DTYPES = {"F32": numpy.float32, "I64": numpy.int64}
 
 
@@ -130,6 +128,20 @@ class CrossEncoder(nn.Module):
         return self.head(self.dropout(pooled))
 
 
+def optimiser(model: nn.Module, lr: float, steps: int
+              ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (weight decay 0.01 on the matrices but the embeddings' norm) with a linear
+    warm-up over the first tenth of ``steps`` and a linear decay to 0 after it."""
+    decay = [p for n, p in model.named_parameters() if p.dim() > 1 and not n.startswith("norm")]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() > 1 and not n.startswith("norm"))]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                   {"params": rest, "weight_decay": 0.0}], lr=lr)
+    warmup = max(1, steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    return optimizer, schedule
+
+
 def train(weights: dict[str, numpy.ndarray], data: dict[str, numpy.ndarray], rows: numpy.ndarray,
           args: argparse.Namespace) -> CrossEncoder:
     torch.manual_seed(args.seed)
@@ -138,14 +150,7 @@ def train(weights: dict[str, numpy.ndarray], data: dict[str, numpy.ndarray], row
     w = data["weights"][rows].astype(numpy.float64)
     totals = numpy.array([w[labels == k].sum() for k in range(3)])
     w = w * (totals.sum() / (3 * numpy.maximum(totals, 1e-9)))[labels]
-    decay = [p for n, p in model.named_parameters() if p.dim() > 1 and not n.startswith("norm")]
-    rest = [p for n, p in model.named_parameters() if not (p.dim() > 1 and not n.startswith("norm"))]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                   {"params": rest, "weight_decay": 0.0}], lr=args.lr)
-    steps = args.epochs * math.ceil(len(rows) / args.batch)
-    warmup = max(1, steps // 10)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    optimizer, schedule = optimiser(model, args.lr, args.epochs * math.ceil(len(rows) / args.batch))
     rng = numpy.random.RandomState(args.seed)
     model.train()
     step = 0
@@ -199,6 +204,8 @@ def measure(args: argparse.Namespace) -> None:
 
 def predict(model: CrossEncoder, data: dict[str, numpy.ndarray], rows: numpy.ndarray) -> numpy.ndarray:
     """Log-probabilities of the ``read_*`` pairs ``rows``, 32 at a time."""
+    from bench.train import cross_encoder  # noqa: PLC0415 - it needs citerun; training alone does not
+
     out = []
     with torch.no_grad():
         for _, tokens in cross_encoder.batches(data, rows):

@@ -38,7 +38,7 @@ import time
 
 import numpy
 
-from bench.train.fit_cross_encoder import CrossEncoder, read_safetensors
+from bench.train.fit_cross_encoder import CrossEncoder, optimiser, read_safetensors
 
 LAYERS = 6
 SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab")
@@ -87,14 +87,7 @@ def train(args: argparse.Namespace) -> None:
     types_all = data["types"].astype(numpy.int64)
     mask_all = data["mask"].astype(numpy.int64)
     model = CrossEncoder(load_weights(args.weights), LAYERS).to(device)
-    decay = [p for n, p in model.named_parameters() if p.dim() > 1 and not n.startswith("norm")]
-    rest = [p for n, p in model.named_parameters() if not (p.dim() > 1 and not n.startswith("norm"))]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                   {"params": rest, "weight_decay": 0.0}], lr=args.lr)
-    steps = args.epochs * math.ceil(len(rows) / args.batch)
-    warmup = max(1, steps // 10)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    optimizer, schedule = optimiser(model, args.lr, args.epochs * math.ceil(len(rows) / args.batch))
     rng = numpy.random.RandomState(args.seed)
     model.train()
     started = time.perf_counter()

@@ -322,17 +322,8 @@ class TrainedJudge:
             if part is not None:
                 # Support for one part of "A or B" is not what the model was trained to see.
                 verdict, confidence, how, evidence = _part_stated(claim, part, found, p_nei)
-        doubt = (" The judge is unsure: check this citation."
-                 if unsure or confidence < config.abstain_below else "")
-        cues = _cues(claim, best)
-        return Judgement(
-            verdict,
-            round(min(max(confidence, 0.0), 0.99), 3),
-            tuple(_evidence(s) for s in evidence[: config.max_evidence]),
-            f"The best sentence of the source ({language.pages(best.candidate.passage)}) {how} "
-            f"(similarity {best.similarity:.2f}, {best.coverage:.0%} of the content words"
-            f"{cues}); {probs}.{doubt}",
-        )
+        return _judgement(claim, verdict, confidence, evidence, best, how, probs,
+                          unsure or confidence < config.abstain_below, config.max_evidence)
 
     def _read(self, claim: str, passages: collections.abc.Sequence[Passage],
               found: features.PairFeatures, probabilities: numpy.typing.NDArray[numpy.float64]) -> Judgement:
@@ -404,16 +395,8 @@ class TrainedJudge:
                     if either or p_support >= config.coordination_support_min else None)
             if part is not None:
                 verdict, confidence, how, evidence = _part_stated(claim, part, found, p_support)
-        doubt = (" The judge is unsure: check this citation."
-                 if unsure or confidence < config.abstain_below else "")
-        return Judgement(
-            verdict,
-            round(min(max(confidence, 0.0), 0.99), 3),
-            tuple(_evidence(s) for s in evidence[: config.max_evidence]),
-            f"The best sentence of the source ({language.pages(best.candidate.passage)}) {how} "
-            f"(similarity {best.similarity:.2f}, {best.coverage:.0%} of the content words"
-            f"{_cues(claim, best)}); {probs}.{doubt}",
-        )
+        return _judgement(claim, verdict, confidence, evidence, best, how, probs,
+                          unsure or confidence < config.abstain_below, config.max_evidence)
 
 
 _EITHER = re.compile(r"\s(?:or|oder)\s", re.IGNORECASE)
@@ -457,6 +440,21 @@ def _opposite(claim: str, found: features.PairFeatures, config: TrainedJudgeConf
     return next((s for s in candidates
                  if features.opposite_of(claim, s.candidate.sentence, s.candidate.tokens,
                                          directions_only=directions_only)), None)
+
+
+def _judgement(claim: str, verdict: Verdict, confidence: float, evidence: list[features.Sentence],
+               best: features.Sentence, how: str, probs: str, doubt: bool, most: int) -> Judgement:
+    """The judgement with its rationale: where the best sentence is, what it does, how
+    close it is, the cues, the probabilities, and "check this" when in doubt."""
+    return Judgement(
+        verdict,
+        round(min(max(confidence, 0.0), 0.99), 3),
+        tuple(_evidence(s) for s in evidence[:most]),
+        f"The best sentence of the source ({language.pages(best.candidate.passage)}) {how} "
+        f"(similarity {best.similarity:.2f}, {best.coverage:.0%} of the content words"
+        f"{_cues(claim, best)}); {probs}."
+        + (" The judge is unsure: check this citation." if doubt else ""),
+    )
 
 
 def _cues(claim: str, best: features.Sentence) -> str:

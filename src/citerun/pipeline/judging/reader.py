@@ -33,6 +33,7 @@ import typing
 import numpy
 import numpy.typing
 
+from citerun.pipeline.judging.model import softmax
 from citerun.pipeline.judging.types import JudgeConfigError
 
 HERE = pathlib.Path(__file__).parent
@@ -77,12 +78,6 @@ def encode(pairs: collections.abc.Sequence[tuple[str, str]], path: pathlib.Path 
         n = len(e.ids)
         ids[row, :n], types[row, :n], mask[row, :n] = e.ids, e.type_ids, e.attention_mask
     return ids, types, mask
-
-
-def softmax(logits: Array) -> Array:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    exp = numpy.exp(shifted)
-    return typing.cast(Array, exp / exp.sum(axis=-1, keepdims=True))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,22 +149,27 @@ def _sha256(path: pathlib.Path) -> str:
         raise JudgeConfigError(f"cannot read the reader model {str(path)!r}: {err}") from err
 
 
+def session(model_path: pathlib.Path) -> typing.Any:
+    """An onnxruntime session of one thread on the CPU; :class:`JudgeConfigError` if the
+    file is no model it can load."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    try:
+        return onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime raises its own Fail/InvalidGraph types
+        raise JudgeConfigError(f"cannot load the reader model {str(model_path)!r}: {err}") from err
+
+
 class Reader:
     """The int8 model in an onnxruntime session of one thread; thread-safe."""
 
     def __init__(self, model_path: pathlib.Path = MODEL, tokenizer_path: pathlib.Path = TOKENIZER,
                  calibration: Calibration | None = None) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        try:
-            self._session = onnxruntime.InferenceSession(str(model_path), options,
-                                                         providers=["CPUExecutionProvider"])
-        except Exception as err:  # onnxruntime raises its own Fail/InvalidGraph types
-            raise JudgeConfigError(f"cannot load the reader model {str(model_path)!r}: {err}") from err
+        self._session = session(model_path)
         self._tokenizer = tokenizer_path
         tokenizer(tokenizer_path)  # fail at start, not at the first claim
         self.model_path = model_path
