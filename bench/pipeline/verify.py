@@ -93,6 +93,8 @@ def main() -> None:
     rows: list[tuple[str, str, tuple[float, float], list[tuple[str, int, float, float]]]] = []
     for name, thesis, sources in cases:
         with tempfile.TemporaryDirectory(prefix="citerun-bench-") as tmp:
+            # Passable by the embedded server's user when run as root (bench.common.workdir).
+            pathlib.Path(tmp).chmod(0o711)
             data = pathlib.Path(tmp) / "data"
             for phase in ("cold", "warm"):
                 seconds = run_verify(data, thesis, sources, pathlib.Path(tmp) / "report.html",

@@ -38,13 +38,13 @@ import time
 
 import numpy
 
-from bench.train.fit_cross_encoder import CrossEncoder, optimiser, read_safetensors
-
 LAYERS = 6
 SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab")
 
 
 def weights_command(args: argparse.Namespace) -> None:
+    from bench.train.fit_cross_encoder import read_safetensors  # noqa: PLC0415 - needs PyTorch
+
     tensors = read_safetensors(args.source)
     keep = {k: v.astype(numpy.float16) for k, v in tensors.items()
             if k.startswith("embeddings.") and "position_ids" not in k
@@ -62,6 +62,8 @@ def load_weights(path: pathlib.Path) -> dict[str, numpy.ndarray]:
 def train(args: argparse.Namespace) -> None:
     import torch
     from torch import nn
+
+    from bench.train.fit_cross_encoder import CrossEncoder, optimiser  # noqa: PLC0415 - needs PyTorch
 
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.manual_seed(args.seed)
