@@ -124,17 +124,17 @@ class TrainedJudgeConfig(pydantic.BaseModel):
         ),
     )
     contradicted_min: float = pydantic.Field(
-        default=0.5,
+        default=0.7,
         ge=0.0,
         le=1.0,
         description=(
-            "Lowest (calibrated) probability of CONTRADICT for `contradicted`, which also "
-            "needs one of the best sentences to state the opposite (a negation, a direction "
-            "or a word of opposite meaning against the claim's), shown as the evidence. A "
-            "CONTRADICT decision short of either is `unsupported`, marked for checking, with "
-            "at most 0.5 confidence: an accusation only with evidence. 0.5 against 0.6: "
-            "macro-F1 out of domain 0.323 against 0.285 at about the same precision of "
-            "`contradicted` (docs/benchmarks.md, issue 23, step 2). 0: no such gate."
+            "Lowest calibrated probability of CONTRADICT for `contradicted`, which also needs "
+            "a sentence of those read that states the opposite (in words, or as the reader "
+            "reads it alone), shown as the evidence; short of either the citation is "
+            "`unsupported` and marked for checking: an accusation only with evidence. 0.7: "
+            "a false accusation is taken to cost about twice a missed contradiction, so "
+            "accuse from p >= 2/3 (docs/benchmarks.md, issue 23, step 3: 0.5 and 0.7 side "
+            "by side). 0: no such gate (the trees' path)."
         ),
     )
     contradiction_needs_words: bool = pydantic.Field(
@@ -382,6 +382,9 @@ class TrainedJudge:
                 verdict, confidence, unsure = Verdict.UNSUPPORTED, p_nei, True
                 how = ("may disagree with the claim, but no sentence of it states the opposite"
                        if not stated else "may disagree with the claim, but not clearly")
+                if stated:  # the sentence to check is the one that seems to say the opposite
+                    best = top[index]
+                    evidence = [best]
                 part = (self._rules.covered_part(claim, passages, conjuncts_only=True)
                         if p_support >= config.coordination_support_min else None)
                 if part is not None:
