@@ -30,13 +30,14 @@ def _bin(name: str) -> str:
 def standby_of(primary: embedded.EmbeddedPostgres, data_dir: Path) -> embedded.EmbeddedPostgres:
     """Base-backup ``primary`` into ``data_dir`` and start it there as a streaming standby."""
     run_as = primary._run_as
+    as_server = primary._as_server_user()  # its user, its group and no other (not root's)
     # Replication connections need their own pg_hba line; the primary reloads it.
     hba = primary.pgdata / "pg_hba.conf"
     original = hba.read_text()
     if _REPLICATION_HBA not in original:
         hba.write_text(original + _REPLICATION_HBA)
         subprocess.run([_bin("pg_ctl"), "-D", str(primary.pgdata), "reload"], check=True,
-                       capture_output=True, user=run_as, timeout=60)
+                       capture_output=True, timeout=60, **as_server)  # type: ignore[call-overload]
     data_dir.mkdir(parents=True, exist_ok=True)
     for secret in primary.data_dir.glob("*.password"):
         shutil.copy2(secret, data_dir / secret.name)
@@ -48,7 +49,7 @@ def standby_of(primary: embedded.EmbeddedPostgres, data_dir: Path) -> embedded.E
     subprocess.run([_bin("pg_basebackup"), "-h", str(primary.socket_dir), "-p", str(primary.port),
                     "-U", embedded.SUPERUSER, "-D", str(data_dir / "pgdata"), "-R",
                     "-X", "stream", "-c", "fast"],
-                   check=True, capture_output=True, user=run_as, env=env, timeout=120)
+                   check=True, capture_output=True, env=env, timeout=120, **as_server)  # type: ignore[call-overload]
     # The standby's own access rules are the embedded server's (socket, passwords).
     (data_dir / "pgdata" / "pg_hba.conf").write_text(original)
     standby = embedded.EmbeddedPostgres(data_dir)
@@ -59,7 +60,8 @@ def standby_of(primary: embedded.EmbeddedPostgres, data_dir: Path) -> embedded.E
 def promote(standby: embedded.EmbeddedPostgres) -> None:
     """End recovery: the standby becomes a primary (waits until it accepts writes)."""
     subprocess.run([_bin("pg_ctl"), "-D", str(standby.pgdata), "-w", "-t", "60", "promote"],
-                   check=True, capture_output=True, user=standby._run_as, timeout=90)
+                   check=True, capture_output=True, timeout=90,
+                   **standby._as_server_user())  # type: ignore[call-overload]
 
 
 def either_url(*servers: embedded.EmbeddedPostgres, database: str = "postgres") -> str:
