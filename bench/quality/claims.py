@@ -197,6 +197,13 @@ def load(names: typing.Iterable[str], *, limit: int | None = 600,
     return out
 
 
+def unmeasured(name: str, *, limit: int | None = 600) -> list[Pair]:
+    """The pairs of set ``name`` that :func:`load` does not sample at ``limit``: what a
+    calibration may be fitted on while the sample stays a measure."""
+    measured = {p.id for p in load([name], limit=limit)[name]}
+    return [p for p in SETS[name].read(claims_dir()) if p.id not in measured]
+
+
 def sample(pairs: list[Pair], limit: int | None) -> list[Pair]:
     """``limit`` pairs drawn per label in proportion (seeded), in the set's order."""
     if limit is None or len(pairs) <= limit:

@@ -47,17 +47,20 @@ LABELS = claims.LABELS
 BINS = (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
 
 
-def scifact_dev(limit: int | None) -> list[claims.Pair]:
+def scifact_pairs(limit: int | None, split: str = "dev") -> list[claims.Pair]:
+    """Each claim of SciFact's ``split`` against each abstract it cites, with its gold label
+    (set name ``scifact`` for dev, ``scifact_<split>`` otherwise), sampled to ``limit``."""
     data = common.evaldata() / "scifact"
     corpus = {}
     for line in (data / "corpus.jsonl").open(encoding="utf-8"):
         doc = json.loads(line)
         corpus[doc["doc_id"]] = doc["title"] + "\n\n" + " ".join(doc["abstract"])
     pairs = []
-    for line in (data / "claims_dev.jsonl").open(encoding="utf-8"):
+    name = "scifact" if split == "dev" else f"scifact_{split}"
+    for line in (data / f"claims_{split}.jsonl").open(encoding="utf-8"):
         claim = json.loads(line)
         for doc_id in claim["cited_doc_ids"]:
-            pairs.append(claims.Pair("scifact", f"{claim['id']}/{doc_id}", claim["claim"],
+            pairs.append(claims.Pair(name, f"{claim['id']}/{doc_id}", claim["claim"],
                                      corpus[int(doc_id)], common.gold_label(claim, int(doc_id))))
     return claims.sample(pairs, limit)
 
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     names = [n for n in args.sets.split(",") if n]
     sets = {}
     if "scifact" in names:
-        sets["scifact"] = scifact_dev(args.limit)
+        sets["scifact"] = scifact_pairs(args.limit)
     sets.update(claims.load([n for n in names if n != "scifact"], limit=args.limit))
     embedder = embed.WordLlamaEmbedder()
     configs = [(name, json.loads(value)) for name, _, value in

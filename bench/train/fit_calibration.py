@@ -68,8 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=pathlib.Path, default=model.CALIBRATION)
     args = parser.parse_args()
-    measured = {p.id for p in claims.load(["scitab"])["scitab"]}
-    pairs = [p for p in claims.SETS["scitab"].read(claims.claims_dir()) if p.id not in measured]
+    pairs = claims.unmeasured("scitab")
     p, y = probabilities(pairs)
     weight, bias = fit(p, y)
     counts = collections.Counter(model.LABELS[k] for k in y)

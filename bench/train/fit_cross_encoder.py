@@ -128,6 +128,12 @@ class CrossEncoder(nn.Module):
         return self.head(self.dropout(pooled))
 
 
+def balanced(weights: numpy.ndarray, labels: numpy.ndarray) -> numpy.ndarray:
+    """The rows' weights scaled so that each of the 3 classes weighs the same in all."""
+    totals = numpy.array([weights[labels == k].sum() for k in range(3)])
+    return weights * (totals.sum() / (3 * numpy.maximum(totals, 1e-9)))[labels]
+
+
 def optimiser(model: nn.Module, lr: float, steps: int
               ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW (weight decay 0.01 on the matrices but the embeddings' norm) with a linear
@@ -147,9 +153,7 @@ def train(weights: dict[str, numpy.ndarray], data: dict[str, numpy.ndarray], row
     torch.manual_seed(args.seed)
     model = CrossEncoder(weights, args.layers)
     labels = data["labels"][rows]
-    w = data["weights"][rows].astype(numpy.float64)
-    totals = numpy.array([w[labels == k].sum() for k in range(3)])
-    w = w * (totals.sum() / (3 * numpy.maximum(totals, 1e-9)))[labels]
+    w = balanced(data["weights"][rows].astype(numpy.float64), labels)
     optimizer, schedule = optimiser(model, args.lr, args.epochs * math.ceil(len(rows) / args.batch))
     rng = numpy.random.RandomState(args.seed)
     model.train()

@@ -63,7 +63,7 @@ def train(args: argparse.Namespace) -> None:
     import torch
     from torch import nn
 
-    from bench.train.fit_cross_encoder import CrossEncoder, optimiser  # noqa: PLC0415 - needs PyTorch
+    from bench.train.fit_cross_encoder import CrossEncoder, balanced, optimiser  # noqa: PLC0415 - needs PyTorch
 
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.manual_seed(args.seed)
@@ -82,9 +82,7 @@ def train(args: argparse.Namespace) -> None:
     if args.limit:
         rows = rows[numpy.random.RandomState(args.seed).permutation(len(rows))[:args.limit]]
     labels = data["labels"][rows]
-    w = data["weights"][rows].astype(numpy.float64)
-    totals = numpy.array([w[labels == k].sum() for k in range(3)])
-    w = w * (totals.sum() / (3 * numpy.maximum(totals, 1e-9)))[labels]
+    w = balanced(data["weights"][rows].astype(numpy.float64), labels)
     ids_all = data["ids"].astype(numpy.int64)
     types_all = data["types"].astype(numpy.int64)
     mask_all = data["mask"].astype(numpy.int64)

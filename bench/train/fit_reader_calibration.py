@@ -23,7 +23,6 @@ trees' sha256: the judge refuses a calibration fitted to other files.
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import sys
 import time
@@ -31,33 +30,12 @@ import time
 import numpy
 from scipy import optimize
 
-from bench.common import evaldata, gold_label
 from bench.quality import claims as claim_sets
 from bench.quality import out_of_domain
 from citerun.pipeline import embed
 from citerun.pipeline.judging import embedded, model, reader
 
 LABELS = reader.LABELS
-
-
-def scitab_calibration_pairs() -> list[claim_sets.Pair]:
-    measured = {p.id for p in claim_sets.load(["scitab"])["scitab"]}
-    return [p for p in claim_sets.SETS["scitab"].read(claim_sets.claims_dir()) if p.id not in measured]
-
-
-def scifact_train_pairs() -> list[claim_sets.Pair]:
-    data = evaldata() / "scifact"
-    corpus = {}
-    for line in (data / "corpus.jsonl").open(encoding="utf-8"):
-        doc = json.loads(line)
-        corpus[int(doc["doc_id"])] = doc["title"] + "\n\n" + " ".join(doc["abstract"])
-    out = []
-    for line in (data / "claims_train.jsonl").open(encoding="utf-8"):
-        claim = json.loads(line)
-        for doc_id in claim["cited_doc_ids"]:
-            out.append(claim_sets.Pair("scifact_train", f"{claim['id']}/{doc_id}", claim["claim"],
-                                       corpus[int(doc_id)], gold_label(claim, int(doc_id))))
-    return out
 
 
 def signals(judge: embedded.TrainedJudge, pairs: list[claim_sets.Pair]
@@ -107,12 +85,12 @@ def main() -> None:
     started = time.perf_counter()
     judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(), embedded.TrainedJudgeConfig(
         reader_file=args.reader, calibrated=False), trees=True)
-    pairs = scitab_calibration_pairs() + (scifact_train_pairs() if args.scifact_train else [])
+    pairs = claim_sets.unmeasured("scitab") + (
+        out_of_domain.scifact_pairs(None, "train") if args.scifact_train else [])
     logits, trees, gold = signals(judge, pairs)
     temperature, bias, weight = fit(logits, trees, gold, args.trees)
-    sha = reader._sha256(args.reader)  # noqa: SLF001 - one hash function for both sides
-    fitted = reader.Calibration(temperature, bias, sha, weight,
-                                reader._sha256(model.ARTIFACT) if weight else "")  # noqa: SLF001
+    fitted = reader.Calibration(temperature, bias, reader.sha256(args.reader), weight,
+                                reader.sha256(model.ARTIFACT) if weight else "")
     fitted.save(args.out, {"fitted_on": sorted({p.set for p in pairs}), "pairs": int(len(gold)),
                            "command": "python -m bench.train.fit_reader_calibration"
                            + (" --no-trees" if not args.trees else "")

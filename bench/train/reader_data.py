@@ -245,9 +245,7 @@ def _closest(sentences: list[str], vector: numpy.ndarray, embedder: embed.WordLl
 
 
 def scitab_rows() -> list[Row]:
-    measured = {p.id for p in claim_sets.load(["scitab"])["scitab"]}
-    pairs = claim_sets.SETS["scitab"].read(claim_sets.claims_dir())
-    return [(p.claim, p.evidence, p.gold, "scitab", 1.0) for p in pairs if p.id not in measured]
+    return [(p.claim, p.evidence, p.gold, "scitab", 1.0) for p in claim_sets.unmeasured("scitab")]
 
 
 def build(per_abstract: int = 2) -> list[Row]:

@@ -193,7 +193,7 @@ class TrainedJudge:
         self._featurizer = features.Featurizer(embedder)
         self._rules = rules.RulesJudge(embedder)
         self._reader: reader.Reader | None = None
-        self._cheap = not trees
+        self._always_trees = trees
         if self._config.reader:
             own = self._config.reader_file is not None or self._config.reader_calibration_file is not None
             if not own:
@@ -245,7 +245,7 @@ class TrainedJudge:
                   if self._reader is not None else None)
         # The trees only where they decide: without the reader, or joined to it by its calibration.
         trees = (self._model.probabilities(found.vector[None, :])[0]
-                 if self._reader is None or self._reader.calibration.trees_weight or not self._cheap
+                 if self._reader is None or self._reader.calibration.trees_weight or self._always_trees
                  else None)
         return Signals(claim, found, trees, logits)
 
@@ -316,14 +316,21 @@ class TrainedJudge:
         else:
             verdict, confidence, how = Verdict.UNSUPPORTED, p_nei, "is the closest, but does not state the claim"
             evidence = [best]
-            either = bool(_EITHER.search(claim))  # "A or B": stating one item is part-support
-            part = (self._rules.covered_part(claim, passages, conjuncts_only=True)
-                    if either or p_support >= config.coordination_support_min else None)
+            part = self._item_stated(claim, passages, p_support, either=True)
             if part is not None:
                 # Support for one part of "A or B" is not what the model was trained to see.
                 verdict, confidence, how, evidence = _part_stated(claim, part, found, p_nei)
         return _judgement(claim, verdict, confidence, evidence, best, how, probs,
                           unsure or confidence < config.abstain_below, config.max_evidence)
+
+    def _item_stated(self, claim: str, passages: collections.abc.Sequence[Passage], p_support: float,
+                     *, either: bool = False) -> str | None:
+        """The item of "A and B" the source states (the rule judge's coverage test), asked
+        only when support is at least ``coordination_support_min`` or, with ``either``, the
+        claim is "A or B" (stating one item is part-support); None otherwise."""
+        if (either and _EITHER.search(claim)) or p_support >= self._config.coordination_support_min:
+            return self._rules.covered_part(claim, passages, conjuncts_only=True)
+        return None
 
     def _read(self, claim: str, passages: collections.abc.Sequence[Passage],
               found: features.PairFeatures, probabilities: numpy.typing.NDArray[numpy.float64]) -> Judgement:
@@ -385,17 +392,14 @@ class TrainedJudge:
                 if stated:  # the sentence to check is the one that seems to say the opposite
                     best = top[index]
                     evidence = [best]
-                part = (self._rules.covered_part(claim, passages, conjuncts_only=True)
-                        if p_support >= config.coordination_support_min else None)
+                part = self._item_stated(claim, passages, p_support)
                 if part is not None:
                     # Unsure, and one item of "A and B" is stated: the doubt may be the
                     # other item, which the source need not mention at all.
                     verdict, confidence, how, evidence = _part_stated(claim, part, found, p_support)
         else:
             verdict, confidence, how = Verdict.UNSUPPORTED, p_nei, "is the closest, but does not state the claim"
-            either = bool(_EITHER.search(claim))
-            part = (self._rules.covered_part(claim, passages, conjuncts_only=True)
-                    if either or p_support >= config.coordination_support_min else None)
+            part = self._item_stated(claim, passages, p_support, either=True)
             if part is not None:
                 verdict, confidence, how, evidence = _part_stated(claim, part, found, p_support)
         return _judgement(claim, verdict, confidence, evidence, best, how, probs,

@@ -130,11 +130,11 @@ class Calibration:
         if (bias.shape != (3,) or not numpy.isfinite(bias).all() or not 0.05 < temperature < 20.0
                 or not 0.0 <= trees_weight < 10.0):
             raise JudgeConfigError(f"the reader's calibration {str(path)!r} is out of range")
-        if _sha256(model_path) != sha:
+        if sha256(model_path) != sha:
             raise JudgeConfigError(
                 f"the reader's calibration {str(path)!r} was fitted to another model than "
                 f"{str(model_path)!r}; refit it with bench/train/fit_reader_calibration.py")
-        if trees_weight and (trees_path is None or _sha256(trees_path) != trees_sha):
+        if trees_weight and (trees_path is None or sha256(trees_path) != trees_sha):
             raise JudgeConfigError(
                 f"the reader's calibration {str(path)!r} was fitted with other trees than "
                 f"{str(trees_path)!r}; refit it with bench/train/fit_reader_calibration.py")
@@ -142,7 +142,7 @@ class Calibration:
 
 
 @functools.lru_cache(maxsize=8)
-def _sha256(path: pathlib.Path) -> str:
+def sha256(path: pathlib.Path) -> str:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as err:
