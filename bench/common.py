@@ -14,7 +14,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy
 
-from citerun import embedded
+if typing.TYPE_CHECKING:
+    from citerun import embedded
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -51,6 +52,8 @@ def postgres(prefix: str, *, stop: str = "fast", keep: bool = False, keep_on_err
     """A started embedded Postgres in a fresh temporary directory (yielded too: worker
     logs go beside it), stopped on the way out, also on an error or Ctrl-C; the directory
     is removed unless ``keep``, or ``keep_on_error`` and an exception left the block."""
+    from citerun import embedded  # noqa: PLC0415 - the F1 helpers run where no server can
+
     tmp = workdir(prefix)
     server = embedded.EmbeddedPostgres(tmp / "pg")
     failed = False

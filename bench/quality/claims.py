@@ -45,6 +45,7 @@ import random
 import re
 import typing
 import zipfile
+import zlib
 
 from bench import common
 
@@ -202,6 +203,14 @@ def unmeasured(name: str, *, limit: int | None = 600) -> list[Pair]:
     calibration may be fitted on while the sample stays a measure."""
     measured = {p.id for p in load([name], limit=limit)[name]}
     return [p for p in SETS[name].read(claims_dir()) if p.id not in measured]
+
+
+def halves(pairs: list[Pair]) -> tuple[list[Pair], list[Pair]]:
+    """``pairs`` cut in two by a hash of each pair's id (stable across runs and machines):
+    one half a reader is trained on, the other its calibration is fitted on."""
+    first = [p for p in pairs if zlib.crc32(p.id.encode("utf-8")) % 2 == 0]
+    second = [p for p in pairs if zlib.crc32(p.id.encode("utf-8")) % 2 == 1]
+    return first, second
 
 
 def sample(pairs: list[Pair], limit: int | None) -> list[Pair]:

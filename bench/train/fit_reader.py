@@ -39,7 +39,6 @@ import time
 import numpy
 
 LAYERS = 6
-SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab")
 
 
 def weights_command(args: argparse.Namespace) -> None:
@@ -77,12 +76,18 @@ def train(args: argparse.Namespace) -> None:
     device = torch.device(args.device)
     data = dict(numpy.load(args.data))
     names = [str(n) for n in data["set_names"]]
+    unknown = sorted(set(args.leave_out) | {w.split("=")[0] for w in args.set_weight})
+    if any(n not in names for n in unknown):
+        raise SystemExit(f"no such set in {args.data}: {[n for n in unknown if n not in names]} (it has {names})")
     left_out = [names.index(s) for s in args.leave_out]
     rows = numpy.flatnonzero(~numpy.isin(data["sets"], left_out))
     if args.limit:
         rows = rows[numpy.random.RandomState(args.seed).permutation(len(rows))[:args.limit]]
     labels = data["labels"][rows]
-    w = balanced(data["weights"][rows].astype(numpy.float64), labels)
+    scale = numpy.ones(len(names))
+    for name, factor in (item.split("=") for item in args.set_weight):
+        scale[names.index(name)] = float(factor)
+    w = balanced(data["weights"][rows].astype(numpy.float64) * scale[data["sets"][rows]], labels)
     ids_all = data["ids"].astype(numpy.int64)
     types_all = data["types"].astype(numpy.int64)
     mask_all = data["mask"].astype(numpy.int64)
@@ -130,7 +135,8 @@ def train(args: argparse.Namespace) -> None:
         print(f"kept {fp32}: quantise it with `python -m bench.train.fit_reader quantise`",
               file=sys.stderr)
         written = fp32
-    info = {"pairs": int(len(rows)), "left_out": list(args.leave_out), "epochs": args.epochs,
+    info = {"pairs": int(len(rows)), "left_out": list(args.leave_out), "set_weight": list(args.set_weight),
+            "epochs": args.epochs,
             "batch": args.batch, "lr": args.lr, "seed": args.seed, "smoothing": args.smoothing,
             "device": args.device, "seconds": round(time.perf_counter() - started, 1),
             "torch": torch.__version__, "onnxruntime": _version("onnxruntime"), "log": log}
@@ -152,6 +158,45 @@ def quantise(source: pathlib.Path, target: pathlib.Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
+
+
+def soup(first: pathlib.Path, second: pathlib.Path, target: pathlib.Path, weight: float) -> None:
+    """Two int8 readers fine-tuned from the same encoder, averaged weight by weight
+    (``weight`` of the second): each quantised tensor read back as float
+    (``(q - zero_point) * scale``), averaged, and quantised again as onnxruntime's dynamic
+    quantisation does (asymmetric, per tensor, the range widened to hold 0); the float
+    tensors (biases, norms) averaged. The graphs must be the same but for their tensors."""
+    import onnx  # noqa: PLC0415 - a training-time tool
+    from onnx import numpy_helper  # noqa: PLC0415
+
+    a, b = onnx.load(str(first)), onnx.load(str(second))
+    tensors_b = {t.name: numpy_helper.to_array(t) for t in b.graph.initializer}
+    tensors_a = {t.name: numpy_helper.to_array(t) for t in a.graph.initializer}
+    if set(tensors_a) != set(tensors_b):
+        raise SystemExit(f"{first} and {second} are not the same graph")
+    out: dict[str, numpy.ndarray] = {}
+    for name, value in tensors_a.items():
+        if name.endswith("_quantized"):
+            stem = name[: -len("_quantized")]
+            scale, zero = f"{stem}_scale", f"{stem}_zero_point"
+
+            def real(t: dict[str, numpy.ndarray], n: str = name, s: str = scale, z: str = zero) -> numpy.ndarray:
+                return (t[n].astype(numpy.float64) - t[z].astype(numpy.float64)) * t[s].astype(numpy.float64)
+
+            mixed = (1.0 - weight) * real(tensors_a) + weight * real(tensors_b)
+            info = numpy.iinfo(value.dtype)
+            low, high = min(float(mixed.min()), 0.0), max(float(mixed.max()), 0.0)
+            step = (high - low) / (info.max - info.min) or 1.0
+            zero_point = numpy.clip(round(info.min - low / step), info.min, info.max)
+            out[name] = numpy.clip(numpy.rint(mixed / step) + zero_point, info.min, info.max).astype(value.dtype)
+            out[scale] = numpy.asarray(step, dtype=tensors_a[scale].dtype).reshape(tensors_a[scale].shape)
+            out[zero] = numpy.asarray(zero_point, dtype=tensors_a[zero].dtype).reshape(tensors_a[zero].shape)
+        elif value.dtype.kind == "f" and name not in out:
+            out[name] = ((1.0 - weight) * value + weight * tensors_b[name]).astype(value.dtype)
+    for tensor in a.graph.initializer:
+        if tensor.name in out:
+            tensor.CopyFrom(numpy_helper.from_array(out[tensor.name], tensor.name))
+    onnx.save(a, str(target))
 
 
 def export(model: object, path: pathlib.Path) -> None:
@@ -178,11 +223,19 @@ def main() -> None:
     q = sub.add_parser("quantise", help="an fp32 graph of `train` to int8")
     q.add_argument("source", type=pathlib.Path)
     q.add_argument("target", type=pathlib.Path)
+    m = sub.add_parser("soup", help="average two int8 readers fine-tuned from the same encoder")
+    m.add_argument("first", type=pathlib.Path)
+    m.add_argument("second", type=pathlib.Path)
+    m.add_argument("target", type=pathlib.Path)
+    m.add_argument("--weight", type=float, default=0.5, help="the second model's share")
     t = sub.add_parser("train", help="fine-tune and export one model")
     t.add_argument("data", type=pathlib.Path, help="the .npz of bench.train.reader_data")
     t.add_argument("--weights", type=pathlib.Path, required=True, help="the .npz of `weights`")
     t.add_argument("--out", type=pathlib.Path, required=True)
-    t.add_argument("--leave-out", action="append", default=[], choices=SETS)
+    t.add_argument("--leave-out", action="append", default=[], metavar="SET",
+                   help="a set of the data's set_names (bench.train.reader_data.SETS) not to train on")
+    t.add_argument("--set-weight", action="append", default=[], metavar="SET=FACTOR",
+                   help="scale the weights of one set's pairs (before class balancing)")
     t.add_argument("--epochs", type=int, default=2)
     t.add_argument("--batch", type=int, default=32)
     t.add_argument("--lr", type=float, default=4e-5)
@@ -196,6 +249,8 @@ def main() -> None:
         weights_command(args)
     elif args.command == "quantise":
         quantise(args.source, args.target)
+    elif args.command == "soup":
+        soup(args.first, args.second, args.target, args.weight)
     else:
         train(args)
 

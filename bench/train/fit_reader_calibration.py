@@ -3,15 +3,16 @@
 Usage::
 
     CITERUN_EVALDATA=../shared/evaldata python -m bench.train.fit_reader_calibration \\
-        [--reader PATH] [--trees | --no-trees] [--scifact-train] [--out PATH]
+        [--reader PATH] [--trees | --no-trees] [--scifact-train] [--no-bias] [--out PATH]
 
 Fits ``softmax(logits / T + w * log p_trees + b)`` (:class:`citerun.pipeline.judging.reader.Calibration`)
 by maximum likelihood (L-BFGS, deterministic) on the judge's own signals
 (:meth:`citerun.pipeline.judging.embedded.TrainedJudge.signals`: the claim glossed if
 German, its ranked sentences, the trees' probabilities and the reader's logits):
 
-- the **SciTab** claims (MIT) that ``bench.quality.out_of_domain`` does not sample, which
-  neither the reader nor the trees were trained on;
+- the half of the **SciTab** claims (MIT) that ``bench.quality.out_of_domain`` does not
+  sample which the reader was not trained on (:func:`bench.quality.claims.halves`; the
+  trees saw no SciTab claim);
 - with ``--scifact-train``, also SciFact train's claims against their cited abstracts,
   for a reader that never saw SciFact's claims (the trees did, so only without ``--trees``).
 
@@ -51,8 +52,8 @@ def signals(judge: embedded.TrainedJudge, pairs: list[claim_sets.Pair]
     return numpy.array(logits), numpy.array(trees), numpy.array(gold)
 
 
-def fit(logits: numpy.ndarray, trees: numpy.ndarray, gold: numpy.ndarray, with_trees: bool
-        ) -> tuple[float, numpy.ndarray, float]:
+def fit(logits: numpy.ndarray, trees: numpy.ndarray, gold: numpy.ndarray, with_trees: bool,
+        with_bias: bool = True) -> tuple[float, numpy.ndarray, float]:
     log_trees = numpy.log(numpy.clip(trees, 1e-6, 1.0))
 
     def unpack(x: numpy.ndarray) -> tuple[float, numpy.ndarray, float]:
@@ -66,7 +67,8 @@ def fit(logits: numpy.ndarray, trees: numpy.ndarray, gold: numpy.ndarray, with_t
         return float(-logp[numpy.arange(len(gold)), gold].mean())
 
     start = numpy.array([0.0, 0.0, 0.0, 0.5 if with_trees else 0.0])
-    bounds = [(-3.0, 3.0), (-5.0, 5.0), (-5.0, 5.0), (0.0, 5.0) if with_trees else (0.0, 0.0)]
+    bias_bounds = (-5.0, 5.0) if with_bias else (0.0, 0.0)
+    bounds = [(-3.0, 3.0), bias_bounds, bias_bounds, (0.0, 5.0) if with_trees else (0.0, 0.0)]
     result = optimize.minimize(loss, start, method="L-BFGS-B", bounds=bounds)
     temperature, bias, weight = unpack(result.x)
     print(f"NLL {loss(start):.4f} -> {result.fun:.4f} on {len(gold)} pairs", file=sys.stderr)
@@ -78,6 +80,9 @@ def main() -> None:
     parser.add_argument("--reader", type=pathlib.Path, default=reader.MODEL)
     parser.add_argument("--trees", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--scifact-train", action="store_true")
+    parser.add_argument("--bias", action=argparse.BooleanOptionalAction, default=True,
+                        help="fit a bias per class (--no-bias: the temperature alone, which keeps "
+                        "the reader's ranking of the classes)")
     parser.add_argument("--out", type=pathlib.Path, default=reader.CALIBRATION)
     args = parser.parse_args()
     if args.trees and args.scifact_train:
@@ -85,16 +90,17 @@ def main() -> None:
     started = time.perf_counter()
     judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(), embedded.TrainedJudgeConfig(
         reader_file=args.reader, calibrated=False), trees=True)
-    pairs = claim_sets.unmeasured("scitab") + (
+    pairs = claim_sets.halves(claim_sets.unmeasured("scitab"))[1] + (
         out_of_domain.scifact_pairs(None, "train") if args.scifact_train else [])
     logits, trees, gold = signals(judge, pairs)
-    temperature, bias, weight = fit(logits, trees, gold, args.trees)
+    temperature, bias, weight = fit(logits, trees, gold, args.trees, args.bias)
     fitted = reader.Calibration(temperature, bias, reader.sha256(args.reader), weight,
                                 reader.sha256(model.ARTIFACT) if weight else "")
     fitted.save(args.out, {"fitted_on": sorted({p.set for p in pairs}), "pairs": int(len(gold)),
                            "command": "python -m bench.train.fit_reader_calibration"
                            + (" --no-trees" if not args.trees else "")
-                           + (" --scifact-train" if args.scifact_train else "")})
+                           + (" --scifact-train" if args.scifact_train else "")
+                           + (" --no-bias" if not args.bias else "")})
     print(f"wrote {args.out}: T {temperature:.3f}, bias {numpy.round(bias, 3).tolist()}, trees weight "
           f"{weight:.3f} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 

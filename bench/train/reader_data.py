@@ -29,8 +29,14 @@ Sets and terms:
   abstract's title that states a finding (``scifact_titles``) as a claim: against the three sentences of its abstract closest to it
   SUPPORT (the same finding in other words), perturbed CONTRADICT, against the closest
   sentences of the nearest other abstract NEI.
+- ``scifact_read``, ``scitab_read`` -- the same SciFact train claims and SciTab half, each
+  against what the reader reads at run time (:func:`read_rows`: the judge's featurizer's
+  best sentences of the cited abstract or of the table's text, the pair's gold label),
+  and perturbed against them.
 - ``scitab`` -- **SciTab** (MIT): each claim against its table's caption and cells as
-  text, except the claims ``bench.quality.out_of_domain`` samples to measure on.
+  text: one half (:func:`bench.quality.claims.halves`) of the claims
+  ``bench.quality.out_of_domain`` does not sample to measure on; the other half is kept
+  for the calibration.
 
 Not used: HealthVer, Climate-FEVER, COVID-Fact and NLI4CT (no licence stated: measure
 only), HealthFC (CC BY-NC-ND: no derivatives), XNLI (CC BY-NC: a model shipped under
@@ -60,7 +66,7 @@ from citerun.pipeline import embed
 from citerun.pipeline.judging import language, reader
 
 LABELS = reader.LABELS
-SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab")
+SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab", "scifact_read", "scitab_read")
 SEED = 20261204
 #: A generated pair counts less than a real claim's: a sentence against itself least (its
 #: support is a copy), a title against its abstract more (its support is in other words).
@@ -245,10 +251,37 @@ def _closest(sentences: list[str], vector: numpy.ndarray, embedder: embed.WordLl
 
 
 def scitab_rows() -> list[Row]:
-    return [(p.claim, p.evidence, p.gold, "scitab", 1.0) for p in claim_sets.unmeasured("scitab")]
+    """The first of the two halves of SciTab's unmeasured claims; the second is what the
+    reader's calibration is fitted on (``bench.train.fit_reader_calibration``)."""
+    train, _ = claim_sets.halves(claim_sets.unmeasured("scitab"))
+    return [(p.claim, p.evidence, p.gold, "scitab", 1.0) for p in train]
+
+
+def read_rows(embedder: embed.WordLlamaEmbedder, pairs: list[claim_sets.Pair], name: str) -> list[Row]:
+    """Each pair as the reader reads it at run time: the claim (glossed when German)
+    against the best sentences the judge's featurizer ranks in the source, with its gold
+    label; the claim perturbed against the same sentences with the opposite label (half
+    weight), as :func:`scifact_rows` does."""
+    from bench.quality import out_of_domain  # noqa: PLC0415 - it imports this module's neighbours
+    from citerun.pipeline.judging import embedded  # noqa: PLC0415
+
+    judge = embedded.TrainedJudge(embedder, embedded.TrainedJudgeConfig(reader=False))
+    out: list[Row] = []
+    for pair in pairs:
+        signals = judge.signals(pair.claim, out_of_domain.passages(pair.evidence))
+        if signals is None:
+            continue
+        evidence = reader.evidence_text([s.candidate.sentence for s in signals.found.sentences[:reader.SENTENCES]])
+        out.append((signals.claim, evidence, pair.gold, name, 1.0))
+        if pair.gold != "NEI":
+            flipped, variants = trees.opposites(signals.claim, pair.gold, extra=True)
+            out += [(v, evidence, flipped, name, 0.5) for v in variants]
+    return out
 
 
 def build(per_abstract: int = 2) -> list[Row]:
+    from bench.quality import out_of_domain  # noqa: PLC0415
+
     rng = random.Random(SEED)
     corpus = _corpus()
     embedder = embed.WordLlamaEmbedder()
@@ -256,6 +289,8 @@ def build(per_abstract: int = 2) -> list[Row]:
     rows += corpus_rows(rng, corpus, per_abstract)
     rows += title_rows(rng, corpus, embedder)
     rows += scitab_rows()
+    rows += read_rows(embedder, out_of_domain.scifact_pairs(None, "train"), "scifact_read")
+    rows += read_rows(embedder, claim_sets.halves(claim_sets.unmeasured("scitab"))[0], "scitab_read")
     # The claim as the judge reads it (its reporting frame and a glued heading number off).
     out = []
     for claim, evidence, label, name, weight in rows:

@@ -1,0 +1,43 @@
+"""What chooses and calibrates a reader (issue 23): the SciTab halves a reader is trained
+and calibrated on, and the screen that compares candidates per set."""
+
+from __future__ import annotations
+
+import numpy
+
+from bench.quality import claims
+from bench.train import screen_reader
+
+
+def _pairs(n: int) -> list[claims.Pair]:
+    return [claims.Pair("scitab", f"claim-{i}", f"claim {i}", "table", "SUPPORT") for i in range(n)]
+
+
+def test_the_halves_split_every_pair_once_and_the_same_way_each_time() -> None:
+    pairs = _pairs(200)
+    first, second = claims.halves(pairs)
+    assert {p.id for p in first}.isdisjoint({p.id for p in second})
+    assert len(first) + len(second) == 200
+    assert 60 < len(first) < 140  # a hash, not a cut of the list's head
+    # A pair's half depends on its id alone: the same with other pairs around it.
+    again, _ = claims.halves(list(reversed(pairs)) + _pairs(300)[200:])
+    assert {p.id for p in first} <= {p.id for p in again}
+
+
+def test_the_screen_gates_contradiction_and_answers_nei_where_nothing_was_found() -> None:
+    logits = numpy.array([[3.0, 0.0, 0.0], [0.0, 1.0, 0.6], [0.0, 4.0, 0.0], [5.0, 0.0, 0.0]])
+    found = numpy.array([True, True, True, False])
+    assert screen_reader.predictions(logits, found, None).tolist() == [0, 1, 1, 2]
+    # Calibrated: a contradiction below the gate (0.7) is NEI, a sure one stays.
+    assert screen_reader.predictions(logits, found, (1.0, numpy.zeros(3))).tolist() == [0, 2, 1, 2]
+
+
+def test_the_screen_scores_macro_f1_over_the_labels_a_set_has() -> None:
+    data = {"set_names": numpy.array(["a", "b", screen_reader.CALIBRATION]),
+            "sets": numpy.array([0, 0, 0, 0, 1, 1, 2]),
+            "gold": numpy.array([0, 1, 2, 2, 0, 1, 0])}
+    predicted = numpy.array([0, 1, 2, 0, 0, 0, 1])
+    cells, mean = screen_reader.table(data, predicted, {"a"})
+    # a: F1 SUPPORT 2/3, CONTRADICT 1, NEI 2/3; b has no NEI: (2/3 + 0) / 2.
+    assert cells == ["0.778 in", "0.333"]
+    assert abs(mean - 1 / 3) < 1e-9  # the mean leaves out the set trained on
