@@ -3,16 +3,17 @@
 Usage::
 
     CITERUN_EVALDATA=../shared/evaldata python -m bench.train.fit_reader_calibration \\
-        [--reader PATH] [--trees | --no-trees] [--scifact-train] [--no-bias] [--out PATH]
+        [--reader PATH] [--trees | --no-trees] [--scifact-train] [--half] [--no-bias] [--out PATH]
 
 Fits ``softmax(logits / T + w * log p_trees + b)`` (:class:`citerun.pipeline.judging.reader.Calibration`)
 by maximum likelihood (L-BFGS, deterministic) on the judge's own signals
 (:meth:`citerun.pipeline.judging.embedded.TrainedJudge.signals`: the claim glossed if
 German, its ranked sentences, the trees' probabilities and the reader's logits):
 
-- the half of the **SciTab** claims (MIT) that ``bench.quality.out_of_domain`` does not
-  sample which the reader was not trained on (:func:`bench.quality.claims.halves`; the
-  trees saw no SciTab claim);
+- the **SciTab** claims (MIT) that ``bench.quality.out_of_domain`` does not sample, which
+  the shipped reader and the trees were not trained on; with ``--half``, only the half of
+  them (:func:`bench.quality.claims.halves`) that ``bench.train.reader_data`` leaves for
+  calibration, for a reader trained on the other half;
 - with ``--scifact-train``, also SciFact train's claims against their cited abstracts,
   for a reader that never saw SciFact's claims (the trees did, so only without ``--trees``).
 
@@ -80,6 +81,9 @@ def main() -> None:
     parser.add_argument("--reader", type=pathlib.Path, default=reader.MODEL)
     parser.add_argument("--trees", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--scifact-train", action="store_true")
+    parser.add_argument("--half", action="store_true",
+                        help="only the SciTab half bench.train.reader_data does not train on (for a "
+                        "reader trained on the other half)")
     parser.add_argument("--bias", action=argparse.BooleanOptionalAction, default=True,
                         help="fit a bias per class (--no-bias: the temperature alone, which keeps "
                         "the reader's ranking of the classes)")
@@ -90,7 +94,8 @@ def main() -> None:
     started = time.perf_counter()
     judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(), embedded.TrainedJudgeConfig(
         reader_file=args.reader, calibrated=False), trees=True)
-    pairs = claim_sets.halves(claim_sets.unmeasured("scitab"))[1] + (
+    scitab = claim_sets.unmeasured("scitab")
+    pairs = (claim_sets.halves(scitab)[1] if args.half else scitab) + (
         out_of_domain.scifact_pairs(None, "train") if args.scifact_train else [])
     logits, trees, gold = signals(judge, pairs)
     temperature, bias, weight = fit(logits, trees, gold, args.trees, args.bias)
@@ -100,6 +105,7 @@ def main() -> None:
                            "command": "python -m bench.train.fit_reader_calibration"
                            + (" --no-trees" if not args.trees else "")
                            + (" --scifact-train" if args.scifact_train else "")
+                           + (" --half" if args.half else "")
                            + (" --no-bias" if not args.bias else "")})
     print(f"wrote {args.out}: T {temperature:.3f}, bias {numpy.round(bias, 3).tolist()}, trees weight "
           f"{weight:.3f} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)

@@ -155,3 +155,21 @@ async def test_the_trees_still_judge_when_the_reader_is_off() -> None:
                               [_passage("Statin therapy reduced the risk of myocardial infarction "
                                         "by 27% compared with placebo.")])
     assert found.verdict in (Verdict.SUPPORTED, Verdict.PARTIALLY_SUPPORTED)
+
+
+def test_a_claim_not_stated_shows_the_close_sentence_that_states_the_opposite(shipped: judge.TrainedJudge) -> None:
+    """The reader reads "not enough info", and a sentence about as close as the best says
+    admissions rose where the claim says they fall: that sentence is the one shown, to be
+    checked, not the closest sentence on another matter."""
+    source = _passage("We linked daily emergency hospital admissions of adults aged 75 and over in "
+                      "six cities to daily maximum temperature. For every degree Celsius above 30 °C, "
+                      "emergency admissions of adults aged 75 and over rose by 12 percent. Deaths "
+                      "during heat waves are well documented; hospital admissions, which show the "
+                      "burden on health services, less so.")
+    claim = "Hospital admissions of older adults fall during heat waves, because older people then stay at home."
+    found = shipped._featurizer.features(claim, [source])
+    assert found is not None
+    made = shipped._read(claim, [source], found, numpy.array([0.2, 0.1, 0.7]))
+    assert made.verdict == Verdict.UNSUPPORTED
+    assert "rose by 12 percent" in made.evidence[0].quote
+    assert "may say the opposite" in made.rationale and "check this citation" in made.rationale

@@ -402,6 +402,12 @@ class TrainedJudge:
             part = self._item_stated(claim, passages, p_support, either=True)
             if part is not None:
                 verdict, confidence, how, evidence = _part_stated(claim, part, found, p_support)
+            elif config.opposite_check and (opposite := _opposite(claim, found, config, gate=True,
+                                                                  directions_only=True)):
+                # Not stated, and a sentence about as close states the opposite direction:
+                # that sentence is the one to show, to be checked.
+                evidence, best, unsure = [opposite], opposite, True
+                how = "may say the opposite of the claim"
         return _judgement(claim, verdict, confidence, evidence, best, how, probs,
                           unsure or confidence < config.abstain_below, config.max_evidence)
 
