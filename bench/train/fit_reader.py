@@ -174,6 +174,8 @@ def soup(first: pathlib.Path, second: pathlib.Path, target: pathlib.Path, weight
     tensors_a = {t.name: numpy_helper.to_array(t) for t in a.graph.initializer}
     if set(tensors_a) != set(tensors_b):
         raise SystemExit(f"{first} and {second} are not the same graph")
+    stems = [n[: -len("_quantized")] for n in tensors_a if n.endswith("_quantized")]
+    parameters = {f"{stem}_{kind}" for stem in stems for kind in ("scale", "zero_point")}
     out: dict[str, numpy.ndarray] = {}
     for name, value in tensors_a.items():
         if name.endswith("_quantized"):
@@ -191,7 +193,7 @@ def soup(first: pathlib.Path, second: pathlib.Path, target: pathlib.Path, weight
             out[name] = numpy.clip(numpy.rint(mixed / step) + zero_point, info.min, info.max).astype(value.dtype)
             out[scale] = numpy.asarray(step, dtype=tensors_a[scale].dtype).reshape(tensors_a[scale].shape)
             out[zero] = numpy.asarray(zero_point, dtype=tensors_a[zero].dtype).reshape(tensors_a[zero].shape)
-        elif value.dtype.kind == "f" and name not in out:
+        elif value.dtype.kind == "f" and name not in parameters:
             out[name] = ((1.0 - weight) * value + weight * tensors_b[name]).astype(value.dtype)
     for tensor in a.graph.initializer:
         if tensor.name in out:

@@ -60,10 +60,11 @@ import numpy
 
 from bench.common import evaldata
 from bench.quality import claims as claim_sets
+from bench.quality import out_of_domain
 from bench.train import judge as trees
 from bench.train import perturb
 from citerun.pipeline import embed
-from citerun.pipeline.judging import language, reader
+from citerun.pipeline.judging import embedded, language, reader
 
 LABELS = reader.LABELS
 SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab", "scifact_read", "scitab_read")
@@ -250,10 +251,9 @@ def _closest(sentences: list[str], vector: numpy.ndarray, embedder: embed.WordLl
     return reader.evidence_text([sentences[i] for i in order])
 
 
-def scitab_rows() -> list[Row]:
-    """The first of the two halves of SciTab's unmeasured claims; the second is what the
-    reader's calibration is fitted on (``bench.train.fit_reader_calibration``)."""
-    train, _ = claim_sets.halves(claim_sets.unmeasured("scitab"))
+def scitab_rows(train: list[claim_sets.Pair]) -> list[Row]:
+    """``train``: the first of the two halves of SciTab's unmeasured claims; the second is
+    what the reader's calibration is fitted on (``bench.train.fit_reader_calibration --half``)."""
     return [(p.claim, p.evidence, p.gold, "scitab", 1.0) for p in train]
 
 
@@ -262,35 +262,31 @@ def read_rows(embedder: embed.WordLlamaEmbedder, pairs: list[claim_sets.Pair], n
     against the best sentences the judge's featurizer ranks in the source, with its gold
     label; the claim perturbed against the same sentences with the opposite label (half
     weight), as :func:`scifact_rows` does."""
-    from bench.quality import out_of_domain  # noqa: PLC0415 - it imports this module's neighbours
-    from citerun.pipeline.judging import embedded  # noqa: PLC0415
-
     judge = embedded.TrainedJudge(embedder, embedded.TrainedJudgeConfig(reader=False))
     out: list[Row] = []
     for pair in pairs:
         signals = judge.signals(pair.claim, out_of_domain.passages(pair.evidence))
         if signals is None:
             continue
-        evidence = reader.evidence_text([s.candidate.sentence for s in signals.found.sentences[:reader.SENTENCES]])
-        out.append((signals.claim, evidence, pair.gold, name, 1.0))
+        claim, evidence = signals.read_pair()
+        out.append((claim, evidence, pair.gold, name, 1.0))
         if pair.gold != "NEI":
-            flipped, variants = trees.opposites(signals.claim, pair.gold, extra=True)
+            flipped, variants = trees.opposites(claim, pair.gold, extra=True)
             out += [(v, evidence, flipped, name, 0.5) for v in variants]
     return out
 
 
 def build(per_abstract: int = 2) -> list[Row]:
-    from bench.quality import out_of_domain  # noqa: PLC0415
-
     rng = random.Random(SEED)
     corpus = _corpus()
     embedder = embed.WordLlamaEmbedder()
     rows = scifact_rows(rng, corpus, embedder)
     rows += corpus_rows(rng, corpus, per_abstract)
     rows += title_rows(rng, corpus, embedder)
-    rows += scitab_rows()
+    scitab_train, _ = claim_sets.halves(claim_sets.unmeasured("scitab"))
+    rows += scitab_rows(scitab_train)
     rows += read_rows(embedder, out_of_domain.scifact_pairs(None, "train"), "scifact_read")
-    rows += read_rows(embedder, claim_sets.halves(claim_sets.unmeasured("scitab"))[0], "scitab_read")
+    rows += read_rows(embedder, scitab_train, "scitab_read")
     # The claim as the judge reads it (its reporting frame and a glued heading number off).
     out = []
     for claim, evidence, label, name, weight in rows:

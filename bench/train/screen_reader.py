@@ -59,8 +59,7 @@ def inputs(out: pathlib.Path, limit: int) -> None:
                 texts.append((pair.claim, ""))
                 found.append(False)
             else:
-                sentences = [s.candidate.sentence for s in signals.found.sentences[:reader.SENTENCES]]
-                texts.append((signals.claim, reader.evidence_text(sentences)))
+                texts.append(signals.read_pair())
                 found.append(True)
             gold.append(LABELS.index(pair.gold))
             which.append(names.index(name))

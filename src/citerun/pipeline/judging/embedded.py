@@ -165,6 +165,11 @@ class Signals:
     trees: numpy.typing.NDArray[numpy.float64] | None
     logits: numpy.typing.NDArray[numpy.float64] | None
 
+    def read_pair(self) -> tuple[str, str]:
+        """The (claim, evidence) pair the reader reads: the claim as read against its best
+        :data:`reader.SENTENCES` sentences joined (what ``logits`` were read from)."""
+        return self.claim, reader.evidence_text([s.candidate.sentence for s in self.found.sentences[: reader.SENTENCES]])
+
 
 class TrainedJudge:
     """Decides with the trained model (see :mod:`.model`) over :mod:`.features`.
@@ -361,8 +366,7 @@ class TrainedJudge:
                 part = self._rules.covered_part(claim, passages)
                 if part is not None:
                     verdict, how = Verdict.PARTIALLY_SUPPORTED, f'covers only part of the claim ("{part}")'
-            if config.opposite_check and (opposite := _opposite(claim, found, config, gate=True,
-                                                                directions_only=True)):
+            if opposite := _opposite_direction(claim, found, config):
                 # The reader reads support, but a sentence as close states the opposite
                 # direction ("fall" against "rose"), which the reader was trained on too
                 # little to weigh: neither a support nor an accusation, shown to be checked.
@@ -402,8 +406,7 @@ class TrainedJudge:
             part = self._item_stated(claim, passages, p_support, either=True)
             if part is not None:
                 verdict, confidence, how, evidence = _part_stated(claim, part, found, p_support)
-            elif config.opposite_check and (opposite := _opposite(claim, found, config, gate=True,
-                                                                  directions_only=True)):
+            elif opposite := _opposite_direction(claim, found, config):
                 # Not stated, and a sentence about as close states the opposite direction:
                 # that sentence is the one to show, to be checked.
                 evidence, best, unsure = [opposite], opposite, True
@@ -453,6 +456,13 @@ def _opposite(claim: str, found: features.PairFeatures, config: TrainedJudgeConf
     return next((s for s in candidates
                  if features.opposite_of(claim, s.candidate.sentence, s.candidate.tokens,
                                          directions_only=directions_only)), None)
+
+
+def _opposite_direction(claim: str, found: features.PairFeatures, config: TrainedJudgeConfig
+                        ) -> features.Sentence | None:
+    """With ``opposite_check``: a sentence about as close as the best that states the
+    opposite direction of the claim (the reader's "may say the opposite" check)."""
+    return _opposite(claim, found, config, gate=True, directions_only=True) if config.opposite_check else None
 
 
 def _judgement(claim: str, verdict: Verdict, confidence: float, evidence: list[features.Sentence],
