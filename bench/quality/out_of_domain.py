@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import dataclasses
 import json
+import pathlib
 import time
 import typing
 
@@ -122,12 +124,20 @@ def score(name: str, gold: list[str], predicted: list[str], confidence: list[flo
 
 
 def run(the_judge: typing.Any, sets: dict[str, list[claims.Pair]],
-        trained_on: set[str]) -> list[Row]:
+        trained_on: set[str], dump: typing.TextIO | None = None, config: str = "") -> list[Row]:
+    """One row per set; with ``dump``, one JSON line per pair (its set, id, gold label,
+    verdict, confidence and the evidence shown), to read the errors behind the figures."""
     rows = []
     for name, pairs in sets.items():
         started = time.process_time()
         judgements = [the_judge.judge_sync(p.claim, passages(p.evidence)) for p in pairs]
         cpu_s = time.process_time() - started
+        for p, j in zip(pairs, judgements) if dump else ():
+            dump.write(json.dumps({"config": config, "set": name, "id": p.id, "claim": p.claim,
+                                   "gold": p.gold, "verdict": j.verdict.value,
+                                   "confidence": round(j.confidence, 4), "rationale": j.rationale,
+                                   "evidence": [e.quote for e in j.evidence]},
+                                  ensure_ascii=False) + "\n")
         rows.append(score(name, [p.gold for p in pairs], [label_of(j.verdict) for j in judgements],
                           [j.confidence for j in judgements],
                           in_domain=name.split("_")[0] in trained_on, cpu_s=cpu_s))
@@ -168,6 +178,8 @@ def main(argv: list[str] | None = None) -> None:
                         "configuration if none")
     parser.add_argument("--trained-on", default="none",
                         help="comma-separated sets the model was trained on (marked in domain)")
+    parser.add_argument("--dump", type=pathlib.Path, default=None,
+                        help="write one JSON line per judged pair here (JSON Lines)")
     args = parser.parse_args(argv)
     names = [n for n in args.sets.split(",") if n]
     sets = {}
@@ -181,7 +193,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.model:
             fields = {"model_file": args.model, **fields}
         the_judge = embedded.TrainedJudge(embedder, embedded.TrainedJudgeConfig(**fields))
-        rows = run(the_judge, sets, set(args.trained_on.split(",")))
+        with contextlib.ExitStack() as stack:
+            dump = stack.enter_context(args.dump.open("a", encoding="utf-8")) if args.dump else None
+            rows = run(the_judge, sets, set(args.trained_on.split(",")), dump, name)
         print(f"\n{name}: {json.dumps(fields)}\n")
         print(table(rows))
     print("\n" + machine.summary_line())

@@ -29,6 +29,10 @@ Sets and terms:
   abstract's title that states a finding (``scifact_titles``) as a claim: against the three sentences of its abstract closest to it
   SUPPORT (the same finding in other words), perturbed CONTRADICT, against the closest
   sentences of the nearest other abstract NEI.
+- ``scifact_contrast`` -- the same titles' counter-examples (:func:`contrast_rows`): a
+  perturbed title against the nearest other abstract is NEI, and a negated title against
+  its abstract with the closest sentence negated too is SUPPORT (the title as it stands
+  against that, CONTRADICT), so that a "not" alone does not read as a contradiction.
 - ``scifact_read``, ``scitab_read`` -- the same SciFact train claims and SciTab half, each
   against what the reader reads at run time (:func:`read_rows`: the judge's featurizer's
   best sentences of the cited abstract or of the table's text, the pair's gold label),
@@ -50,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import pathlib
 import random
@@ -67,7 +72,8 @@ from citerun.pipeline import embed
 from citerun.pipeline.judging import embedded, language, reader
 
 LABELS = reader.LABELS
-SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab", "scifact_read", "scitab_read")
+SETS = ("scifact", "scifact_corpus", "scifact_titles", "scitab", "scifact_read", "scitab_read",
+        "scifact_contrast")
 SEED = 20261204
 #: A generated pair counts less than a real claim's: a sentence against itself least (its
 #: support is a copy), a title against its abstract more (its support is in other words).
@@ -90,6 +96,7 @@ _VERBS = ("activate affect alter attenuate block cause confer contribute control
 _STATES = re.compile(
     r"\b(?:(?:is|are|was|were)\s+(?:not\s+)?\w+|(?:does|do|did|can|may)\s+(?:not\s+)?\w+|"
     r"(?:" + "|".join(_VERBS.split()) + r")(?:s|es|d|ed)?)\b", re.IGNORECASE)
+_HEADING = re.compile(r"\b[A-Z]{4,}\b(?:\s+[A-Z]{3,}\b)*\s+[A-Z][a-z]")
 _PAREN = re.compile(r"\s*[(\[][^()\[\]]{0,120}[)\]]")
 
 
@@ -217,38 +224,89 @@ def corpus_rows(rng: random.Random, corpus: dict[int, dict[str, object]], per_ab
     return out
 
 
-def title_rows(rng: random.Random, corpus: dict[int, dict[str, object]],
-               embedder: embed.WordLlamaEmbedder) -> list[Row]:
-    """A paper's title states its finding in other words than its abstract: the title
-    against the abstract's sentences closest to it is SUPPORT, perturbed CONTRADICT, and
-    against the closest sentences of the nearest other abstract NEI (on topic, not stated)."""
+@dataclasses.dataclass(frozen=True)
+class Title:
+    """A SciFact corpus title that states a finding, as a claim: the sentences of its own
+    abstract closest to it, and those of the nearest other abstract (best first)."""
+
+    claim: str
+    own: list[str]
+    other: list[str]
+
+
+def titles(corpus: dict[int, dict[str, object]], embedder: embed.WordLlamaEmbedder) -> list[Title]:
+    """Each abstract's title that states a finding (a verb of one; not a topic such as
+    "Effect of X on Y" or "X: a review"), of abstracts no SciFact dev claim cites."""
     dev_docs = {int(d) for c in _claims("dev") for d in c["cited_doc_ids"]}  # type: ignore[attr-defined]
     doc_ids = [d for d in sorted(corpus) if d not in dev_docs and len(_sentences(corpus[d])) >= 3]
-    titles = [" ".join(str(corpus[d]["title"]).split()).rstrip(".") for d in doc_ids]
-    title_vectors = embedder.embed(titles)
+    names = [" ".join(str(corpus[d]["title"]).split()).rstrip(".") for d in doc_ids]
+    title_vectors = embedder.embed(names)
     doc_vectors = embedder.embed([" ".join(_sentences(corpus[d])) for d in doc_ids])
-    out: list[Row] = []
+    out = []
     for index, doc_id in enumerate(doc_ids):
-        title = titles[index]
+        title = names[index]
         if len(title.split()) < 6 or "?" in title or ":" in title or not _STATES.search(title):
-            continue  # a topic ("Effect of X on Y", "X: a review"), not a finding
-        claim = title[0].upper() + title[1:] + "."
-        own = _closest(_sentences(corpus[doc_id]), title_vectors[index], embedder)
-        out.append((claim, own, "SUPPORT", "scifact_titles", TITLE_WEIGHT))
-        variants = _contradictions(claim)
-        if variants:
-            out.append((rng.choice(variants), own, "CONTRADICT", "scifact_titles", TITLE_WEIGHT))
+            continue
         scores = doc_vectors @ title_vectors[index]
         scores[index] = -numpy.inf
         other = doc_ids[int(numpy.argmax(scores))]
-        out.append((claim, _closest(_sentences(corpus[other]), title_vectors[index], embedder), "NEI",
-                    "scifact_titles", TITLE_WEIGHT))
+        out.append(Title(title[0].upper() + title[1:] + ".",
+                         _closest(_sentences(corpus[doc_id]), title_vectors[index], embedder),
+                         _closest(_sentences(corpus[other]), title_vectors[index], embedder)))
     return out
 
 
-def _closest(sentences: list[str], vector: numpy.ndarray, embedder: embed.WordLlamaEmbedder) -> str:
+def title_rows(rng: random.Random, items: list[Title]) -> list[Row]:
+    """A paper's title states its finding in other words than its abstract: the title
+    against the abstract's sentences closest to it is SUPPORT, perturbed CONTRADICT, and
+    against the closest sentences of the nearest other abstract NEI (on topic, not stated)."""
+    out: list[Row] = []
+    for item in items:
+        own = reader.evidence_text(item.own)
+        out.append((item.claim, own, "SUPPORT", "scifact_titles", TITLE_WEIGHT))
+        variants = _contradictions(item.claim)
+        if variants:
+            out.append((rng.choice(variants), own, "CONTRADICT", "scifact_titles", TITLE_WEIGHT))
+        out.append((item.claim, reader.evidence_text(item.other), "NEI", "scifact_titles", TITLE_WEIGHT))
+    return out
+
+
+def contrast_rows(rng: random.Random, items: list[Title]) -> list[Row]:
+    """The counter-examples :func:`title_rows` lacks, so that a negation or a changed word is
+    not read as a contradiction by itself: the perturbed title against the nearest other
+    abstract is NEI (a negated claim the source does not address is not contradicted);
+    and, where the closest sentence of its own abstract restates the title
+    (:func:`_restates`) and can be negated too, the negated
+    title against that negated sentence is SUPPORT (both say "not") and the title as it
+    stands against it CONTRADICT (the source says "not", the claim does not)."""
+    out: list[Row] = []
+    for item in items:
+        variants = _contradictions(item.claim)
+        if variants:
+            out.append((rng.choice(variants), reader.evidence_text(item.other), "NEI",
+                        "scifact_contrast", TITLE_WEIGHT))
+        negated_claim = perturb.negate(item.claim)
+        stated = as_claim(item.own[0])  # its reporting frame ("Here we show that") off
+        negated_best = perturb.negate(stated) if stated and _restates(stated, item.claim) else None
+        if negated_claim and negated_best:
+            own = reader.evidence_text([negated_best, *item.own[1:]])
+            out.append((negated_claim, own, "SUPPORT", "scifact_contrast", TITLE_WEIGHT))
+            out.append((item.claim, own, "CONTRADICT", "scifact_contrast", TITLE_WEIGHT))
+    return out
+
+
+def _restates(sentence: str, claim: str) -> bool:
+    """Whether ``sentence`` (a finding, :func:`as_claim`) has at least half of ``claim``'s
+    content words and no heading run into it ("CONCLUSIONS These results"): negating it
+    then says the opposite of the claim, rather than of something beside it."""
+    words = language.content_words(claim)
+    found = set(language.content_words(sentence))
+    return not _HEADING.search(sentence) and sum(w in found for w in words) >= len(words) / 2
+
+
+def _closest(sentences: list[str], vector: numpy.ndarray, embedder: embed.WordLlamaEmbedder) -> list[str]:
     order = numpy.argsort(-(embedder.embed(sentences) @ vector))[:reader.SENTENCES]
-    return reader.evidence_text([sentences[i] for i in order])
+    return [sentences[i] for i in order]
 
 
 def scitab_rows(train: list[claim_sets.Pair]) -> list[Row]:
@@ -282,11 +340,13 @@ def build(per_abstract: int = 2) -> list[Row]:
     embedder = embed.WordLlamaEmbedder()
     rows = scifact_rows(rng, corpus, embedder)
     rows += corpus_rows(rng, corpus, per_abstract)
-    rows += title_rows(rng, corpus, embedder)
+    items = titles(corpus, embedder)
+    rows += title_rows(rng, items)
     scitab_train, _ = claim_sets.halves(claim_sets.unmeasured("scitab"))
     rows += scitab_rows(scitab_train)
     rows += read_rows(embedder, out_of_domain.scifact_pairs(None, "train"), "scifact_read")
     rows += read_rows(embedder, scitab_train, "scitab_read")
+    rows += contrast_rows(random.Random(SEED + 1), items)  # its own draws: the sets above stay as they were
     # The claim as the judge reads it (its reporting frame and a glued heading number off).
     out = []
     for claim, evidence, label, name, weight in rows:
