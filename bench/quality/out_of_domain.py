@@ -193,8 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.model:
             fields = {"model_file": args.model, **fields}
         the_judge = embedded.TrainedJudge(embedder, embedded.TrainedJudgeConfig(**fields))
-        with contextlib.ExitStack() as stack:
-            dump = stack.enter_context(args.dump.open("a", encoding="utf-8")) if args.dump else None
+        with args.dump.open("a", encoding="utf-8") if args.dump else contextlib.nullcontext() as dump:
             rows = run(the_judge, sets, set(args.trained_on.split(",")), dump, name)
         print(f"\n{name}: {json.dumps(fields)}\n")
         print(table(rows))

@@ -232,6 +232,7 @@ class Title:
     claim: str
     own: list[str]
     other: list[str]
+    variants: list[str]  # the claim perturbed (:func:`_contradictions`), made once for both sets
 
 
 def titles(corpus: dict[int, dict[str, object]], embedder: embed.WordLlamaEmbedder) -> list[Title]:
@@ -250,9 +251,11 @@ def titles(corpus: dict[int, dict[str, object]], embedder: embed.WordLlamaEmbedd
         scores = doc_vectors @ title_vectors[index]
         scores[index] = -numpy.inf
         other = doc_ids[int(numpy.argmax(scores))]
-        out.append(Title(title[0].upper() + title[1:] + ".",
+        claim = title[0].upper() + title[1:] + "."
+        out.append(Title(claim,
                          _closest(_sentences(corpus[doc_id]), title_vectors[index], embedder),
-                         _closest(_sentences(corpus[other]), title_vectors[index], embedder)))
+                         _closest(_sentences(corpus[other]), title_vectors[index], embedder),
+                         _contradictions(claim)))
     return out
 
 
@@ -264,9 +267,8 @@ def title_rows(rng: random.Random, items: list[Title]) -> list[Row]:
     for item in items:
         own = reader.evidence_text(item.own)
         out.append((item.claim, own, "SUPPORT", "scifact_titles", TITLE_WEIGHT))
-        variants = _contradictions(item.claim)
-        if variants:
-            out.append((rng.choice(variants), own, "CONTRADICT", "scifact_titles", TITLE_WEIGHT))
+        if item.variants:
+            out.append((rng.choice(item.variants), own, "CONTRADICT", "scifact_titles", TITLE_WEIGHT))
         out.append((item.claim, reader.evidence_text(item.other), "NEI", "scifact_titles", TITLE_WEIGHT))
     return out
 
@@ -281,9 +283,8 @@ def contrast_rows(rng: random.Random, items: list[Title]) -> list[Row]:
     stands against it CONTRADICT (the source says "not", the claim does not)."""
     out: list[Row] = []
     for item in items:
-        variants = _contradictions(item.claim)
-        if variants:
-            out.append((rng.choice(variants), reader.evidence_text(item.other), "NEI",
+        if item.variants:
+            out.append((rng.choice(item.variants), reader.evidence_text(item.other), "NEI",
                         "scifact_contrast", TITLE_WEIGHT))
         negated_claim = perturb.negate(item.claim)
         stated = as_claim(item.own[0])  # its reporting frame ("Here we show that") off

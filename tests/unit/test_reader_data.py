@@ -20,6 +20,7 @@ TITLE = reader_data.Title(
      "Patients were followed for five years.", "Adverse events were rare."],
     ["Exercise lowers blood pressure in adults with hypertension.",
      "The trial enrolled 400 adults.", "Sodium intake was recorded daily."],
+    reader_data._contradictions("Statin therapy reduces the risk of myocardial infarction."),
 )
 
 
@@ -48,9 +49,9 @@ def test_a_negated_title_against_its_negated_finding_is_support_and_the_title_co
 
 def test_a_closest_sentence_that_does_not_restate_the_title_is_not_negated() -> None:
     heading = reader_data.Title(TITLE.claim, ["CONCLUSIONS These results show statins reduce infarction risk.",
-                                              *TITLE.own[1:]], TITLE.other)
+                                              *TITLE.own[1:]], TITLE.other, TITLE.variants)
     aside = reader_data.Title(TITLE.claim, ["Patients were randomly assigned to two groups.",
-                                            *TITLE.own[1:]], TITLE.other)
+                                            *TITLE.own[1:]], TITLE.other, TITLE.variants)
     for item in (heading, aside):
         rows = reader_data.contrast_rows(random.Random(1), [item])
         assert [r[2] for r in rows] == ["NEI"]
