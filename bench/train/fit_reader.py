@@ -23,7 +23,10 @@ quantisation: ``OUT/reader.int8.onnx`` is what ships (``src/citerun/pipeline/jud
 Deterministic: seeded, deterministic algorithms, one order of batches; the same data,
 seed and device give the same weights. PyTorch is a training-time tool only: Debian's
 ``python3-torch`` (CPU; run with ``/usr/bin/python3``) or any CUDA build (``--device
-cuda``). Time per model: docs/benchmarks.md ("The reader").
+cuda``). On CPU, Debian's PyTorch multiplies matrices with whatever ``libblas.so.3`` the
+system's alternatives select; the reference one (``libblas3``) makes training some 25 times
+slower, so install ``libopenblas0-pthread`` beside it (``train`` says which one it found).
+Time per model: docs/benchmarks.md ("The reader").
 """
 
 from __future__ import annotations
@@ -58,6 +61,16 @@ def load_weights(path: pathlib.Path) -> dict[str, numpy.ndarray]:
         return {k: data[k].astype(numpy.float32) for k in data.files}
 
 
+def blas_in_use() -> list[str]:
+    """The BLAS libraries mapped into this process (after PyTorch has multiplied once)."""
+    try:
+        maps = pathlib.Path("/proc/self/maps").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return sorted({line.split()[-1] for line in maps.splitlines()
+                   if "blas" in line.rsplit("/", 1)[-1].lower() and "/" in line})
+
+
 def train(args: argparse.Namespace) -> None:
     import torch
     from torch import nn
@@ -74,6 +87,13 @@ def train(args: argparse.Namespace) -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     device = torch.device(args.device)
+    if args.device == "cpu":
+        torch.ones((8, 8)) @ torch.ones((8, 8))  # loads the BLAS PyTorch was linked against
+        found = blas_in_use()
+        print(f"BLAS: {', '.join(found) or 'none mapped'}", file=sys.stderr)
+        if any("openblas" not in p.lower() and "mkl" not in p.lower() for p in found):
+            print("  the reference BLAS: CPU training is about 25 times slower; "
+                  "apt-get install libopenblas0-pthread", file=sys.stderr)
     data = dict(numpy.load(args.data))
     names = [str(n) for n in data["set_names"]]
     unknown = sorted(set(args.leave_out) | {w.split("=")[0] for w in args.set_weight})
