@@ -17,7 +17,8 @@ reader reads for each, with its gold label; a pair where the featurizer finds no
 is stored as such (the judge answers ``unsupported``: NEI).
 
 ``score`` reads them with each model and prints, per set, macro-F1 over the labels the set
-has of the argmax of the raw logits (and, with ``--calibrate``, of the calibrated
+has of the argmax of the raw logits (and, in a row below, how many CONTRADICT verdicts were
+right of how many were said) (and, with ``--calibrate``, of the calibrated
 probabilities with ``contradicted`` gated at 0.7, the calibration fitted on the
 ``calibration`` rows by ``bench.train.fit_reader_calibration.fit``), and the mean over the
 sets not in ``--trained-on``. A screen, not the measure: the decision of the judge (its
@@ -108,9 +109,13 @@ def predictions(logits: numpy.ndarray, found: numpy.ndarray, calibration: tuple[
     return predicted
 
 
-def table(data: dict[str, numpy.ndarray], predicted: numpy.ndarray, trained_on: set[str]) -> tuple[list[str], float]:
+def table(data: dict[str, numpy.ndarray], predicted: numpy.ndarray, trained_on: set[str]
+          ) -> tuple[list[str], float, list[str]]:
+    """Macro-F1 per set, their mean over the sets not trained on, and per set the precision
+    of CONTRADICT ("right / said")."""
     names = [str(n) for n in data["set_names"]]
-    cells, unseen = [], []
+    contradict = LABELS.index("CONTRADICT")
+    cells, unseen, accusations = [], [], []
     for index, name in enumerate(names):
         if name == CALIBRATION:
             continue
@@ -119,9 +124,11 @@ def table(data: dict[str, numpy.ndarray], predicted: numpy.ndarray, trained_on: 
         labels = [i for i in range(3) if (gold == i).any()]
         macro = macro_f1(f1_per_class(gold, said, labels))
         cells.append(f"{macro:.3f}" + (" in" if name in trained_on else ""))
+        said_c = said == contradict
+        accusations.append(f"{int((said_c & (gold == contradict)).sum())} / {int(said_c.sum())}")
         if name not in trained_on:
             unseen.append(macro)
-    return cells, sum(unseen) / len(unseen)
+    return cells, sum(unseen) / len(unseen), accusations
 
 
 def score(args: argparse.Namespace) -> None:
@@ -143,8 +150,10 @@ def score(args: argparse.Namespace) -> None:
             temperature, bias, _ = fit(logits[keep], numpy.zeros((int(keep.sum()), 3)), data["gold"][keep], False)
             variants.append((f"calibrated, gate {GATE}", (temperature, bias)))
         for label, calibration in variants:
-            cells, mean = table(data, predictions(logits, data["found"], calibration), trained_on)
+            cells, mean, accusations = table(data, predictions(logits, data["found"], calibration), trained_on)
             print(f"| {model} ({label}) | " + " | ".join(cells) + f" | {mean:.3f} |", flush=True)
+            print(f"| {model} ({label}): contradicted, right / said | " + " | ".join(accusations) + " | |",
+                  flush=True)
             means.setdefault(str(model), {})[label] = round(mean, 4)
     if args.summary:
         args.summary.write_text(json.dumps(means, indent=1) + "\n", encoding="utf-8")

@@ -40,7 +40,9 @@ def test_the_screen_scores_macro_f1_over_the_labels_a_set_has() -> None:
             "sets": numpy.array([0, 0, 0, 0, 1, 1, 2]),
             "gold": numpy.array([0, 1, 2, 2, 0, 1, 0])}
     predicted = numpy.array([0, 1, 2, 0, 0, 0, 1])
-    cells, mean = screen_reader.table(data, predicted, {"a"})
+    cells, mean, accusations = screen_reader.table(data, predicted, {"a"})
     # a: F1 SUPPORT 2/3, CONTRADICT 1, NEI 2/3; b has no NEI: (2/3 + 0) / 2.
     assert cells == ["0.778 in", "0.333"]
     assert abs(mean - 1 / 3) < 1e-9  # the mean leaves out the set trained on
+    # CONTRADICT said once in a (right), never in b; the calibration row is no set.
+    assert accusations == ["1 / 1", "0 / 0"]
