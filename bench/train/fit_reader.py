@@ -112,6 +112,9 @@ def train(args: argparse.Namespace) -> None:
     types_all = data["types"].astype(numpy.int64)
     mask_all = data["mask"].astype(numpy.int64)
     model = CrossEncoder(load_weights(args.weights), LAYERS).to(device)
+    frozen = [model.words, model.positions, model.types, model.norm, *model.layers[:args.freeze]] if args.freeze >= 0 else []
+    for part in frozen:  # the encoder's first layers as pre-training left them
+        part.requires_grad_(False)
     optimizer, schedule = optimiser(model, args.lr, args.epochs * math.ceil(len(rows) / args.batch))
     rng = numpy.random.RandomState(args.seed)
     model.train()
@@ -156,7 +159,7 @@ def train(args: argparse.Namespace) -> None:
               file=sys.stderr)
         written = fp32
     info = {"pairs": int(len(rows)), "left_out": list(args.leave_out), "set_weight": list(args.set_weight),
-            "epochs": args.epochs,
+            "epochs": args.epochs, "freeze": args.freeze,
             "batch": args.batch, "lr": args.lr, "seed": args.seed, "smoothing": args.smoothing,
             "device": args.device, "seconds": round(time.perf_counter() - started, 1),
             "torch": torch.__version__, "onnxruntime": _version("onnxruntime"), "log": log}
@@ -259,6 +262,8 @@ def main() -> None:
     t.add_argument("--set-weight", action="append", default=[], metavar="SET=FACTOR",
                    help="scale the weights of one set's pairs (before class balancing)")
     t.add_argument("--epochs", type=int, default=2)
+    t.add_argument("--freeze", type=int, default=-1, metavar="N",
+                   help="keep the embeddings and the first N layers as pre-trained (-1: train all)")
     t.add_argument("--batch", type=int, default=32)
     t.add_argument("--lr", type=float, default=4e-5)
     t.add_argument("--smoothing", type=float, default=0.05)

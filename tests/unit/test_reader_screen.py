@@ -46,3 +46,25 @@ def test_the_screen_scores_macro_f1_over_the_labels_a_set_has() -> None:
     assert abs(mean - 1 / 3) < 1e-9  # the mean leaves out the set trained on
     # CONTRADICT said once in a (right), never in b; the calibration row is no set.
     assert accusations == ["1 / 1", "0 / 0"]
+
+
+def test_the_frozen_screen_splits_each_pair_into_its_two_sides_and_fits_a_regression() -> None:
+    from bench.train import screen_frozen
+
+    # [CLS] c1 c2 [SEP] e1 e2 e3 [SEP] pad, as reader.encode lays a pair out.
+    ids = numpy.array([[101, 11, 12, 102, 21, 22, 23, 102, 0]])
+    types = numpy.array([[0, 0, 0, 0, 1, 1, 1, 1, 0]])
+    mask = numpy.array([[1, 1, 1, 1, 1, 1, 1, 1, 0]])
+    (claim, claim_mask), (evidence, evidence_mask) = screen_frozen.sides(ids, types, mask)
+    assert list(claim[0][claim_mask[0] == 1]) == [101, 11, 12, 102]
+    assert list(evidence[0][evidence_mask[0] == 1]) == [101, 21, 22, 23, 102]
+    # Three classes apart on the features: the fit finds them, the same weights each time.
+    rng = numpy.random.RandomState(0)
+    centres = numpy.eye(3) * 4
+    y = numpy.repeat(numpy.arange(3), [40, 10, 25])  # unbalanced, as the training sets are
+    x = numpy.hstack([centres[y] + rng.normal(size=(len(y), 3)), numpy.ones((len(y), 1))])
+    weights = screen_frozen.fit(x, y, 1e-3)
+    assert ((x @ weights).argmax(1) == y).mean() > 0.9
+    assert numpy.array_equal(weights, screen_frozen.fit(x, y, 1e-3))
+    u = numpy.array([[1.0, 0.0]])
+    assert screen_frozen.features(u, u).tolist() == [[1.0, 0.0, 0.0, 0.0, 1.0, 1.0]]
