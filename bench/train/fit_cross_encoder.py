@@ -116,7 +116,8 @@ class CrossEncoder(nn.Module):
             state[ours] = torch.from_numpy(weights[theirs])
         self.load_state_dict(state)
 
-    def forward(self, ids: torch.Tensor, types: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def pooled(self, ids: torch.Tensor, types: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The encoder's output, mean-pooled over the tokens the mask keeps."""
         positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
         h = self.norm(self.words(ids) + self.positions(positions) + self.types(types))
         h = self.dropout(h)
@@ -124,8 +125,10 @@ class CrossEncoder(nn.Module):
         bias = ((1.0 - maskf) * -10000.0)[:, None, None, :]
         for layer in self.layers:
             h = layer(h, bias)
-        pooled = (h * maskf[:, :, None]).sum(1) / maskf.sum(1, keepdim=True).clamp(min=1.0)
-        return self.head(self.dropout(pooled))
+        return (h * maskf[:, :, None]).sum(1) / maskf.sum(1, keepdim=True).clamp(min=1.0)
+
+    def forward(self, ids: torch.Tensor, types: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.head(self.dropout(self.pooled(ids, types, mask)))
 
 
 def balanced(weights: numpy.ndarray, labels: numpy.ndarray) -> numpy.ndarray:

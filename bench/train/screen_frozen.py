@@ -67,13 +67,7 @@ def embed(args: argparse.Namespace) -> None:
         for start in range(0, len(ids), batch):
             length = max(1, int(mask[start:start + batch].sum(1).max()))
             i = torch.from_numpy(ids[start:start + batch, :length])
-            m = torch.from_numpy(mask[start:start + batch, :length]).float()
-            h = encoder.norm(encoder.words(i) + encoder.positions(torch.arange(length)[None, :])
-                             + encoder.types(torch.zeros_like(i)))
-            bias = ((1.0 - m) * -10000.0)[:, None, None, :]
-            for layer in encoder.layers:
-                h = layer(h, bias)
-            pooled = (h * m[:, :, None]).sum(1) / m.sum(1, keepdim=True).clamp(min=1.0)
+            pooled = encoder.pooled(i, torch.zeros_like(i), torch.from_numpy(mask[start:start + batch, :length]))
             out.append(torch.nn.functional.normalize(pooled, dim=1).numpy())
         return numpy.concatenate(out).astype(numpy.float32)
 
