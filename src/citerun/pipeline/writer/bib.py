@@ -16,8 +16,10 @@ from __future__ import annotations
 import logging
 import re
 
+import bibtexparser
 from bibtexparser import model as bibmodel
 from bibtexparser.entrypoint import parse_string
+from bibtexparser.middlewares.fieldkeys import NormalizeFieldKeys
 from bibtexparser.middlewares.names import parse_single_name_into_parts, split_multiple_persons_names
 from pylatexenc import latex2text  # type: ignore[import-untyped]
 
@@ -209,11 +211,16 @@ def read_bibtex(text: str) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]
         raise WriterFileError(
             f".bib file has {entries:,} entries, over the limit of {MAX_ENTRIES:,}")
     try:
-        library = parse_string(text)
+        # Field names are case-insensitive in BibTeX and biber: JabRef 2.x and BibDesk
+        # write "Title = {...}", "Author", "File". @string macros are resolved by
+        # bibtexparser's default stack (their names case-insensitively, as BibTeX does).
+        library = parse_string(text, append_middleware=[NormalizeFieldKeys()])
     except (RecursionError, ValueError, IndexError) as err:
         raise WriterFileError(f".bib file cannot be parsed: {err}") from None
     items: list[LibraryItem] = []
     skipped: list[Skipped] = []
+    by_key = {entry.key.strip().lower(): entry for entry in library.entries}
+    _concatenate(library)
     for block in library.failed_blocks:
         where = _line(block)
         raw = _SPACES.sub(" ", block.raw or "")[:200]
@@ -228,5 +235,85 @@ def read_bibtex(text: str) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]
                                    text=_SPACES.sub(" ", entry.raw or "")[:200],
                                    reason="an entry without a key"))
             continue
-        items.append(item_of(entry))
+        items.append(item_of(_with_crossref(entry, by_key)))
     return tuple(items), tuple(skipped)
+
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _concatenate(library: bibtexparser.Library) -> None:
+    """Resolves BibTeX's ``#`` concatenations (``"Proc. " # conf # { 2020}``), which
+    bibtexparser leaves as written: each part a quoted or braced string, a number, or an
+    ``@string`` macro (names case-insensitive, the month macros predefined as BibTeX
+    has them). A value with an unknown macro is kept as written."""
+    macros = {m: m.capitalize() for m in _MONTHS}
+    macros.update({key.lower(): str(s.value).strip().strip('"{}')
+                   for key, s in library.strings_dict.items()})
+    for entry in library.entries:
+        for field in entry.fields:
+            value = field.value
+            if (not isinstance(value, str) or getattr(field, "enclosing", None) != "no-enclosing"
+                    or len(value) > MAX_FIELD_CHARS * 10):
+                continue
+            resolved = _joined(value, macros)
+            if resolved is not None:
+                field.value = resolved
+
+
+def _joined(value: str, macros: dict[str, str]) -> str | None:
+    parts: list[str] = []
+    for part in _split_unescaped_outside(value):
+        part = part.strip()
+        if len(part) >= 2 and part[0] == part[-1] == '"' or part[:1] == "{" and part[-1:] == "}":
+            parts.append(part[1:-1])
+        elif part.isdigit():
+            parts.append(part)
+        elif part.lower() in macros:
+            parts.append(macros[part.lower()])
+        else:
+            return None
+    return "".join(parts)
+
+
+def _split_unescaped_outside(value: str) -> list[str]:
+    """``value`` split at each ``#`` outside braces and quotes."""
+    parts: list[str] = []
+    depth, quoted, start = 0, False, 0
+    for i, char in enumerate(value):
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth = max(0, depth - 1)
+        elif char == '"' and depth == 0:
+            quoted = not quoted
+        elif char == "#" and depth == 0 and not quoted:
+            parts.append(value[start:i])
+            start = i + 1
+    parts.append(value[start:])
+    return parts
+
+
+#: Fields a crossref'd parent does not lend its child: they name the parent itself
+#: (biber maps the parent's title to the child's booktitle; a DOI, file or id is the
+#: parent's own).
+_NOT_INHERITED = frozenset({"title", "subtitle", "titleaddon", "shorttitle", "doi", "file",
+                            "url", "ids", "crossref", "xref", "key", "entryset"})
+
+
+def _with_crossref(entry: bibmodel.Entry, by_key: dict[str, bibmodel.Entry]) -> bibmodel.Entry:
+    """The entry with the fields it lacks taken from its ``crossref`` parent (one level,
+    as BibTeX resolves it; the key compared case-insensitively): an ``@inproceedings``
+    gets its year and editors from the ``@proceedings`` it names."""
+    parent_key = _field(entry, "crossref")
+    parent = by_key.get(parent_key.strip().lower()) if parent_key else None
+    if parent is None or parent is entry:
+        return entry
+    own = {field.key for field in entry.fields}
+    lent = [field for field in parent.fields
+            if field.key not in own and field.key not in _NOT_INHERITED]
+    if not lent:
+        return entry
+    return bibmodel.Entry(entry_type=entry.entry_type, key=entry.key,
+                          fields=[*entry.fields, *lent], start_line=entry.start_line,
+                          raw=entry.raw)

@@ -116,6 +116,25 @@ def csl_item(item: Mapping[str, Any], *, key: str | None = None,
     )
 
 
+#: Keys of which a CSL item has at least one besides its ``id``.
+_CSL_KEYS = frozenset({"type", "title", "author", "editor", "issued", "DOI", "container-title"})
+
+
+def is_csl_json(text: str) -> bool:
+    """Whether ``text`` is a CSL-JSON library: a JSON list whose every entry is an object
+    with an ``id`` and one of :data:`_CSL_KEYS` (an experiment's config or a code sample
+    in the thesis's folder is not). A file that is not JSON at all is not one either."""
+    if len(text) > MAX_BYTES or not text.lstrip().startswith("["):
+        return False
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return (isinstance(data, list) and bool(data)
+            and all(isinstance(item, Mapping) and "id" in item and not _CSL_KEYS.isdisjoint(item)
+                    for item in data))
+
+
 def read_csl_json(text: str) -> tuple[LibraryItem, ...]:
     """Every item of a CSL-JSON library file (a JSON list of items), in file order.
 
@@ -125,6 +144,9 @@ def read_csl_json(text: str) -> tuple[LibraryItem, ...]:
         raise WriterFileError(f"CSL-JSON file over the limit of {MAX_BYTES} bytes")
     try:
         data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise WriterFileError(f"not a CSL-JSON file: line {err.lineno}, column {err.colno}: "
+                              f"{err.msg}") from None
     except (ValueError, RecursionError) as err:
         raise WriterFileError(f"not a CSL-JSON file: {str(err)[:200]}") from None
     if not isinstance(data, list):

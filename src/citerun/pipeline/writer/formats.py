@@ -43,7 +43,14 @@ def is_writer_file(data: bytes) -> bool:
 
 
 def read_library(files: Mapping[str, bytes]) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
-    """Every library item of the bundle's .bib and CSL-JSON files, in path order."""
+    """Every library item of the bundle's .bib and CSL-JSON files, in path order.
+
+    A ``.json`` is read as a library only where it is one: one the writer gave as the
+    library (under :data:`LIBRARY_DIR`), or a JSON list of CSL items (objects with an
+    ``id`` and a ``type``, ``title``, ``author`` or ``issued``). Any other ``.json`` of a
+    thesis's folder (an experiment's config, a code sample) is not a library and is left
+    alone. An error in a library names its file (and the line, where the reader knows it).
+    """
     from citerun.pipeline.writer import bib, csl  # readers load when a writer's file is read
 
     items: list[LibraryItem] = []
@@ -52,12 +59,18 @@ def read_library(files: Mapping[str, bytes]) -> tuple[tuple[LibraryItem, ...], t
         if not path.lower().endswith(LIBRARY_SUFFIXES):
             continue
         text = files[path].decode("utf-8", errors="replace")
-        if path.lower().endswith(".bib"):
-            found, skips = bib.read_bibtex(text)
-            items.extend(found)
-            skipped.extend(skips)
-        else:
-            items.extend(csl.read_csl_json(text))
+        given = path.startswith(LIBRARY_DIR)
+        shown = path[len(LIBRARY_DIR):] if given else path
+        try:
+            if path.lower().endswith(".bib"):
+                found, skips = bib.read_bibtex(text)
+                items.extend(found)
+                skipped.extend(dataclasses.replace(s, where=f"{shown}, {s.where}")
+                               for s in skips)
+            elif given or csl.is_csl_json(text):
+                items.extend(csl.read_csl_json(text))
+        except WriterFileError as err:
+            raise WriterFileError(f"the library {shown}: {err}") from None
     return tuple(items), tuple(skipped)
 
 
