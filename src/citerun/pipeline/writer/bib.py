@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 import re
 
-import bibtexparser
 from bibtexparser import model as bibmodel
 from bibtexparser.entrypoint import parse_string
+from bibtexparser.library import Library
 from bibtexparser.middlewares.fieldkeys import NormalizeFieldKeys
 from bibtexparser.middlewares.names import parse_single_name_into_parts, split_multiple_persons_names
 from pylatexenc import latex2text  # type: ignore[import-untyped]
@@ -242,7 +242,7 @@ def read_bibtex(text: str) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
 
-def _concatenate(library: bibtexparser.Library) -> None:
+def _concatenate(library: Library) -> None:
     """Resolves BibTeX's ``#`` concatenations (``"Proc. " # conf # { 2020}``), which
     bibtexparser leaves as written: each part a quoted or braced string, a number, or an
     ``@string`` macro (names case-insensitive, the month macros predefined as BibTeX
