@@ -279,6 +279,34 @@ def endnote_field(cites: Sequence[Mapping[str, Any]], result: str, *, inline: bo
                  nested_data=wrapped)
 
 
+def paperpile_field(items: Sequence[Mapping[str, Any]], result: str, *,
+                    metadata: Sequence[Mapping[str, str]] | None = None) -> str:
+    """Paperpile's ``ADDIN paperpile_citation``: ``<clusterId>``, ``<metadata>`` naming each
+    cited item's ``_id`` (with ``locator``, ``locator_label``, ``prefix``, ``no_author``
+    where given), ``<data>`` the items as zlib-compressed JSON in base64."""
+    import zlib
+
+    blocks = metadata if metadata is not None else [{"id": item["_id"]} for item in items]
+    meta = "".join("<citation>" + "".join(f"<{k}>{escape(v)}</{k}>" for k, v in block.items())
+                   + "</citation>" for block in blocks)
+    data = base64.b64encode(zlib.compress(json.dumps(list(items)).encode())).decode()
+    code = (f"ADDIN paperpile_citation <clusterId>C267Q325M915J429</clusterId>"
+            f"<metadata>{meta}</metadata><data>{data}</data> \\* MERGEFORMAT")
+    return field(code, result, parts=6)
+
+
+def paperpile_item(item_id: str, citekey: str, title: str, authors: Sequence[str], year: int,
+                   doi: str | None = None) -> dict[str, Any]:
+    """An item as Paperpile embeds it in its field data."""
+    item: dict[str, Any] = {
+        "_id": item_id, "citekey": citekey, "title": title, "pubtype": "PP_ARTICLE",
+        "published": {"year": str(year)}, "owner": "73B4D5C6", "created": 1745847974.2,
+        "author": [{"last": last, "first": "A", "formatted": f"{last} A"} for last in authors]}
+    if doi:
+        item["doi"] = doi
+    return item
+
+
 # --- the package ------------------------------------------------------------------------
 
 def document_xml(body: str) -> str:

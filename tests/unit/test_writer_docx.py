@@ -18,7 +18,7 @@ import zipfile
 
 import pytest
 
-from citerun.pipeline.writer import csl, docx
+from citerun.pipeline.writer import csl, docx, fields
 from citerun.pipeline.writer.docx import MAX_DEPTH, MAX_OPEN_FIELDS, read_docx
 from citerun.pipeline.writer.model import WriterFileError, WrittenThesis, to_extraction
 from tests.support import docx_fixtures as fx
@@ -264,7 +264,7 @@ def test_deep_nesting_is_refused_in_bounded_time_and_memory() -> None:
 
 def test_too_many_elements_are_refused_while_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     # The limit lowered so that the test is quick; the refusal is the same at 4 million.
-    monkeypatch.setattr(docx, "MAX_ELEMENTS", 10_000)
+    monkeypatch.setattr(fields, "MAX_ELEMENTS", 10_000)  # parse_xml lives in .fields
     document = _DOCUMENT_OPEN + "<w:p>" + "<w:r/>" * 20_000 + "</w:p>" + _DOCUMENT_CLOSE
     _refused(fx.docx("", document=document), "more than 10000 elements", seconds=2, megabytes=16)
 
@@ -349,3 +349,51 @@ def test_a_csl_json_library_is_read() -> None:
 def test_a_bad_csl_json_library_is_refused(text: str, message: str) -> None:
     with pytest.raises(WriterFileError, match=message):
         csl.read_csl_json(text)
+
+
+# --- Paperpile (issue 40: a Word thesis written with Paperpile was refused) ------------------
+
+def test_paperpile_fields_are_read_with_items_locators_and_paragraphs() -> None:
+    blanch = fx.paperpile_item("1c2ed450-d1a1", "Blanchflower2011-mx", "International happiness",
+                               ["Blanchflower", "Oswald"], 2011, doi="10.5465/amp.25.1.6")
+    hicks = fx.paperpile_item("7f96cfd2-68fc", "Hicks2013-ab", "Measuring subjective well-being",
+                              ["Hicks", "Tinkler", "Allin"], 2013)
+    body = "".join([
+        fx.paragraph(fx.run("Introduction"), style="berschrift1"),
+        fx.paragraph(fx.run("Well-being has been increasingly acknowledged "),
+                     fx.paperpile_field([blanch, hicks],
+                                        "(Blanchflower & Oswald, 2011; Hicks et al., 2013)"),
+                     fx.run(". Policy follows it.")),
+        fx.paragraph(fx.run("Hicks et al. "),
+                     fx.paperpile_field([hicks], "(2013, p. 75)",
+                                        metadata=[{"id": "7f96cfd2-68fc", "no_author": "true",
+                                                   "locator": "75"}]),
+                     fx.run(" measure it by survey.")),
+        fx.paragraph(fx.simple_field("ADDIN paperpile_bibliography <pp-bibliography/>",
+                                     "Blanchflower, D. G. (2011). International happiness.")),
+    ])
+    thesis = read_docx(fx.docx(body))
+    found = [(c.keys, c.locator, c.where, c.claim) for c in thesis.citations]
+    assert found == [
+        (("Blanchflower2011-mx", "Hicks2013-ab"), None, "paragraph 2",
+         "Well-being has been increasingly acknowledged."),
+        (("Hicks2013-ab",), "75", "paragraph 3", "Hicks et al. measure it by survey."),
+    ]
+    items = {i.key: i for i in thesis.library}
+    assert (items["Blanchflower2011-mx"].title, items["Blanchflower2011-mx"].authors,
+            items["Blanchflower2011-mx"].year, items["Blanchflower2011-mx"].doi) == (
+        "International happiness", ("Blanchflower", "Oswald"), 2011, "10.5465/amp.25.1.6")
+    assert items["Hicks2013-ab"].authors == ("Hicks", "Tinkler", "Allin")
+    assert thesis.skipped == ()
+
+
+def test_a_paperpile_field_whose_data_inflates_past_the_limit_is_skipped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fields, "MAX_INFLATED", 1000)
+    item = fx.paperpile_item("x1", "Big2020", "A" * 5000, ["Big"], 2020)
+    body = fx.paragraph(fx.run("A claim "), fx.paperpile_field([item], "(Big, 2020)"),
+                        fx.run(" stands here."))
+    thesis = read_docx(fx.docx(body))
+    assert thesis.citations == ()
+    assert [s.reason for s in thesis.skipped] == [
+        "the Paperpile field data inflates beyond 1000 bytes"]
