@@ -81,8 +81,60 @@ def pdf_with_library(files: Mapping[str, bytes]) -> str | None:
     return pdfs[0] if len(pdfs) == 1 and not others else None
 
 
+#: Characters of one unit of a writer's text (see :func:`in_units`): about four printed
+#: pages, well under the per-page cap a PDF's page is held to (``max_page_chars``).
+UNIT_CHARS = 10_000
+
+
+def in_units(pages: Iterable[tuple[int, str]],
+             size: int = UNIT_CHARS) -> tuple[tuple[int, str], ...]:
+    """The text as pages of at most ``size`` characters, cut between paragraphs.
+
+    A writer's file has no printed pages: its text comes as one page. Where its
+    citations are not recognised the text is read by the rules of the page (typed
+    citations, a typed reference list), which hold a page to ``max_page_chars``; a
+    thesis is read in units of whole paragraphs (a paragraph longer than ``size`` is cut
+    at a line, else a space), so that its length counts only against the document's
+    total. Units are numbered from 1 in reading order.
+    """
+    units: list[str] = []
+    current: list[str] = []
+    length = 0
+    for _, text in pages:
+        for paragraph in _pieces(text, size):
+            if current and length + len(paragraph) + 2 > size:
+                units.append("\n\n".join(current))
+                current, length = [], 0
+            current.append(paragraph)
+            length += len(paragraph) + 2
+    if current:
+        units.append("\n\n".join(current))
+    return tuple((number, text) for number, text in enumerate(units, 1))
+
+
+def _pieces(text: str, size: int) -> Iterable[str]:
+    """The paragraphs of ``text``, each at most ``size`` characters."""
+    for paragraph in text.split("\n\n"):
+        while len(paragraph) > size:
+            cut = paragraph.rfind("\n", 0, size)
+            if cut <= 0:
+                cut = paragraph.rfind(" ", 0, size)
+            if cut <= 0:
+                cut = size
+            yield paragraph[:cut]
+            paragraph = paragraph[cut:].lstrip("\n ")
+        if paragraph.strip():
+            yield paragraph
+
+
 def read_thesis(data: bytes, limits: archive.BundleLimits = archive.BundleLimits()) -> WrittenThesis:
-    """The thesis in a writer's file: a .docx, or a bundle with a .tex (or a .docx) in it."""
+    """The thesis in a writer's file: a .docx, or a bundle with a .tex (or a .docx) in it;
+    its text in units of paragraphs (:func:`in_units`)."""
+    thesis = _read_thesis(data, limits)
+    return dataclasses.replace(thesis, pages=in_units(thesis.pages))
+
+
+def _read_thesis(data: bytes, limits: archive.BundleLimits) -> WrittenThesis:
     # The readers load only when a writer's file is read: a worker parsing PDFs never does.
     from citerun.pipeline.writer import docx, latex
 

@@ -1,0 +1,62 @@
+"""A writer's file whose citations are typed, not fields (issue 40 items 1, 10).
+
+Most students write in Word and type their citations, or use a tool whose fields are
+not read (Word's own "Sources", RefWorks): such a thesis is read as text with its
+paragraphs, by the rules of the page. It must never be refused for its length while it
+is within the document's limits; its typed citations and typed reference list are read
+as for a PDF.
+"""
+
+from __future__ import annotations
+
+from citerun.pipeline import citations
+from citerun.pipeline.settings import LimitSettings
+from citerun.pipeline.writer import formats
+from citerun.worker import sandbox
+from tests.support import docx_fixtures as fx
+
+AUTHORS = ["Hammer", "Eaton", "Novak", "Lindgren", "Okafor", "Petrov", "Quist", "Rahman"]
+FILLER = ("The measurements were repeated in every season and the differences between "
+          "the sites stayed within the error of the instruments used for them. ")
+
+
+def typed_thesis(paragraphs: int = 80) -> bytes:
+    """A German-style Word thesis with APA citations typed by hand and a typed
+    reference list: about 900 characters a paragraph, 75,000 in all."""
+    body = [fx.paragraph(fx.run("1 Einleitung"), style="berschrift1")]
+    for n in range(paragraphs):
+        author = AUTHORS[n % len(AUTHORS)]
+        year = 2000 + n % len(AUTHORS)
+        body.append(fx.paragraph(fx.run(
+            FILLER * 6 + f"Cities warm faster than their surroundings in case {n} "
+            f"({author}, {year}).")))
+    body.append(fx.paragraph(fx.run("Literaturverzeichnis"), style="berschrift1"))
+    for n, author in enumerate(AUTHORS):
+        body.append(fx.paragraph(fx.run(
+            f"{author}, A. ({2000 + n}). Urban climate study number {n}. "
+            f"Journal of Urban Climate, {n + 1}(2), 10-20.")))
+    return fx.docx("".join(body))
+
+
+def test_a_long_word_thesis_without_fields_is_read_not_refused() -> None:
+    data = typed_thesis()
+    limits = LimitSettings()
+    outcome = sandbox.written_job(data, 50 * 2**20, 1200, 200, limits)
+    assert isinstance(outcome, sandbox.Parsed), outcome
+    pages = [(p.number, p.text) for p in outcome.document.pages]
+    assert sum(len(t) for _, t in pages) > limits.max_page_chars
+    assert sandbox.check_pages(pages, limits) is None  # nothing over the per-page cap
+    extraction = citations.extract(pages)
+    assert len(extraction.citations) == 80
+    assert len(extraction.references) == len(AUTHORS)
+    assert {c.authors[:1] for c in extraction.citations} == {(a,) for a in AUTHORS}
+
+
+def test_units_are_whole_paragraphs_in_reading_order() -> None:
+    text = "\n\n".join(f"Paragraph {n} " + "x" * 300 for n in range(100))
+    units = formats.in_units([(1, text)], size=1000)
+    assert [n for n, _ in units] == list(range(1, len(units) + 1))
+    assert all(len(t) <= 1000 for _, t in units)
+    assert "\n\n".join(t for _, t in units) == text
+    long = "word " * 1000  # one paragraph over the size: cut at a space
+    assert all(len(t) <= 1000 for _, t in formats.in_units([(1, long)], size=1000))
