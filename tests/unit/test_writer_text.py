@@ -60,3 +60,25 @@ def test_units_are_whole_paragraphs_in_reading_order() -> None:
     assert "\n\n".join(t for _, t in units) == text
     long = "word " * 1000  # one paragraph over the size: cut at a space
     assert all(len(t) <= 1000 for _, t in formats.in_units([(1, long)], size=1000))
+
+
+def test_typed_citations_beside_zotero_fields_are_listed_not_dropped() -> None:
+    from citerun.pipeline.writer import docx
+
+    smith = fx.csl_item("smith", "Urban heat islands at night", [("Smith", "Anna")], 2020)
+    body = "".join([
+        fx.paragraph(fx.run("Heat islands raise night temperatures "),
+                     fx.field(fx.zotero_code([{"key": "smith", "data": smith}], "(Smith, 2020)"),
+                              "(Smith, 2020)"),
+                     fx.run(". Trees cool the streets below them (Meyer, 2015, S. 3)."),
+                     fx.footnote_reference(1)),
+        fx.paragraph(fx.run("Novak (2018) measured the same in Prague.")),
+        fx.paragraph(fx.run("References"), style="berschrift1"),
+        fx.paragraph(fx.run("Meyer, A. (2015). Trees in streets. Urban Forestry, 3, 1-9.")),
+    ])
+    notes = fx.footnote(1, fx.run("Similar: Keller et al. (2019), p. 4."))
+    thesis = formats.read_thesis(fx.docx(body, notes))
+    assert [c.keys for c in thesis.citations] == [("smith",)]
+    typed = [(s.where, s.text) for s in thesis.skipped if s.reason == docx.TYPED_REASON]
+    assert typed == [("paragraph 1", "(Meyer, 2015, S. 3)"), ("paragraph 2", "Novak (2018)"),
+                     ("footnote 1", "Keller et al. (2019)")]

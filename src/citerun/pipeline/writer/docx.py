@@ -44,7 +44,7 @@ from typing import Any, Literal
 
 
 from citerun.pipeline import pdf
-from citerun.pipeline.citations import claims
+from citerun.pipeline.citations import claims, markers, references
 from citerun.pipeline.writer import archive, fields
 from citerun.pipeline.writer.fields import MAX_DEPTH, MAX_ELEMENTS, parse_xml
 
@@ -466,6 +466,33 @@ def read_docx(data: bytes, limits: archive.BundleLimits = archive.BundleLimits()
     return _Reader(paragraphs, notes).thesis()
 
 
+#: The reason a typed citation beside the reference manager's fields is listed with.
+TYPED_REASON = ("a citation typed by hand in a document whose citations are its reference "
+                "manager's fields: only the fields are read; insert it as a field to have "
+                "it checked")
+
+
+def _typed(where: str, paragraph: _Paragraph) -> list[Skipped]:
+    """The author-year citations typed in ``paragraph`` outside any field's result.
+
+    A thesis written with Zotero, Citavi or Paperpile is read from its fields; a
+    citation typed beside them ("(Meyer, 2015, S. 3)", "Meyer (2015)") is no field and
+    would otherwise vanish without a word: the rules of the page find it, and it is
+    listed under "Not taken as citations" with :data:`TYPED_REASON`.
+    """
+    text = paragraph.text
+    if not text.strip() or paragraph.heading:
+        return []
+    masked = list(text)
+    for hit in paragraph.hits:
+        masked[hit.start:hit.end] = " " * (hit.end - hit.start)
+    found = []
+    for marker in markers.find_markers("".join(masked)):
+        if any(ref.authors and ref.year for ref in marker.refs):
+            found.append(Skipped(where, " ".join(marker.text.split())[:200], TYPED_REASON))
+    return found
+
+
 class _Reader:
     """Turns the stories' paragraphs and fields into the written thesis."""
 
@@ -509,8 +536,13 @@ class _Reader:
                     counters[kind] += 1
                     marks[(kind, note)] = (paragraph, offset, counters[kind])
         body_claims: dict[int, _Claims] = {}
+        typed: list[Skipped] = []
+        in_references = False
         for paragraph in self.paragraphs:
             where = f"paragraph {number_of.get(id(paragraph), 0)}"
+            in_references = in_references or references._is_heading(paragraph.text.strip())
+            if not in_references:
+                typed.extend(_typed(where, paragraph))
             citing = self._read_hits(where, paragraph)
             body_claims[id(paragraph)] = _Claims(paragraph, citing)
             for hit in citing:
@@ -528,6 +560,7 @@ class _Reader:
                 if text:
                     note_texts.append(f"{mark[2] if mark else note} {text}")
                 for paragraph in note_paragraphs:
+                    typed.extend(_typed(where, paragraph))
                     citing = self._read_hits(where, paragraph)
                     own = _Claims(paragraph, citing)
                     for hit in citing:
@@ -538,6 +571,8 @@ class _Reader:
                         else:
                             self._add(hit, own.claim_at(hit.start), where, paragraph,
                                       in_footnote=True)
+        if self.parsed:  # typed citations beside the fields: listed, never dropped
+            self.skipped.extend(typed)
         body = "\n\n".join(p.text.strip() for p in numbered)
         text = "\n\n".join(t for t in (body, *note_texts) if t)
         return WrittenThesis(format="docx", pages=((1, text),), citations=tuple(self.citations),
