@@ -331,3 +331,113 @@ def test_user_macros_with_arguments_expand_to_their_cites() -> None:
     found = [(c.keys, c.claim, c.locator, c.where) for c in latex.read_latex(files).citations]
     assert found == [(("a",), "DeepCheck works.", "7", "main.tex:6"),
                      (("b",), "It fails.", None, "main.tex:6")]
+
+
+# -- issue 40: cite wrappers wherever they are defined -------------------------------
+
+_WRAPPER_STY = r"""\ProvidesPackage{mystyle}
+\RequirePackage[see]{jurabib}
+% #1: the prenote, #2: the pages, #3: the key
+\providecommand{\seFootcite}[3]{%
+\ifthenelse{\equal{#2}{}}{%
+\footcitetitle[#1][\citefield{year}{#3}]{#3}%
+}{%else
+\footcitetitle[#1][\citefield{year}{#3}, #2]{#3}%
+}}
+\providecommand{\seCite}[3]{\ifthenelse{\equal{#2}{}}{#1 \cite{#3}}{#1 \cite[#2]{#3}}}
+\renewcommand{\footnote}[1]{}% a template's own footnote: not the reader's to replace
+"""
+_WRAPPED_BODY = (r"Die Kosten steigen jedes Jahr.\seFootcite{vgl.}{S. 10}{meier2010} "
+                 r"Danach sinken sie wieder, wie \seCite{vgl.}{}{schulz2011} zeigt.")
+
+
+def _wrapped(found: WrittenThesis) -> list[tuple[tuple[str, ...], str, str | None, str | None, str]]:
+    return [(c.keys, c.claim, c.locator, c.prenote, c.marker) for c in found.citations]
+
+
+_WRAPPED_EXPECTED = [
+    (("meier2010",), "Die Kosten steigen jedes Jahr.", "10", "vgl.", r"\seFootcite{vgl.}{S. 10}{meier2010}"),
+    (("schulz2011",), "Danach sinken sie wieder, wie vgl. zeigt.", None, None,
+     r"\seCite{vgl.}{}{schulz2011}"),
+]
+
+
+def test_cite_wrappers_of_a_local_package_are_read() -> None:
+    files = {"main.tex": ("\\documentclass{article}\n\\usepackage[ngerman]{babel}\n"
+                          "\\usepackage{ifthen, sty/mystyle}\n\\begin{document}\n"
+                          f"{_WRAPPED_BODY}\n\\end{{document}}\n").encode(),
+             "sty/mystyle.sty": _WRAPPER_STY.encode()}
+    found = latex.read_latex(files)
+    assert _wrapped(found) == _WRAPPED_EXPECTED
+    assert [c.where for c in found.citations] == ["main.tex:5", "main.tex:5"]
+    assert found.skipped == ()
+    # the keys and notes never stand in the text
+    assert "meier2010" not in found.pages[0][1] and "S. 10" not in found.pages[0][1]
+
+
+def test_cite_wrappers_of_a_local_class_are_read() -> None:
+    files = {"thesis.tex": ("\\documentclass[12pt]{localclass}\n\\begin{document}\n"
+                            f"{_WRAPPED_BODY}\n\\end{{document}}\n").encode(),
+             "localclass.cls": ("\\NeedsTeXFormat{LaTeX2e}\\ProvidesClass{localclass}\n"
+                                "\\LoadClass{report}\n" + _WRAPPER_STY).encode()}
+    assert _wrapped(latex.read_latex(files)) == _WRAPPED_EXPECTED
+
+
+def test_wrappers_after_a_commented_begin_document_in_an_input_file() -> None:
+    # A configuration file \input in the preamble whose comment names \begin{document}
+    # is no subfile: its definitions are read.
+    config = ("% commands run right after \\begin{document} go here\n"
+              "\\providecommand{\\seCite}[3]{\\ifthenelse{\\equal{#2}{}}{#1 \\cite{#3}}"
+              "{#1 \\cite[#2]{#3}}}\n")
+    files = {"config.tex": config.encode(),
+             **_doc(r"So steht es \seCite{vgl.}{S.~4}{k} geschrieben.", "\\input{config}")}
+    found = latex.read_latex(files)
+    assert [(c.keys, c.claim, c.locator) for c in found.citations] == [
+        (("k",), "So steht es vgl. geschrieben.", "4")]
+
+
+def test_wrappers_in_xparse_and_tex_forms() -> None:
+    preamble = (r"\NewDocumentCommand{\vcite}{O{vgl.} m}{\footcite[#1][]{#2}}"
+                "\n" r"\NewDocumentCommand{\pcite}{s o m}{\IfBooleanTF{#1}{\citet{#3}}"
+                r"{\IfNoValueTF{#2}{\citep{#3}}{\citep[#2]{#3}}}}"
+                "\n" r"\def\kcite#1#2{\ifx&#2&\cite{#1}\else\cite[#2]{#1}\fi}"
+                "\n" r"\newcommand{\ecite}[2]{\if\relax\detokenize{#2}\relax\cite{#1}\else"
+                r"\cite[#2]{#1}\fi}")
+    body = (r"First claim here.\vcite{a} Second claim here \pcite[p.~3]{b}. "
+            r"Third claim here \pcite{c}. Fourth claim here \kcite{d}{12}. "
+            r"Fifth claim here \kcite{e}{}. Sixth claim here \ecite{f}{7}. "
+            r"\iffalse Hidden claim \cite{hidden}.\fi Last claim \ecite{g}{}.")
+    found = latex.read_latex(_doc(body, preamble))
+    assert [(c.keys, c.locator, c.prenote) for c in found.citations] == [
+        (("a",), None, "vgl."), (("b",), "3", None), (("c",), None, None),
+        (("d",), "12", None), (("e",), None, None), (("f",), "7", None), (("g",), None, None)]
+    assert [c.claim for c in found.citations][:2] == ["First claim here.", "Second claim here."]
+    assert "Hidden" not in found.pages[0][1]
+
+
+def test_unknown_cite_commands_are_listed_and_never_leak() -> None:
+    body = (r"Der Markt wächst \citefield{year}{smith2020} stark. "
+            r"Die Banken \fancycite[S. 3]{jones2019}{Titel} reagieren.")
+    found = latex.read_latex(_doc(body))
+    assert found.citations == ()
+    assert [(s.where, s.text, s.reason.split(" is ")[0]) for s in found.skipped] == [
+        ("main.tex:4", r"\citefield{year}{smith2020}", r"\citefield"),
+        ("main.tex:4", r"\fancycite[S. 3]{jones2019}{Titel}", r"\fancycite")]
+    assert all("not read as a citation" in s.reason for s in found.skipped)
+    assert found.pages == ((1, "Der Markt wächst stark. Die Banken reagieren."),)
+
+
+def test_undecided_conditional_reads_one_branch_and_lists_the_other() -> None:
+    preamble = r"\newcommand{\mcite}[1]{\ifbool{draft}{\cite{#1}}{\parencite{#1,extra}}}"
+    found = latex.read_latex(_doc(r"A claim stands here \mcite{a}.", preamble))
+    assert [(c.keys, c.claim) for c in found.citations] == [(("a",), "A claim stands here.")]
+    (skipped,) = found.skipped
+    assert "branch of \\ifbool not read" in skipped.reason
+
+
+def test_a_cite_command_named_in_a_package_option_comment_is_no_citation() -> None:
+    preamble = ("\\usepackage[backend=biber,\n  autocite=inline, % how \\autocite looks "
+                "(inline=\\parencite)\n  style=numeric]{biblatex}")
+    found = latex.read_latex(_doc(r"A claim \autocite{a}.", preamble))
+    assert found.skipped == ()
+    assert [c.keys for c in found.citations] == [("a",)]

@@ -70,7 +70,8 @@ _CITES: dict[str, str] = {
                     _NAMES),
     **dict.fromkeys(("footcite", "Footcite", "footcitetext", "footfullcite", "smartcite",
                      "Smartcite", "footcites", "Footcites", "footcitetexts", "smartcites",
-                     "Smartcites"), _FOOT),
+                     "Smartcites", "footcitetitle", "footciteauthor", "footciteyear",
+                     "footcitet", "footcitep"), _FOOT),
 }
 _MULTI = frozenset(name for name in _CITES if name.endswith("cites") or name.endswith("citetexts"))
 
@@ -81,6 +82,30 @@ _INCLUDES = frozenset({"input", "include", "subfile", "import", "subimport", "in
                        "subinputfrom", "includefrom", "subincludefrom"})
 _DEFINITIONS = frozenset({"newcommand", "renewcommand", "providecommand",
                           "DeclareRobustCommand", "def", "gdef", "edef", "xdef"})
+# xparse's (LaTeX's own since 2020) document commands: an argument spec, then the body.
+_DOCUMENT_COMMANDS = frozenset({"NewDocumentCommand", "RenewDocumentCommand",
+                                "ProvideDocumentCommand", "DeclareDocumentCommand"})
+# What loads a package or class: a local .sty/.cls of the bundle is read for its
+# definitions (a template's cite wrappers), a standard one is not in the bundle.
+_LOADS = {"usepackage": ".sty", "RequirePackage": ".sty", "RequirePackageWithOptions": ".sty",
+          "documentclass": ".cls", "LoadClass": ".cls", "LoadClassWithOptions": ".cls"}
+# Commands with "cite" in their name that are no citation: read as the others are.
+_NOT_CITES = frozenset({"nocite", "citestyle", "setcitestyle", "citeindextrue",
+                        "citeindexfalse", "citeindextype", "citetext", "citationstyle",
+                        "DeclareCiteCommand", "citesetup", "citeform"})
+_CITE_NAME = re.compile(r"cite", re.IGNORECASE)
+# A conditional of TeX, read to its \else and \fi: \iffalse ... \fi skipped.
+_IF_NAME = re.compile(r"if[A-Za-z@]*")
+# Conditionals of packages that take their branches as arguments, not to a \fi.
+_ARG_CONDITIONALS = frozenset({"ifthenelse", "ifblank", "notblank", "ifstrempty", "ifstrequal",
+                               "ifdef", "ifundef", "ifdefempty", "ifdefvoid", "ifdefequal",
+                               "ifbool", "notbool", "ifboolexpr", "iftoggle", "nottoggle",
+                               "ifnumcomp", "ifdimcomp", "ifdefmacro", "ifcsdef", "ifcsundef",
+                               "ifcsempty", "ifcsvoid", "ifdefstring", "ifstrcontains",
+                               "ifnumequal", "ifnumless", "ifnumgreater", "ifpackageloaded",
+                               "ifclassloaded", "iffileexists"})
+# xparse's: the value an optional argument not given has.
+_NO_VALUE = "-NoValue-"
 # Macros whose arguments are not text: read and dropped. "*" an optional star, "["
 # an optional argument, "{" a mandatory one, "t" a last one that is text.
 _ARGSPECS: dict[str, str] = {
@@ -140,6 +165,84 @@ _ENV_ARGS = {"tabular": 1, "tabular*": 2, "tabularx": 2, "tabulary": 2, "longtab
              "wraptable": 2, "multicols": 1, "multicols*": 1, "subfigure": 1, "subtable": 1,
              "figwindow": 1}
 
+# What a template's package may not redefine: the commands this reader reads itself.
+_BUILTIN = (frozenset(_CITES) | _INCLUDES | _DEFINITIONS | _DOCUMENT_COMMANDS | _HEADINGS
+            | frozenset(_ARGSPECS) | frozenset(_LOADS) | _NOT_CITES
+            | frozenset({"footnote", "footnotetext", "caption", "item", "par", "begin", "end",
+                         "bibliography", "addbibresource", "verb", "newline", "linebreak"}))
+# Conditionals with their branches as arguments: (test arguments, branches given).
+_CONDITIONAL_ARGS: dict[str, tuple[int, str]] = {
+    **dict.fromkeys(("ifdefequal", "ifdefstring", "ifstrcontains", "ifnumequal", "ifnumless",
+                     "ifnumgreater", "ifstrequal"), (2, "TF")),
+    "ifnumcomp": (3, "TF"), "ifdimcomp": (3, "TF"),
+    **{f"If{kind}{branches}": (1, branches) for kind in ("NoValue", "Value", "Boolean")
+       for branches in ("TF", "T", "F")},
+}
+# Those whose test is read here: on an argument's text, as TeX would decide it.
+_DECIDED = frozenset({"ifthenelse", "ifblank", "notblank", "ifstrempty", "ifstrequal",
+                      *(name for name in _CONDITIONAL_ARGS if name.startswith("If"))})
+# \\if\\relax\\detokenize{#1}\\relax, \\ifx\\relax#1\\relax, \\ifx&#1&: whether #1 is empty.
+_EMPTY_TESTS = (re.compile(r"\s*\\relax\s*\\detokenize\s*\{(?P<arg>[^{}]*)\}\s*\\relax(?![A-Za-z@])"),
+                re.compile(r"\s*\\relax(?P<arg>[^\\{}]*)\\relax(?![A-Za-z@])"),
+                re.compile(r"\s*&(?P<arg>[^&\n]*)&"))
+_TOKEN = re.compile(r"\s*(\\(?:[A-Za-z@]+|.)|\S)", re.DOTALL)
+_CONDITIONAL_TOKEN = re.compile(r"\\(if[A-Za-z@]*|else|fi)(?![A-Za-z@])")
+
+
+def _decide(name: str, tests: list[str]) -> bool | None:
+    """The test of a conditional read on its arguments' text; None when it cannot be."""
+    if name not in _DECIDED:
+        return None
+    first = tests[0].strip() if tests else ""
+    if name in ("ifblank", "ifstrempty"):
+        return not first
+    if name == "notblank":
+        return bool(first)
+    if name == "ifstrequal":
+        return tests[0] == tests[1]
+    if name.startswith("IfNoValue"):
+        return first == _NO_VALUE
+    if name.startswith("IfValue"):
+        return first != _NO_VALUE
+    if name.startswith("IfBoolean"):
+        return {"\\BooleanTrue": True, "\\BooleanFalse": False}.get(first)
+    negate = False
+    while True:  # ifthenelse: \\equal{a}{b}, \\isempty{a}, each maybe under \\not
+        found = re.match(r"\\(?:not|NOT)(?![A-Za-z@])\s*", first)
+        if not found:
+            break
+        negate, first = not negate, first[found.end():]
+    result: bool | None = None
+    if re.match(r"\\equal(?![A-Za-z@])", first):
+        a, end = read_group(first, 6)
+        b, end = read_group(first, end) if a is not None else (None, -1)
+        if a is not None and b is not None and not first[end:].strip():
+            result = a.strip() == b.strip()
+    elif re.match(r"\\isempty(?![A-Za-z@])", first):
+        a, end = read_group(first, 8)
+        if a is not None and not first[end:].strip():
+            result = not a.strip()
+    return None if result is None else result != negate
+
+
+def _skip_conditional(text: str, i: int, stop_at_else: bool) -> tuple[int, str]:
+    """Past the branch a TeX conditional skips: to its \\fi (or \\else), nested ones
+    counted; the position after it and which it was ("" at the text's end)."""
+    depth = 0
+    for found in _CONDITIONAL_TOKEN.finditer(text, i):
+        name = found.group(1)
+        if name == "fi":
+            if depth == 0:
+                return found.end(), "fi"
+            depth -= 1
+        elif name == "else":
+            if depth == 0 and stop_at_else:
+                return found.end(), "else"
+        elif name not in _ARG_CONDITIONALS and name != "ifthenelse":
+            depth += 1
+    return len(text), ""
+
+
 _ACCENTS = {"'": "\u0301", "`": "\u0300", '"': "\u0308", "^": "\u0302", "~": "\u0303",
             "=": "\u0304", ".": "\u0307", "c": "\u0327", "H": "\u030b", "k": "\u0328",
             "b": "\u0331", "d": "\u0323", "r": "\u030a", "u": "\u0306", "v": "\u030c"}
@@ -187,8 +290,9 @@ _NAME = re.compile(r"[A-Za-z@]+\*?|.", re.DOTALL)
 _SPACES = re.compile(r"\s+")
 _BLANK_REST = re.compile(r"[ \t\r]*\n")
 _CITE_ANYWHERE = re.compile(r"\\[A-Za-z]*cite[a-z]*\b")
-_BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
-_END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
+# \\begin{document} not in a comment ("% run after \\begin{document}" is none).
+_BEGIN_DOCUMENT = re.compile(r"^(?:[^%\n\\]|\\.)*?\\begin\s*\{document\}", re.MULTILINE)
+_END_DOCUMENT = re.compile(r"^(?:[^%\n\\]|\\.)*?\\end\s*\{document\}", re.MULTILINE)
 _DOCUMENTCLASS = re.compile(r"^[^%\n]*?\\documentclass\s*(?:\[[^\]\n]*\])?\s*\{\s*([^}\s]*)",
                             re.MULTILINE)
 _NOT_MAIN_CLASSES = frozenset({"subfiles", "standalone"})
@@ -198,6 +302,7 @@ _PAGES = re.compile(
     rf"(?:{_PAGE_PREFIX}\s*)?(?P<a>\d+|[ivxlcdm]+)"
     r"(?:\s*(?:[-–—]+|bis)\s*(?P<b>\d+|[ivxlcdm]+))?(?:\s*(?P<f>ff?)\.?)?",
     re.IGNORECASE)
+_NOTE_CITE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?(?:\s*\[[^\[\]]*\])*(?:\s*\{[^{}]*\})+")
 _EMPTY_BRACKETS = re.compile(r"\(\s*[;,]?\s*\)|\[\s*[;,]?\s*\]")
 _SPACE_BEFORE = re.compile(r"\s+([,.;:!?)\]])")
 _SPACE_AFTER_OPEN = re.compile(r"([(\[])\s+")
@@ -353,9 +458,16 @@ class _Reader:
         self.frames: list[_Frame] = []
         self.skipped: list[Skipped] = []
         self.libraries: list[tuple[str, str]] = []  # (path, where)
-        # name -> (arguments, the first one's default or None, body)
-        self.macros: dict[str, tuple[int, str | None, str]] = {}
+        # name -> (its arguments as (kind, default): "m" mandatory, "o" optional without
+        # a default, "O" optional with one, "s" a star; its body)
+        self.macros: dict[str, tuple[tuple[tuple[str, str | None], ...], str]] = {}
         self.open_files: list[str] = []
+        self.loaded: set[str] = set()  # the bundle's .sty and .cls files read
+        self.in_package = 0  # reading a package's definitions: the reader's own commands kept
+        # TeX conditionals open in the text being scanned: "true" (at its \else the rest
+        # is skipped), "else" or "unknown" (read on, both branches, as before)
+        self.conditionals: list[str] = []
+        self.invocations: list[str] = []  # user macros being expanded, as written
         self.total = 0
         self.stopped = False
         self.special = _SPECIAL
@@ -449,6 +561,7 @@ class _Reader:
         text = src.text
         self.count(len(text) + cost)
         base = len(self.frames)
+        open_conditionals = len(self.conditionals)
         i, n = 0, len(text)
         while i < n and not self.stopped:
             if self.top.kind == "raw":
@@ -492,6 +605,7 @@ class _Reader:
                            ",,": "„"}[token])
         while len(self.frames) > base:
             self.close()
+        del self.conditionals[open_conditionals:]
 
     def close(self) -> None:
         frame = self.frames.pop()
@@ -553,6 +667,21 @@ class _Reader:
             return self.include_command(src, start, bare, i, depth)
         if bare in _DEFINITIONS:
             return self.define(src, start, bare, i)
+        if bare in _DOCUMENT_COMMANDS:
+            return self.define_document_command(src, start, i)
+        if bare in _LOADS:
+            return self.load(src, start, bare, i, depth)
+        if bare in _DECIDED or bare in _ARG_CONDITIONALS:
+            return self.arg_conditional(src, start, bare, i, depth)
+        if bare == "newif":  # \newif\ifdraft: a definition, not a conditional
+            found = _NAME.match(text, _skip_spaces(text, i) + 1)
+            return found.end() if found and text.startswith("\\", _skip_spaces(text, i)) else i
+        if _IF_NAME.fullmatch(bare):
+            return self.tex_if(src, bare, i)
+        if bare in ("else", "fi"):
+            return self.tex_else_fi(src, bare, i)
+        if bare == "endinput":
+            return len(text)
         if bare in ("bibliography", "addbibresource", "addglobalbib", "addsectionbib"):
             return self.library(src, start, i)
         if bare == "begin":
@@ -583,6 +712,8 @@ class _Reader:
         if bare in _TEXT:
             self.emit(_TEXT[bare])
             return _skip_macro_space(text, i)
+        if _CITE_NAME.search(bare) and bare not in _NOT_CITES:
+            return self.unknown_cite(src, start, bare, i)
         # Any other macro: its name is dropped, its groups read as text.
         return _skip_macro_space(text, i)
 
@@ -659,7 +790,7 @@ class _Reader:
         return i
 
     def _check_dropped(self, src: _Source, start: int, end: int, arg: str | None) -> None:
-        if arg and _CITE_ANYWHERE.search(arg):
+        if arg and _CITE_ANYWHERE.search(_uncomment(arg) or ""):
             self.skip(src.where(start), src.text[start:min(end, start + 300)],
                       "a citation inside a command whose text is not part of the thesis")
 
@@ -838,7 +969,10 @@ class _Reader:
             brace = text.find("{", j, j + 200)
             if brace < 0:
                 return j
-            count = -1 if "#" in text[j:brace] else 0  # TeX's parameter text: not read
+            # TeX's parameter text: "#1#2" read as two arguments, a delimited one not read
+            parameters = _SPACES.sub("", text[j:brace])
+            count = len(parameters) // 2 if parameters == "".join(
+                f"#{k}" for k in range(1, len(parameters) // 2 + 1)) else -1
             j = brace
         else:
             arity, j = _skip_optional(src, j)
@@ -851,10 +985,65 @@ class _Reader:
                 self.frames.append(_Frame("raw", None, depth=1))
                 return end
             return j
-        macro_name = macro[1:] if macro.startswith("\\") else macro
-        if (count >= 0 and len(body) <= MAX_MACRO_BODY and len(self.macros) < MAX_MACROS
-                and re.fullmatch(r"[A-Za-z@]+", macro_name)):
-            self.macros[macro_name] = (count, default if count else None, body)
+        if count >= 0:
+            spec: list[tuple[str, str | None]] = [("m", None)] * count
+            if count and default is not None:
+                spec[0] = ("O", default)
+            self.keep_macro(macro, tuple(spec), body)
+        return end
+
+    def keep_macro(self, macro: str, spec: tuple[tuple[str, str | None], ...],
+                   body: str) -> None:
+        """Keep a definition for expansion; a package's never replaces a command this
+        reader reads itself (a template's \\renewcommand of \\footnote or \\section)."""
+        name = macro[1:] if macro.startswith("\\") else macro
+        if (len(body) > MAX_MACRO_BODY or len(self.macros) >= MAX_MACROS
+                or not re.fullmatch(r"[A-Za-z@]+", name)):
+            return
+        if self.in_package and name in _BUILTIN and name not in self.macros:
+            return
+        self.macros[name] = (spec, body)
+
+    def define_document_command(self, src: _Source, start: int, i: int) -> int:
+        """``\\NewDocumentCommand{\\x}{O{}mm}{body}``: kept when its arguments are of
+        the kinds m, o, O{..} and s (others: not expanded, read as any other macro)."""
+        text = src.text
+        j = _skip_spaces(text, i)
+        if text.startswith("{", j):
+            macro, j = read_group(text, j)
+        elif text.startswith("\\", j):
+            found = _NAME.match(text, j + 1)
+            macro, j = ("\\" + found.group(), found.end()) if found else (None, j + 1)
+        else:
+            return i
+        if macro is None:
+            return j
+        argspec, j2 = read_group(text, j)
+        if argspec is None:
+            return j
+        body, end = read_group(text, j2)
+        if body is None:
+            return j2
+        spec: list[tuple[str, str | None]] = []
+        k, argspec = 0, argspec.replace(" ", "").replace("\n", "")
+        while k < len(argspec):
+            kind = argspec[k]
+            k += 1
+            if kind in "+!":
+                continue
+            if kind == "O" or kind == ">":
+                value, after = read_group(argspec, k)
+                if value is None:
+                    return end
+                k = after
+                if kind == ">":
+                    continue
+                spec.append(("O", value))
+            elif kind in "mos":
+                spec.append((kind, None))
+            else:  # delimited, embellishments, verbatim: not expanded
+                return end
+        self.keep_macro(macro.strip(), tuple(spec), body)
         return end
 
     def expand(self, src: _Source, start: int, name: str, i: int, depth: int) -> int:
@@ -864,15 +1053,24 @@ class _Reader:
             self.skip(src.where(start), "\\" + name,
                       f"macro \\{name} expands over {MAX_DEPTH} levels deep")
             return i
-        count, default, body = self.macros[name]
+        spec, body = self.macros[name]
+        count = len(spec)
         text = src.text
         if not count:
             i = _skip_macro_space(text, i)
         args: list[str] = []
-        if default is not None:
-            optional, i = _skip_optional(src, i)
-            args.append(default if optional is None else optional)
-        while len(args) < count:
+        for kind, default in spec:
+            if kind == "s":
+                star = _skip_spaces(text, i)
+                given = text.startswith("*", star)
+                args.append("\\BooleanTrue" if given else "\\BooleanFalse")
+                i = star + 1 if given else i
+                continue
+            if kind in "oO":
+                optional, i = _skip_optional(src, i)
+                args.append(optional if optional is not None else (
+                    default if default is not None else _NO_VALUE))
+                continue
             arg, end = read_group(text, i)
             if arg is None:
                 if end >= 0:
@@ -887,7 +1085,146 @@ class _Reader:
             body = re.sub(r"#(#|[1-9])", lambda m: "#" if m.group(1) == "#" else (
                 args[int(m.group(1)) - 1] if int(m.group(1)) <= count else ""), body)
         line = int(src.where(start).rsplit(":", 1)[1])
-        self.scan(_Source(src.path, body, [], line=line), depth + 1, cost=100)
+        self.invocations.append(text[start:i])
+        try:
+            self.scan(_Source(src.path, body, [], line=line), depth + 1, cost=100)
+        finally:
+            self.invocations.pop()
+        return i
+
+    def load(self, src: _Source, start: int, name: str, i: int, depth: int) -> int:
+        """``\\usepackage[..]{a,b}``, ``\\documentclass{x}``: a package or class of the
+        bundle (a template's ``sty/mystyle.sty``) is read for its definitions; one that
+        is not in the bundle is a standard one, not read."""
+        text = src.text
+        i = self.drop_args(src, "[", i, start)
+        names, end = read_group(text, i)
+        if names is None:
+            return i
+        i = self.drop_args(src, "[", end, start)
+        suffix = _LOADS[name]
+        universe = [p for p in self.files if p.lower().endswith(suffix)]
+        for package in (_uncomment(names) or "").split(","):
+            path, _ = self.resolve(package, src.path, suffix, universe) if package.strip() \
+                else (None, "")
+            if path is None or path in self.loaded or path in self.open_files:
+                continue
+            if depth + 1 > MAX_DEPTH:
+                self.skip(src.where(start), text[start:i],
+                          f"package {path!r}: files nest over {MAX_DEPTH} deep")
+                continue
+            self.loaded.add(path)
+            self.frames.append(_Frame("package", None))
+            self.open_files.append(path)
+            self.in_package += 1
+            try:
+                body = self.files[path]
+                self.scan(_Source(path, body, _newlines(body)), depth + 1)
+            finally:
+                self.in_package -= 1
+                self.open_files.pop()
+                self.frames.pop()
+        return i
+
+    def arg_conditional(self, src: _Source, start: int, name: str, i: int,
+                        depth: int) -> int:
+        """A conditional whose branches are arguments (``\\ifthenelse{\\equal{#2}{}}{A}{B}``,
+        etoolbox's ``\\ifblank``, xparse's ``\\IfNoValueTF``): the branch the test
+        decides is read, the other not; a test that cannot be decided here (a boolean, a
+        counter) reads the first branch, and a citation in the other is listed."""
+        text = src.text
+        tests, kinds = _CONDITIONAL_ARGS.get(name, (1, "TF"))
+        args: list[str] = []
+        for _ in range(tests + len(kinds)):
+            arg, end = read_group(text, i)
+            if arg is None:  # not the shape expected: read on as text
+                return i
+            args.append(arg)
+            i = end
+        branches = dict(zip(kinds, args[tests:]))
+        decided = _decide(name, args[:tests])
+        if decided is None:
+            chosen, other = branches.get("T", ""), branches.get("F", "")
+            if _CITE_ANYWHERE.search(other):
+                self.skip(src.where(start), text[start:i][:300],
+                          f"a citation in a branch of \\{name} not read: which branch TeX "
+                          f"takes is not known without running it")
+        else:
+            chosen = branches.get("T" if decided else "F", "")
+        if chosen:
+            line = int(src.where(start).rsplit(":", 1)[1])
+            self.scan(_Source(src.path, chosen, [], line=line), depth + 1, cost=100)
+        return i
+
+    def tex_if(self, src: _Source, name: str, i: int) -> int:
+        """A TeX conditional: ``\\iffalse``, ``\\ifx&#1&`` and ``\\if\\relax\\detokenize{#1}
+        \\relax`` (a template's test for an empty argument) are decided and the branch
+        TeX skips is skipped; any other is read through, both branches (as TeX's state
+        is not known here)."""
+        text = src.text
+        decided: bool | None = None
+        end = i
+        if name == "iftrue":
+            decided = True
+        elif name == "iffalse":
+            decided = False
+        elif name in ("if", "ifx"):
+            found = next((m for m in (p.match(text, i) for p in _EMPTY_TESTS) if m), None)
+            if found:
+                decided, end = not found.group("arg").strip(), found.end()
+            elif name == "ifx":
+                first = _TOKEN.match(text, i)
+                second = _TOKEN.match(text, first.end()) if first else None
+                if first and second:
+                    a, b = first.group(1), second.group(1)
+                    if a == b:
+                        decided = True
+                    elif not (a.startswith("\\") and b.startswith("\\")):
+                        decided = False
+                    if decided is not None:
+                        end = second.end()
+        if decided is None:
+            self.conditionals.append("unknown")
+            return i
+        if decided:
+            self.conditionals.append("true")
+            return end
+        found_at, token = _skip_conditional(text, end, stop_at_else=True)
+        if token == "else":
+            self.conditionals.append("else")
+        return found_at
+
+    def tex_else_fi(self, src: _Source, name: str, i: int) -> int:
+        if not self.conditionals:
+            return i
+        if name == "fi":
+            self.conditionals.pop()
+            return i
+        if self.conditionals[-1] == "true":  # the true branch read: its \else part skipped
+            self.conditionals.pop()
+            return _skip_conditional(src.text, i, stop_at_else=False)[0]
+        return i
+
+    def unknown_cite(self, src: _Source, start: int, name: str, i: int) -> int:
+        """A command that looks like a citation (its name has "cite") and is no cite
+        command this reader knows, nor a macro the thesis defines: listed as not taken,
+        its arguments (keys, notes) read and dropped, never left in a claim."""
+        text = src.text
+        i = _skip_star(text, i)
+        for _ in range(2):
+            i = _skip_optional(src, i)[1]
+        groups = 0
+        while groups < 3:
+            j = i if groups else _skip_spaces(text, i)
+            arg, end = read_group(text, j) if text.startswith("{", j) else (None, -1)
+            if arg is None:
+                break
+            groups, i = groups + 1, end
+        frame = self.top
+        if frame.in_footnote or frame.stream is not None:
+            self.skip(src.where(start), text[start:i],
+                      f"\\{name} is no cite command this reader knows (nor one the thesis "
+                      f"or its style files define): not read as a citation")
         return i
 
     def library(self, src: _Source, start: int, i: int) -> int:
@@ -938,6 +1275,9 @@ class _Reader:
                                      "bibliography or a command that is not printed)")
             return i
         prints = _CITES[name]
+        if self.invocations and len(self.invocations[-1]) <= 300 and all(
+                keys.strip() in self.invocations[-1] for _, _, keys in groups):
+            marker = _SPACES.sub(" ", self.invocations[-1])  # the wrapper as written
         for pre, post, keys in groups:
             found = tuple(dict.fromkeys(k.strip() for k in keys.split(",") if k.strip()))
             if not found or any(c in k for k in found for c in "\\{}#%"):
@@ -1169,6 +1509,8 @@ def note_text(tex: str | None) -> str:
     """A pre- or postnote as text: ``p.~45`` -> "p. 45", ``45\\psq`` -> "45 f."."""
     if not tex:
         return ""
+    if "cite" in tex:  # jurabib's \\citefield{year}{key} in a wrapper's postnote: no note
+        tex = _NOTE_CITE.sub("", tex).lstrip(" ,;:")
     tex = tex.replace("\\psqq", " ff.").replace("\\psq", " f.").replace("\\pno", "p.")
     tex = tex.replace("\\ppno", "pp.").replace("\\nopp", "").replace("--", "–")
     text = re.sub(r"\\([\"'`^~=.])\{?([A-Za-z])\}?",
