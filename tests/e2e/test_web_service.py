@@ -26,6 +26,7 @@ from citerun import db, runs
 from citerun.settings import Settings
 from citerun.web import service
 from citerun.web.settings import WebSettings
+from citerun.web.units import human_bytes
 
 from tests.support.web_user import ROOT, SOURCES, THESIS, User
 RUN_TIMEOUT_S = 420.0
@@ -234,6 +235,14 @@ async def test_browser_posts_need_the_origin_and_the_session_token(pool: asyncpg
             "foreign origin": {"Origin": "https://evil.example", "X-CSRF-Token": token},
             "null origin": {"Origin": "null", "X-CSRF-Token": token},
             "no origin, no referer": {"X-CSRF-Token": token},
+            "cross-site fetch metadata": {"Sec-Fetch-Site": "cross-site", "Origin": base,
+                                          "X-CSRF-Token": token},
+            "same-site fetch metadata": {"Sec-Fetch-Site": "same-site", "X-CSRF-Token": token},
+            "same-origin metadata, foreign origin": {
+                "Sec-Fetch-Site": "same-origin", "Origin": "https://evil.example",
+                "X-CSRF-Token": token},
+            "same-origin metadata, no token": {"Sec-Fetch-Site": "same-origin",
+                                               "Origin": "null"},
             "foreign referer": {"Referer": "https://evil.example/x", "X-CSRF-Token": token},
             "another user's token": {"Origin": base, "X-CSRF-Token": bob.csrf},
             "a wrong token": {"Origin": base, "X-CSRF-Token": token[:-2] + "AA"},
@@ -278,6 +287,21 @@ async def test_browser_posts_need_the_origin_and_the_session_token(pool: asyncpg
         status, body = await alice.get(f"/api{run_path}")
         assert body["state"] == "cancelled"
 
+        # A form as Chromium sends it from a page that suppresses the referrer ("Origin:
+        # null") but says the request is its own (Sec-Fetch-Site): the token decides.
+        status, body = await alice.upload()
+        assert status == 202, body
+        chromium = {"Origin": "null", "Sec-Fetch-Site": "same-origin"}
+        async with alice.http.post(f"/runs/{body['runId']}/cancel",
+                                   data={"csrf_token": bob.csrf}, allow_redirects=False,
+                                   headers=chromium) as response:
+            assert response.status == 403
+        async with alice.http.post(f"/runs/{body['runId']}/cancel",
+                                   data={"csrf_token": token, "next": "/runs"},
+                                   allow_redirects=False, headers=chromium) as response:
+            assert response.status == 303 and response.headers["Location"] == "/runs"
+        assert (await alice.get(f"/api/runs/{body['runId']}"))[1]["state"] == "cancelled"
+
 
 async def test_security_headers_on_every_answer(pool: asyncpg.Pool) -> None:
     async with served(pool) as base, users(base, "alice") as (alice,):
@@ -287,7 +311,9 @@ async def test_security_headers_on_every_answer(pool: asyncpg.Pool) -> None:
                 headers = response.headers
                 assert headers["X-Frame-Options"] == "DENY", path
                 assert headers["X-Content-Type-Options"] == "nosniff", path
-                assert headers["Referrer-Policy"] == "no-referrer", path
+                # same-origin: the browser sends this origin with the page's own forms
+                # (under no-referrer Chromium sends "Origin: null"), and nothing outside.
+                assert headers["Referrer-Policy"] == "same-origin", path
                 csp = headers["Content-Security-Policy"]
                 assert "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp, path
         async with alice.http.get("/") as page:
@@ -331,7 +357,9 @@ async def test_caps_per_user_are_429_and_413_and_leave_nothing(pool: asyncpg.Poo
         before = await _counts(pool)
         status, body = await alice.upload(extra=extra)
         assert status == 413, body
-        assert "staged" in body["error"] and str(demo_bytes + 20_000) in body["error"]
+        cap = human_bytes(demo_bytes + 20_000)
+        assert cap.endswith(" KiB")  # the demo's few PDFs: tens of KiB
+        assert "staged" in body["error"] and f"the cap is {cap}:" in body["error"], body
         assert await _counts(pool) == before
         status, body = await alice.upload()
         assert status == 202, body
@@ -341,7 +369,7 @@ async def test_caps_per_user_are_429_and_413_and_leave_nothing(pool: asyncpg.Poo
         before = await _counts(pool)
         huge = [("sources", "huge.pdf", _fake_pdf(500_000, "huge"))]
         status, body = await alice.upload(extra=huge)
-        assert status == 413 and "larger than 400000 bytes" in body["error"]
+        assert status == 413 and "larger than 390 KiB" in body["error"], body
         assert await _counts(pool) == before
 
 
@@ -380,6 +408,131 @@ async def test_types_are_checked_by_their_bytes(pool: asyncpg.Pool, tmp_path: Pa
         status, body = await alice.upload(extra=[("library", "refs.bib", bib)])
         assert status == 202, body
         assert await _counts(pool) == (1, 1 + len(SOURCES), 1)
+
+
+async def test_upload_answers_in_words_and_pages(pool: asyncpg.Pool, tmp_path: Path) -> None:
+    """Names too long are shortened, an empty file is called empty, and the form without
+    its script gets pages (the form again with the error as an alert), never JSON."""
+    async with served(pool, max_upload_bytes=400_000, max_active_runs=1) as base, \
+            users(base, "alice") as (alice,):
+        long_name = "Masterarbeit_" + "x" * 216 + ".pdf"
+        assert len(long_name) == 233
+        named = tmp_path / long_name
+        named.write_bytes(THESIS.read_bytes())
+        status, body = await alice.upload(thesis=named)
+        assert status == 202, body
+        status, run = await alice.get(f"/api/runs/{body['runId']}")
+        stored = next(d["filename"] for d in run["documents"] if d["role"] == "thesis")
+        assert len(stored) == 200 and stored.startswith("Masterarbeit_xxx")
+        assert stored.endswith("\u2026.pdf"), stored
+        assert (await alice.post(f"/api/runs/{body['runId']}/cancel"))[0] == 200
+
+        empty = tmp_path / "thesis.pdf"
+        empty.write_bytes(b"")
+        status, body = await alice.upload(thesis=empty)
+        assert status == 400 and "'thesis.pdf' is empty (0 bytes)" in body["error"], body
+        status, body = await alice.upload(extra=[("sources", "blank.pdf", b"")])
+        assert status == 400 and "source 'blank.pdf' is empty" in body["error"], body
+
+        # The form as a browser sends it without the script: the token first, Accept
+        # text/html. Errors come back as the form with the message as an alert.
+        def form(*files: tuple[str, str, bytes]) -> aiohttp.FormData:
+            data = aiohttp.FormData()
+            data.add_field("csrf_token", alice.csrf)
+            for field, name, content in files:
+                data.add_field(field, content, filename=name, content_type="application/pdf")
+            return data
+
+        page_headers = {"Origin": base, "Accept": "text/html,application/xhtml+xml"}
+        huge = form(("thesis", "thesis.pdf", THESIS.read_bytes()),
+                    ("sources", "huge.pdf", _fake_pdf(500_000, "huge")))
+        async with alice.http.post("/api/runs", data=huge, headers=page_headers) as response:
+            text = await response.text()
+            assert response.status == 413 and response.content_type == "text/html"
+            assert '<p class="error" role="alert">the upload is larger than 390 KiB' in text
+            assert '<form id="upload"' in text  # the form again, to try once more
+        status, first = await alice.upload()
+        assert status == 202
+        again = form(("thesis", "thesis.pdf", THESIS.read_bytes()),
+                     ("sources", SOURCES[0].name, SOURCES[0].read_bytes()))
+        async with alice.http.post("/api/runs", data=again, headers=page_headers) as response:
+            text = await response.text()
+            assert response.status == 429 and response.content_type == "text/html"
+            assert 'role="alert"' in text and "cancel one" in text
+            assert '<a href="/runs">Open My runs to cancel a run.</a>' in text
+
+
+async def test_a_shared_run_is_read_only_for_its_reader_and_hidden_from_others(
+        pool: asyncpg.Pool) -> None:
+    async with served(pool) as base, \
+            users(base, "alice", "bob", "carol") as (alice, bob, carol):
+        status, body = await alice.upload()
+        assert status == 202
+        run_id = body["runId"]
+        paths = (f"/api/runs/{run_id}", f"/runs/{run_id}")
+        for user in (bob, carol):
+            for path in paths:
+                assert (await user.get(path))[0] == 404, path
+
+        # Only the owner shares: a would-be reader cannot share it with themselves.
+        async with bob.http.post(f"/api/runs/{run_id}/shares", json={"reader": "bob"},
+                                 headers=bob.post_headers()) as response:
+            assert response.status == 404
+        async with alice.http.post(f"/api/runs/{run_id}/shares", json={"reader": "bob"},
+                                   headers=alice.post_headers()) as response:
+            assert response.status == 200
+            assert await response.json() == {"runId": run_id, "readers": ["bob"]}
+        async with alice.http.post(f"/api/runs/{run_id}/shares", json={"reader": " "},
+                                   headers=alice.post_headers()) as response:
+            assert response.status == 400
+
+        # Bob reads it (status, page, "Shared with me"), read-only.
+        status, seen = await bob.get(f"/api/runs/{run_id}")
+        assert status == 200 and seen["runId"] == run_id
+        async with bob.http.get(f"/runs/{run_id}", headers={"Accept": "text/html"}) as page:
+            text = await page.text()
+            assert page.status == 200 and "Shared with you by alice" in text
+            assert "/cancel" not in text and "Share with a supervisor" not in text
+        status, shared = await bob.get("/api/shared")
+        assert [(r["runId"], r["owner"]) for r in shared["runs"]] == [(run_id, "alice")]
+        assert (await bob.get("/api/runs"))[1] == {"runs": []}  # not his own
+        async with bob.http.get("/runs", headers={"Accept": "text/html"}) as page:
+            text = await page.text()
+            mine, theirs = text.split('id="shared"')
+            assert run_id not in mine and run_id in theirs
+        for path in (f"/api/runs/{run_id}/cancel", f"/runs/{run_id}/cancel"):
+            assert (await bob.post(path))[0] == 404, path
+        async with bob.http.delete(f"/api/runs/{run_id}/shares/bob",
+                                   headers=bob.post_headers()) as response:
+            assert response.status == 404
+        async with bob.http.get(f"/api/runs/{run_id}/shares") as response:
+            assert response.status == 404
+        # Carol, valid and signed in, still gets exactly what an unknown id gets.
+        for path in (*paths, f"/api/runs/{run_id}/report.json",
+                     f"/api/runs/{run_id}/citations.csv", f"/api/runs/{run_id}/shares"):
+            assert (await carol.get(path)) == (404, {"error": "no such run or document"}), path
+        assert (await carol.get("/api/shared")) == (200, {"runs": []})
+
+        # The page's form (no script): share with carol too, then take bob's back.
+        async with alice.http.post(f"/runs/{run_id}/shares",
+                                   data={"csrf_token": alice.csrf, "reader": "carol"},
+                                   allow_redirects=False, headers={"Origin": base}) as response:
+            assert response.status == 303, await response.text()
+        async with alice.http.post(f"/runs/{run_id}/shares/remove",
+                                   data={"csrf_token": alice.csrf, "reader": "bob"},
+                                   allow_redirects=False, headers={"Origin": base}) as response:
+            assert response.status == 303
+        assert (await alice.get(f"/api/runs/{run_id}/shares"))[1]["readers"] == ["carol"]
+        for path in paths:
+            assert (await bob.get(path))[0] == 404, path
+        assert (await bob.get("/api/shared")) == (200, {"runs": []})
+        assert (await carol.get(f"/api/runs/{run_id}"))[0] == 200
+        async with alice.http.delete(f"/api/runs/{run_id}/shares/carol",
+                                     headers=alice.post_headers()) as response:
+            assert (await response.json())["readers"] == []
+        assert (await carol.get(f"/api/runs/{run_id}"))[0] == 404
+        # The owner still cancels it; the grants go with the run.
+        assert (await alice.post(f"/api/runs/{run_id}/cancel"))[0] == 200
 
 
 # -- durability ----------------------------------------------------------------------------

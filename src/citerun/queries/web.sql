@@ -42,6 +42,10 @@ SELECT w.run_id AS id, coalesce(w.name, r.name) AS name,
        coalesce(r.error, w.closed_error) AS error,
        coalesce(r.created_at, w.created_at) AS created_at, r.finished_at,
        r.id IS NULL AS pending,
+       (SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
+        WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS title,
+       (SELECT s.filename FROM run_sources AS s
+        WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS filename,
        (SELECT count(*) FROM run_sources AS s WHERE s.run_id = w.run_id) AS documents,
        (SELECT count(*) FROM citations AS c WHERE c.run_id = w.run_id) AS citations,
        (SELECT count(*) FROM verdicts AS v WHERE v.run_id = w.run_id) AS judged
@@ -130,3 +134,66 @@ RETURNING o.digest;
 -- The CitationRun of a submission (no row: a run of the service's own database).
 SELECT namespace, resource_name, created_at FROM web_runs
 WHERE run_id = $1 AND namespace IS NOT NULL;
+
+-- name: web_run_readable --
+-- A run this user may read: their own, or one its owner shared with them (no row
+-- otherwise: another user's run, or no run at all). owner says whose it is.
+SELECT w.run_id AS id, coalesce(w.name, r.name) AS name,
+       coalesce(r.state, coalesce(w.closed_state, 'running')) AS state,
+       coalesce(r.error, w.closed_error) AS error, r.spec,
+       coalesce(r.created_at, w.created_at) AS created_at, r.finished_at,
+       w.namespace, w.resource_name, r.id IS NULL AS pending, w.owner
+FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
+WHERE w.run_id = $1 AND (w.owner = $2 OR EXISTS (
+    SELECT 1 FROM web_shares AS g WHERE g.run_id = w.run_id AND g.reader = $2));
+
+-- name: web_share_insert --
+-- Grant a reader access to a run of this owner ($2); no row: not the owner's run.
+INSERT INTO web_shares (run_id, reader)
+SELECT w.run_id, $3 FROM web_runs AS w WHERE w.run_id = $1 AND w.owner = $2
+ON CONFLICT (run_id, reader) DO UPDATE SET reader = excluded.reader
+RETURNING reader;
+
+-- name: web_share_delete --
+-- Take a reader's access back ($2 is the run's owner); the reader removed, if any.
+DELETE FROM web_shares AS g USING web_runs AS w
+WHERE g.run_id = $1 AND g.reader = $3 AND w.run_id = g.run_id AND w.owner = $2
+RETURNING g.reader;
+
+-- name: web_shares_of_run --
+-- Who may read one run (the caller checked it is the owner's).
+SELECT reader, created_at FROM web_shares WHERE run_id = $1 ORDER BY reader;
+
+-- name: web_runs_shared_with --
+-- The runs shared with a reader, the newest first, with their owner and counts.
+SELECT w.run_id AS id, coalesce(w.name, r.name) AS name, w.owner,
+       coalesce(r.state, coalesce(w.closed_state, 'running')) AS state,
+       coalesce(r.error, w.closed_error) AS error,
+       coalesce(r.created_at, w.created_at) AS created_at, r.finished_at,
+       r.id IS NULL AS pending,
+       (SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
+        WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS title,
+       (SELECT s.filename FROM run_sources AS s
+        WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS filename,
+       (SELECT count(*) FROM run_sources AS s WHERE s.run_id = w.run_id) AS documents,
+       (SELECT count(*) FROM citations AS c WHERE c.run_id = w.run_id) AS citations,
+       (SELECT count(*) FROM verdicts AS v WHERE v.run_id = w.run_id) AS judged
+FROM web_shares AS g JOIN web_runs AS w USING (run_id) LEFT JOIN runs AS r ON r.id = w.run_id
+WHERE g.reader = $1
+ORDER BY w.created_at DESC, w.run_id
+LIMIT $2;
+
+-- name: web_run_stage --
+-- What a run's workers are doing now: its open tasks per kind, how many are claimed and
+-- for how long the oldest claimed one has run, in seconds.
+SELECT kind, count(*) FILTER (WHERE state = 'running') AS running,
+       count(*) FILTER (WHERE state = 'queued') AS queued,
+       coalesce(extract(epoch FROM now() - min(claimed_at) FILTER (WHERE state = 'running')),
+                0)::float8 AS running_s
+FROM tasks WHERE run_id = $1 AND state IN ('queued', 'running')
+GROUP BY kind;
+
+-- name: web_thesis_title --
+-- The title read from a run's thesis (NULL until it is read, or when it has none).
+SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
+WHERE s.run_id = $1 AND s.role = 'thesis' LIMIT 1;

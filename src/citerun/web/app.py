@@ -23,17 +23,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import asyncpg
 from aiohttp import BodyPartReader, web
 
 from citerun import pdfmagic, runs, verify
 from citerun.pipeline.writer.model import WriterFileError
-from citerun.states import RunState
-from citerun.web import identity, pages, store
+from citerun.states import FINISHED_DOCUMENT, RunState
+from citerun.web import fixes, identity, pages, store
 from citerun.web.backend import Backend, Upload
 from citerun.web.settings import WebSettings
+from citerun.web.units import human_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -183,15 +184,31 @@ def _same_origin(request: web.Request, origin: str) -> bool:
 
 
 async def _csrf_refusal(request: web.Request) -> str | None:
-    """Why a browser session's POST is refused (None: it is not)."""
+    """Why a browser session's POST is refused (None: it is not).
+
+    The defence is the session's token (a hidden field of every form, or the script's
+    header), bound to the session cookie (``SameSite=Strict``); the browser's own word on
+    where the request comes from is checked on top, never instead: ``Sec-Fetch-Site``
+    when the browser sends it (every current one does), else ``Origin``, else
+    ``Referer``. A form's ``Origin: null`` (a page under ``Referrer-Policy:
+    no-referrer``) counts as this origin only when ``Sec-Fetch-Site`` says
+    ``same-origin``; a request that carries none of the three is refused.
+    """
+    site = request.headers.get("Sec-Fetch-Site")
     origin = request.headers.get("Origin")
-    if origin is None:
-        referer = request.headers.get("Referer")
-        if referer:
-            parts = urlsplit(referer)
-            origin = f"{parts.scheme}://{parts.netloc}"
-    if origin is None or not _same_origin(request, origin):
-        return "cross-site request refused: it does not come from this service's pages"
+    if site is not None:
+        if site.strip().lower() != "same-origin":
+            return "cross-site request refused: it does not come from this service's pages"
+        if origin is not None and origin != "null" and not _same_origin(request, origin):
+            return "cross-site request refused: it does not come from this service's pages"
+    else:
+        if origin is None:
+            referer = request.headers.get("Referer")
+            if referer:
+                parts = urlsplit(referer)
+                origin = f"{parts.scheme}://{parts.netloc}"
+        if origin is None or not _same_origin(request, origin):
+            return "cross-site request refused: it does not come from this service's pages"
     given = request.headers.get(CSRF_HEADER)
     if given is None and request.content_type == "application/x-www-form-urlencoded":
         form = await request.post()
@@ -213,7 +230,7 @@ async def on_prepare(request: web.Request, response: web.StreamResponse) -> None
         headers["Content-Security-Policy"] = pages.PAGE_CSP if html else JSON_CSP
     headers["X-Frame-Options"] = "DENY"
     headers["X-Content-Type-Options"] = "nosniff"
-    headers["Referrer-Policy"] = "no-referrer"
+    headers["Referrer-Policy"] = "same-origin"
     headers["Cross-Origin-Opener-Policy"] = "same-origin"
     headers["Cross-Origin-Resource-Policy"] = "same-origin"
     headers.setdefault("Cache-Control", "no-store")
@@ -239,6 +256,14 @@ async def _owned_run(request: web.Request) -> asyncpg.Record | None:
     return await store.run_of(request.app[KEY_POOL], run_id, _user(request))
 
 
+async def _readable_run(request: web.Request) -> asyncpg.Record | None:
+    """A run the user owns or that its owner shared with them (``owner`` says whose)."""
+    run_id = _run_id(request)
+    if run_id is None:
+        return None
+    return await store.run_readable(request.app[KEY_POOL], run_id, _user(request))
+
+
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -250,59 +275,105 @@ async def run_status(pool: asyncpg.Pool, run: asyncpg.Record,
     progress = await runs.progress(pool, run["id"])
     documents = await store.run_documents(pool, run["id"])
     state = progress["state"] if progress is not None else run["state"]
+    # Each document's state for this run: read, could not be read (its own failure or
+    # this run's reason), or waiting; "read" counts what is no longer waiting.
+    shown = [{"digest": d["digest"], "role": d["role"], "filename": d["filename"],
+              "state": d["state"], "error_reason": d["error_reason"],
+              "stateLabel": pages.document_label(d, state)} for d in documents]
+    done = sum(1 for d in documents
+               if d["state"] in FINISHED_DOCUMENT or d["error_reason"] is not None)
+    judged = progress["judged"] if progress else 0
+    stage = None
+    if state == RunState.RUNNING:
+        stage = (waiting if progress is None else
+                 pages.stage_label(await store.run_stage(pool, run["id"]), judged))
+    thesis = next((d for d in documents if d["role"] == "thesis"), None)
     return {
         "runId": str(run["id"]), "name": run["name"], "state": state,
+        "title": pages.run_title({"title": await store.thesis_title(pool, run["id"]),
+                                  "filename": thesis["filename"] if thesis else None,
+                                  "name": run["name"]}),
         "stateLabel": pages.STATE_LABELS.get(state, state),
+        "stage": stage,
         "waiting": waiting if progress is None else None,
         "error": progress["error"] if progress is not None else run["error"],
         "createdAt": _iso(run["created_at"]), "finishedAt": _iso(run["finished_at"]),
         "progress": {
-            "documents": progress["documents"] if progress else 0,
-            "documentsDone": progress["documents_done"] if progress else 0,
+            "documents": len(documents),
+            "documentsDone": done,
             "citations": progress["citations"] if progress else 0,
-            "judged": progress["judged"] if progress else 0},
+            "judged": judged},
         "verdicts": dict(progress["verdicts"] or {}) if progress else {},
-        "documents": [{"digest": d["digest"], "role": d["role"], "filename": d["filename"],
-                       "state": d["state"], "error_reason": d["error_reason"]}
-                      for d in documents],
+        "documents": shown,
         "reportUrl": f"/runs/{run['id']}" if state == RunState.SUCCEEDED else None,
     }
 
 
 # -- the API -------------------------------------------------------------------------------
 
+def _wants_page(request: web.Request) -> bool:
+    """The page's form sent without its script (a browser navigation): it is answered
+    with pages (a redirect, the form again with the error), not JSON."""
+    accept = request.headers.get("Accept", "")
+    return "application/json" not in accept and "text/html" in accept
+
+
+def _upload_refusal(request: web.Request, status: int, message: str) -> web.Response:
+    if not _wants_page(request):
+        return _error(request, status, message)
+    who = caller()
+    return web.Response(status=status, content_type="text/html", text=pages.upload_page(
+        user=who.identity.user, csrf=who.csrf,
+        max_bytes=request.app[KEY_SETTINGS].max_upload_bytes, error=message,
+        error_links_runs=status == 429 or "cancel one" in message))
+
+
 async def api_submit(request: web.Request) -> web.StreamResponse:
     settings = request.app[KEY_SETTINGS]
     if request.content_type != "multipart/form-data":
-        return _error(request, 415, "send multipart/form-data: thesis, sources, library")
+        return _upload_refusal(request, 415,
+                               "send multipart/form-data: thesis, sources, library")
     if request.content_length is not None and request.content_length > settings.max_upload_bytes:
-        return _error(request, 413, f"the upload is larger than "
-                      f"{settings.max_upload_bytes} bytes")
+        return _upload_refusal(request, 413, _too_large(settings))
     try:
         thesis, sources = await _read_upload(request, settings)
     except UploadRefused as err:
-        return _error(request, err.status, str(err))
+        return _upload_refusal(request, err.status, str(err))
     backend: Backend = request.app[KEY_BACKEND]
     user = _user(request)
     try:
         run_id = await backend.submit(user, thesis, sources)
     except store.OverCap as err:
         logger.info("refused the upload of %s: %s", user, err)
-        return _error(request, err.status, str(err))
+        return _upload_refusal(request, err.status, str(err))
     logger.info("run %s of %s: %s against %d source(s)", run_id, user, thesis.filename,
                 len(sources))
     location = f"/runs/{run_id}"
-    if "application/json" not in request.headers.get("Accept", "") and \
-            "text/html" in request.headers.get("Accept", ""):
+    if _wants_page(request):
         raise web.HTTPSeeOther(location)  # the page's form without its script
     return web.json_response({"runId": str(run_id), "url": location}, status=202,
                              headers={"Location": location})
 
 
+def _too_large(settings: WebSettings) -> str:
+    return (f"the upload is larger than {human_bytes(settings.max_upload_bytes)}, the most "
+            "one upload may hold: leave out sources no citation needs, or ask the service's "
+            "operator to raise web.max_upload_bytes")
+
+
 def _filename(raw: str | None, field: str) -> str:
+    """The file's own name, as it will be stored and shown: no directory, characters
+    that do not print replaced by "_", and a name over MAX_FILENAME_CHARS shortened in
+    its middle (its start and its suffix kept), never refused for its length."""
     name = PurePosixPath((raw or "").replace("\\", "/")).name.strip()
-    if not name or len(name) > MAX_FILENAME_CHARS or not name.isprintable() or name in (".", ".."):
-        raise UploadRefused(400, f"a file of {field!r} has no usable file name")
+    name = "".join(c if c.isprintable() else "_" for c in name)
+    if not name.strip("._ "):
+        raise UploadRefused(400, f"a file of {field!r} has no usable file name: rename it "
+                            "and choose it again")
+    if len(name) > MAX_FILENAME_CHARS:
+        suffix = PurePosixPath(name).suffix
+        suffix = suffix if len(suffix) <= 16 else ""
+        name = name[:MAX_FILENAME_CHARS - len(suffix) - 1].rstrip() + "…" + suffix
     return name
 
 
@@ -340,8 +411,7 @@ async def _read_upload(request: web.Request,
         while chunk := await part.read_chunk(CHUNK):
             total += len(chunk)
             if total > settings.max_upload_bytes:
-                raise UploadRefused(413, f"the upload is larger than "
-                                    f"{settings.max_upload_bytes} bytes")
+                raise UploadRefused(413, _too_large(settings))
             data += chunk
         if not part.filename and not data:
             continue  # a file input left empty
@@ -349,6 +419,11 @@ async def _read_upload(request: web.Request,
         if files > settings.max_files:
             raise UploadRefused(413, f"more than {settings.max_files} files in one upload")
         name = _filename(part.filename, field)
+        if not data:
+            what = {"thesis": "the thesis", "sources": "source",
+                    "library": "library"}[field]
+            raise UploadRefused(400, f"{what} {name!r} is empty (0 bytes): choose the file "
+                                "again, or export it again from where it was written")
         if field == "thesis":
             if thesis is not None:
                 raise UploadRefused(400, "one thesis per upload")
@@ -404,15 +479,25 @@ def _text(name: str, data: bytes) -> None:
         raise UploadRefused(415, f"{name!r} is not text")
 
 
+def _listed(r: asyncpg.Record) -> dict[str, Any]:
+    return {"runId": str(r["id"]), "name": r["name"], "title": pages.run_title(r),
+            "state": r["state"], "error": r["error"],
+            "waiting": bool(r["pending"]) and r["state"] == RunState.RUNNING,
+            "createdAt": _iso(r["created_at"]), "finishedAt": _iso(r["finished_at"]),
+            "documents": r["documents"], "citations": r["citations"], "judged": r["judged"]}
+
+
 async def api_list(request: web.Request) -> web.StreamResponse:
     rows = await store.runs_of(request.app[KEY_POOL], _user(request),
                                request.app[KEY_SETTINGS].list_limit)
-    return web.json_response({"runs": [
-        {"runId": str(r["id"]), "name": r["name"], "state": r["state"], "error": r["error"],
-         "waiting": bool(r["pending"]) and r["state"] == RunState.RUNNING,
-         "createdAt": _iso(r["created_at"]), "finishedAt": _iso(r["finished_at"]),
-         "documents": r["documents"], "citations": r["citations"], "judged": r["judged"]}
-        for r in rows]})
+    return web.json_response({"runs": [_listed(r) for r in rows]})
+
+
+async def api_shared(request: web.Request) -> web.StreamResponse:
+    """The runs other users shared with this one (read-only)."""
+    rows = await store.shared_with(request.app[KEY_POOL], _user(request),
+                                   request.app[KEY_SETTINGS].list_limit)
+    return web.json_response({"runs": [{**_listed(r), "owner": r["owner"]} for r in rows]})
 
 
 async def _waiting(request: web.Request,
@@ -422,12 +507,12 @@ async def _waiting(request: web.Request,
     backend: Backend = request.app[KEY_BACKEND]
     message = await backend.waiting(run)
     if message is not None:
-        run = await _owned_run(request) or run
+        run = await _readable_run(request) or run
     return run, message
 
 
 async def api_status(request: web.Request) -> web.StreamResponse:
-    run = await _owned_run(request)
+    run = await _readable_run(request)
     if run is None:
         return _not_found(request)
     run, waiting = await _waiting(request, run)
@@ -435,7 +520,7 @@ async def api_status(request: web.Request) -> web.StreamResponse:
 
 
 async def _report(request: web.Request) -> tuple[asyncpg.Record | None, web.Response | None]:
-    run = await _owned_run(request)
+    run = await _readable_run(request)
     if run is None:
         return None, _not_found(request)
     row = await runs.report(request.app[KEY_POOL], run["id"])
@@ -444,12 +529,26 @@ async def _report(request: web.Request) -> tuple[asyncpg.Record | None, web.Resp
     return row, None
 
 
+def _download_name(name: str, suffix: str) -> str:
+    """A Content-Disposition value: an ASCII name any browser takes, and the UTF-8 one."""
+    ascii_name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:80] or "thesis"
+    return (f'attachment; filename="{ascii_name}-{suffix}"; '
+            f"filename*=UTF-8''{quote(name[:80], safe='')}-{suffix}")
+
+
+def _downloaded(request: web.Request) -> bool:
+    return request.query.get("download") not in (None, "", "0")
+
+
 async def api_report_json(request: web.Request) -> web.StreamResponse:
     row, refusal = await _report(request)
     if refusal is not None:
         return refusal
     assert row is not None
-    return web.json_response(row["json"])
+    headers = ({"Content-Disposition": _download_name(str(row["json"].get("name", "")),
+                                                      "report.json")}
+               if _downloaded(request) else None)
+    return web.json_response(row["json"], headers=headers)
 
 
 async def api_report_html(request: web.Request) -> web.StreamResponse:
@@ -457,11 +556,32 @@ async def api_report_html(request: web.Request) -> web.StreamResponse:
     if refusal is not None:
         return refusal
     assert row is not None
+    if _downloaded(request):
+        # The stored, self-contained page (its inline script and styles work offline);
+        # as an attachment it is saved, not shown here.
+        return web.Response(text=row["html"], content_type="text/html", headers={
+            "Content-Disposition": _download_name(str(row["json"].get("name", "")),
+                                                  "report.html"),
+            "Content-Security-Policy": "sandbox; default-src 'none'"})
     return _report_response(row["html"])
 
 
-def _report_response(document: str) -> web.Response:
-    text, csp = pages.report_page(document)
+async def api_citations_csv(request: web.Request) -> web.StreamResponse:
+    """The citations to fix, one row each, for a spreadsheet (:mod:`citerun.web.fixes`)."""
+    row, refusal = await _report(request)
+    if refusal is not None:
+        return refusal
+    assert row is not None
+    report = row["json"]
+    return web.Response(
+        body=fixes.citations_to_fix_csv(report).encode("utf-8-sig"),
+        content_type="text/csv", charset="utf-8",
+        headers={"Content-Disposition": _download_name(str(report.get("name", "")),
+                                                        "citations-to-fix.csv")})
+
+
+def _report_response(document: str, bar: str = "") -> web.Response:
+    text, csp = pages.report_page(document, bar)
     return web.Response(text=text, content_type="text/html",
                         headers={"Content-Security-Policy": csp})
 
@@ -508,33 +628,132 @@ async def page_upload(request: web.Request) -> web.StreamResponse:
 
 
 async def page_runs(request: web.Request) -> web.StreamResponse:
-    rows = await store.runs_of(request.app[KEY_POOL], _user(request),
-                               request.app[KEY_SETTINGS].list_limit)
+    pool = request.app[KEY_POOL]
+    limit = request.app[KEY_SETTINGS].list_limit
+    rows = await store.runs_of(pool, _user(request), limit)
+    shared = await store.shared_with(pool, _user(request), limit)
     return web.Response(content_type="text/html", text=pages.runs_page(
-        [dict(r) for r in rows], user=_user(request), csrf=caller().csrf))
+        [dict(r) for r in rows], shared=[dict(r) for r in shared], user=_user(request),
+        csrf=caller().csrf))
 
 
 async def page_run(request: web.Request) -> web.StreamResponse:
-    run = await _owned_run(request)
+    run = await _readable_run(request)
     if run is None:
         return _not_found(request)
     pool = request.app[KEY_POOL]
+    user = _user(request)
+    owner = run["owner"] == user
+    readers = await store.readers_of(pool, run["id"]) if owner else []
     if run["state"] == RunState.SUCCEEDED:
         row = await runs.report(pool, run["id"])
         if row is not None:
-            return _report_response(row["html"])
+            return _report_response(row["html"], pages.report_bar(
+                str(run["id"]), csrf=caller().csrf, owner=owner, owner_name=run["owner"],
+                readers=readers))
     run, waiting = await _waiting(request, run)
     status = await run_status(pool, run, waiting)
     shown = dict(run)
-    if status["waiting"] and not shown["error"]:
+    if status["waiting"] and not shown["error"] and not status["stage"]:
         shown["error"] = status["waiting"]
     return web.Response(content_type="text/html", text=pages.run_page(
-        shown, status, user=_user(request), csrf=caller().csrf))
+        shown, status, user=user, csrf=caller().csrf, owner=owner, readers=readers))
+
+
+def _back(request: web.Request, form: Any, run_id: str) -> str:
+    """Where a page's form returns to: "My runs" or the run's page, nothing else."""
+    wanted = form.get("next") if form is not None else None
+    return wanted if wanted in ("/runs", f"/runs/{run_id}") else f"/runs/{run_id}"
 
 
 async def page_cancel(request: web.Request) -> web.StreamResponse:
     run, refusal = await _cancel(request)
     if refusal is not None and run is None:
+        return refusal
+    form = await request.post() if request.content_type == \
+        "application/x-www-form-urlencoded" else None
+    raise web.HTTPSeeOther(_back(request, form, request.match_info["run_id"]))
+
+
+# -- sharing a run with a named reader (its owner only) ----------------------------------
+
+async def _reader_of(request: web.Request) -> str | None:
+    if request.content_type == "application/json":
+        try:
+            body = await request.json()
+        except ValueError:
+            return None
+        value = body.get("reader") if isinstance(body, dict) else None
+    else:
+        form = await request.post()
+        value = form.get("reader")
+    if not isinstance(value, str):
+        return None
+    try:
+        return identity.check_user(value, "the reader")
+    except identity.IdentityError:
+        return None
+
+
+async def _share_change(request: web.Request, grant: bool,
+                        reader: str | None) -> web.Response | None:
+    """Grant or take back a reader's access; a refusal, or None when done."""
+    run = await _owned_run(request)
+    if run is None:
+        return _not_found(request)
+    if reader is None:
+        return _error(request, 400, "name the user to share with (their user name, as "
+                      "they sign in)")
+    pool = request.app[KEY_POOL]
+    if grant:
+        if reader == _user(request):
+            return _error(request, 400, "this run is yours already: name another user")
+        await store.share(pool, run["id"], _user(request), reader)
+        logger.info("run %s of %s shared with %s", run["id"], _user(request), reader)
+    else:
+        await store.unshare(pool, run["id"], _user(request), reader)
+        logger.info("run %s of %s no longer shared with %s", run["id"], _user(request),
+                    reader)
+    return None
+
+
+async def _shares_response(request: web.Request) -> web.Response:
+    run_id = _run_id(request)
+    assert run_id is not None
+    readers = await store.readers_of(request.app[KEY_POOL], run_id)
+    return web.json_response({"runId": str(run_id), "readers": readers})
+
+
+async def api_shares(request: web.Request) -> web.StreamResponse:
+    if await _owned_run(request) is None:
+        return _not_found(request)
+    return await _shares_response(request)
+
+
+async def api_share(request: web.Request) -> web.StreamResponse:
+    refusal = await _share_change(request, True, await _reader_of(request))
+    return refusal or await _shares_response(request)
+
+
+async def api_unshare(request: web.Request) -> web.StreamResponse:
+    try:
+        reader: str | None = identity.check_user(request.match_info["reader"], "the reader")
+    except identity.IdentityError:
+        reader = None
+    refusal = await _share_change(request, False, reader)
+    return refusal or await _shares_response(request)
+
+
+async def page_share(request: web.Request) -> web.StreamResponse:
+    refusal = await _share_change(request, True, await _reader_of(request))
+    if refusal is not None:
+        return refusal
+    raise web.HTTPSeeOther(f"/runs/{request.match_info['run_id']}")
+
+
+async def page_unshare(request: web.Request) -> web.StreamResponse:
+    refusal = await _share_change(request, False, await _reader_of(request))
+    if refusal is not None:
         return refusal
     raise web.HTTPSeeOther(f"/runs/{request.match_info['run_id']}")
 
@@ -578,8 +797,15 @@ async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
     app.router.add_get("/runs", page_runs)
     app.router.add_get("/runs/{run_id}", page_run)
     app.router.add_post("/runs/{run_id}/cancel", page_cancel)
+    app.router.add_post("/runs/{run_id}/shares", page_share)
+    app.router.add_post("/runs/{run_id}/shares/remove", page_unshare)
     app.router.add_post("/api/runs", api_submit)
     app.router.add_get("/api/runs", api_list)
+    app.router.add_get("/api/shared", api_shared)
+    app.router.add_get("/api/runs/{run_id}/shares", api_shares)
+    app.router.add_post("/api/runs/{run_id}/shares", api_share)
+    app.router.add_delete("/api/runs/{run_id}/shares/{reader}", api_unshare)
+    app.router.add_get("/api/runs/{run_id}/citations.csv", api_citations_csv)
     app.router.add_get("/api/runs/{run_id}", api_status)
     app.router.add_get("/api/runs/{run_id}/report.json", api_report_json)
     app.router.add_get("/api/runs/{run_id}/report.html", api_report_html)

@@ -1,8 +1,9 @@
 """The web service's SQL: who owns which run, one user's caps, the service's keys.
 
 Ownership is one row per run (``web_runs``, migration 0015); a document is a user's when
-one of their runs uses it. Every read takes the user, so another user's run is simply
-not found (the API answers 404, as for an id nobody used).
+one of their runs uses it. An owner may let a named user read one run (``web_shares``,
+migration 0018). Every read takes the user, so another user's run is simply not found
+(the API answers 404, as for an id nobody used).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from citerun import errors, runs, sql
+from citerun.web.units import human_bytes
 
 _Q = sql.load("citerun", "queries/web.sql")
 #: The one query that erases documents nobody owns any more (its owner is runs.sql).
@@ -51,10 +53,13 @@ async def _check_caps(conn: asyncpg.Connection, owner: str, caps: UserCaps) -> N
     usage = await conn.fetchrow(_Q["web_usage"], owner)
     if usage["active_runs"] > caps.max_active_runs:
         raise OverCap(429, f"you have {usage['active_runs'] - 1} active run(s); the cap is "
-                      f"{caps.max_active_runs}: wait for one to finish or cancel one")
+                      f"{caps.max_active_runs}: wait for one to finish or cancel one under "
+                      "My runs (/runs)")
     if usage["staged_bytes"] > caps.max_staged_bytes:
-        raise OverCap(413, f"your running runs would hold {usage['staged_bytes']} staged "
-                      f"bytes; the cap is {caps.max_staged_bytes}")
+        raise OverCap(413, f"your running runs would hold "
+                      f"{human_bytes(usage['staged_bytes'])} of staged files; the cap is "
+                      f"{human_bytes(caps.max_staged_bytes)}: wait for a run to finish or "
+                      "cancel one under My runs (/runs)")
 
 
 async def run_of(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID,
@@ -65,6 +70,47 @@ async def run_of(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID,
 async def runs_of(conn: asyncpg.Connection | asyncpg.Pool, owner: str,
                   limit: int) -> list[asyncpg.Record]:
     return list(await conn.fetch(_Q["web_runs_of_owner"], owner, limit))
+
+
+async def run_readable(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID,
+                       user: str) -> asyncpg.Record | None:
+    """A run ``user`` may read: their own or one shared with them (``owner`` says whose)."""
+    return await conn.fetchrow(_Q["web_run_readable"], run_id, user)
+
+
+async def share(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, owner: str,
+                reader: str) -> bool:
+    """Let ``reader`` read ``owner``'s run; False: it is not ``owner``'s run."""
+    return await conn.fetchval(_Q["web_share_insert"], run_id, owner, reader) is not None
+
+
+async def unshare(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, owner: str,
+                  reader: str) -> bool:
+    """Take ``reader``'s access to ``owner``'s run back; False: there was none."""
+    return await conn.fetchval(_Q["web_share_delete"], run_id, owner, reader) is not None
+
+
+async def readers_of(conn: asyncpg.Connection | asyncpg.Pool,
+                     run_id: uuid.UUID) -> list[str]:
+    return [r["reader"] for r in await conn.fetch(_Q["web_shares_of_run"], run_id)]
+
+
+async def shared_with(conn: asyncpg.Connection | asyncpg.Pool, reader: str,
+                      limit: int) -> list[asyncpg.Record]:
+    """The runs other users shared with ``reader``, the newest first."""
+    return list(await conn.fetch(_Q["web_runs_shared_with"], reader, limit))
+
+
+async def run_stage(conn: asyncpg.Connection | asyncpg.Pool,
+                    run_id: uuid.UUID) -> list[asyncpg.Record]:
+    """A run's open tasks per kind (queued, running, the oldest claim's age)."""
+    return list(await conn.fetch(_Q["web_run_stage"], run_id))
+
+
+async def thesis_title(conn: asyncpg.Connection | asyncpg.Pool,
+                       run_id: uuid.UUID) -> str | None:
+    title = await conn.fetchval(_Q["web_thesis_title"], run_id)
+    return title if isinstance(title, str) else None
 
 
 async def run_documents(conn: asyncpg.Connection | asyncpg.Pool,
