@@ -441,3 +441,35 @@ def test_a_cite_command_named_in_a_package_option_comment_is_no_citation() -> No
     found = latex.read_latex(_doc(r"A claim \autocite{a}.", preamble))
     assert found.skipped == ()
     assert [c.keys for c in found.citations] == [("a",)]
+
+
+# -- issue 40: include paths as TeX expands them -------------------------------------
+
+
+def test_include_paths_with_macros_are_expanded() -> None:
+    main = ("\\documentclass{book}\n\\usepackage{import}\n\\def\\PATH{.}\n"
+            "\\newcommand{\\chapdir}{chapters}\n\\begin{document}\n"
+            "\\import{\\PATH/ch1/}{ch1}\n\\input{\\chapdir/intro}\n\\subimport{\\chapdir/}{two}\n"
+            "\\include{\\chapdir{}/three}\n\\input{\\nodir/four}\n\\end{document}\n")
+    files = {"main.tex": main.encode(),
+             "ch1/ch1.tex": b"One claim stands here \\cite{a1}.",
+             "chapters/intro.tex": b"An intro claim \\cite{b1}.",
+             "chapters/two.tex": b"A second claim \\cite{c1}.",
+             "chapters/three.tex": b"A third claim \\cite{d1}."}
+    found = latex.read_latex(files)
+    assert [(c.keys, c.where) for c in found.citations] == [
+        (("a1",), "ch1/ch1.tex:1"), (("b1",), "chapters/intro.tex:1"),
+        (("c1",), "chapters/two.tex:1"), (("d1",), "chapters/three.tex:1")]
+    (skipped,) = found.skipped
+    assert skipped.where == "main.tex:10"
+    assert "the path holds the macro \\nodir" in skipped.reason
+    assert "absolute" not in skipped.reason
+
+
+def test_a_comment_inside_the_bibliography_list_keeps_every_library() -> None:
+    files = {**_doc("A claim \\cite{a1} and another \\cite{b1}.\n"
+                    "\\bibliography{refs/a,% the first library\n  refs/b}"),
+             "refs/a.bib": b"@misc{a1, title={First}}", "refs/b.bib": b"@misc{b1, title={Second}}"}
+    found = latex.read_latex(files)
+    assert sorted((i.key, i.title) for i in found.library) == [("a1", "First"), ("b1", "Second")]
+    assert found.skipped == ()

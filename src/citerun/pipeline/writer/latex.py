@@ -302,6 +302,8 @@ _PAGES = re.compile(
     rf"(?:{_PAGE_PREFIX}\s*)?(?P<a>\d+|[ivxlcdm]+)"
     r"(?:\s*(?:[-–—]+|bis)\s*(?P<b>\d+|[ivxlcdm]+))?(?:\s*(?P<f>ff?)\.?)?",
     re.IGNORECASE)
+# A macro in a file name: "\\chapdir/intro", "\\PATH{}/ch1".
+_PATH_MACRO = re.compile(r"\\([A-Za-z@]+)(?:\s*\{\})?\s*")
 _NOTE_CITE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?(?:\s*\[[^\[\]]*\])*(?:\s*\{[^{}]*\})+")
 _EMPTY_BRACKETS = re.compile(r"\(\s*[;,]?\s*\)|\[\s*[;,]?\s*\]")
 _SPACE_BEFORE = re.compile(r"\s+([,.;:!?)\]])")
@@ -510,9 +512,13 @@ class _Reader:
         default), or None and why not: TeX looks beside the main file, subfiles beside
         themselves; nothing outside the bundle is ever looked at."""
         paths = self.files if universe is None else set(universe)
-        raw = name.strip().strip('"').strip()
+        raw = self.expand_path(_uncomment(name) or "").strip().strip('"').strip()
         if not raw:
             return None, "an empty file name"
+        unknown = _PATH_MACRO.search(raw)
+        if unknown:
+            return None, (f"the path holds the macro \\{unknown.group(1)}, which the "
+                          f"thesis's files do not define as a name")
         if raw.startswith(("/", "\\", "~")) or re.match(r"[A-Za-z]:", raw) or "\\" in raw:
             return None, "an absolute path, outside the bundle"
         leaves = False
@@ -527,6 +533,24 @@ class _Reader:
         if leaves:
             return None, "a path leaving the bundle"
         return None, "not in the bundle"
+
+    def expand_path(self, name: str) -> str:
+        """A file name with the thesis's own macros replaced by their text, as TeX expands
+        them (``\\def\\PATH{.}`` and ``\\import{\\PATH/ch1/}{ch1}``; ``\\input{\\chapdir/intro}``)."""
+        for _ in range(MAX_DEPTH):
+            if "\\" not in name:
+                break
+
+            def replace(match: re.Match[str]) -> str:
+                macro = self.macros.get(match.group(1))
+                return macro[1] if macro is not None and not macro[0] else match.group()
+
+            expanded = _PATH_MACRO.sub(replace, name)
+            if expanded == name or len(expanded) > ARG_WINDOW:
+                break
+            name = expanded
+        return _SPACES.sub(" ", name.replace("{", "").replace("}", "")) if "\\" not in name \
+            else name
 
     def include(self, name: str, src: _Source, pos: int, depth: int, marker: str) -> None:
         where = src.where(pos)
@@ -1233,7 +1257,7 @@ class _Reader:
         names, end = read_group(text, i)
         if names is None:
             return i
-        for name in names.split(","):
+        for name in self.expand_path(_uncomment(names) or "").split(","):
             if name.strip():
                 self.libraries.append((name.strip(), src.where(start)))
         return end
