@@ -67,6 +67,16 @@ def _free_port() -> int:
         return port
 
 
+def server_user() -> str | None:
+    """The user the server runs as when it is not this process's: as root, the wheel's
+    unprivileged system user (created on first use), because PostgreSQL refuses to run as
+    root; otherwise None (the server runs as this process's user)."""
+    if os.geteuid() != 0:
+        return None
+    pgutils.ensure_user_exists(_SYSTEM_USER)
+    return _SYSTEM_USER
+
+
 def unreachable(path: Path, user: str) -> Path | None:
     """The first directory from ``/`` down to ``path`` that ``user`` may not pass
     (no x bit for it as owner, group member or other; ``path`` itself too, as a file
@@ -98,10 +108,7 @@ class EmbeddedPostgres:
         self.pgdata = self.data_dir / "pgdata"
         self.socket_dir = self.data_dir / "socket"
         self._port = port
-        self._run_as: str | None = None
-        if os.geteuid() == 0:
-            pgutils.ensure_user_exists(_SYSTEM_USER)
-            self._run_as = _SYSTEM_USER
+        self._run_as = server_user()
 
     @property
     def log_path(self) -> Path:

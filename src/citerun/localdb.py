@@ -10,17 +10,24 @@ registry under the data dir counts the users). The application gets the URL of t
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import fasteners
+import platformdirs
 
 from citerun import db, embedded, sql
 from citerun.settings import Settings
 
 DATABASE = "citerun"
+
+#: Root's embedded servers whose default data dir their system user cannot reach.
+SYSTEM_DIR = Path("/var/lib/citerun")
 
 _Q = sql.load("citerun", "queries/local.sql")
 
@@ -31,7 +38,7 @@ def database(settings: Settings) -> Iterator[str]:
     if settings.database_url:
         yield settings.database_url
         return
-    data_dir = settings.data_dir / "postgres"
+    data_dir = server_dir(settings)
     data_dir.mkdir(parents=True, exist_ok=True)
     server = embedded.EmbeddedPostgres(data_dir)
     lock = fasteners.InterProcessLock(str(data_dir / ".lock"))
@@ -45,6 +52,67 @@ def database(settings: Settings) -> Iterator[str]:
         with lock:
             if not _users(data_dir, remove=os.getpid()):
                 server.stop()
+
+
+def server_dir(settings: Settings) -> Path:
+    """The directory of the embedded server's files for ``settings`` (see the module's
+    docstring): ``<data dir>/postgres``, or as root, when the default data dir is out of
+    the server user's reach, :func:`system_server_dir`."""
+    own = settings.data_dir / "postgres"
+    user = embedded.server_user()
+    if user is None:
+        return own
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if embedded.unreachable(settings.data_dir, user) is None:
+        return own
+    if settings.data_dir.resolve() != default_data_dir().resolve():
+        return own  # chosen by hand: EmbeddedPostgres refuses it, naming the directory
+    return system_server_dir(settings.data_dir, user)
+
+
+def default_data_dir() -> Path:
+    """The data dir when ``CITERUN_DATA_DIR`` is unset (the platform's user data dir)."""
+    return Path(platformdirs.user_data_dir("citerun"))
+
+
+def system_server_dir(data_dir: Path, user: str) -> Path:
+    """``/var/lib/citerun/<digest>``: the server files of root's ``data_dir``, made on
+    first use (with one line on stderr). ``/var/lib/citerun`` must be root's and
+    writable by no one else; it is made 0711 (passable, not listable)."""
+    SYSTEM_DIR.mkdir(mode=0o711, parents=True, exist_ok=True)
+    st = os.lstat(SYSTEM_DIR)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        raise embedded.EmbeddedPostgresError(
+            f"{SYSTEM_DIR} must be a directory of root's that no one else may write (it is "
+            f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}); fix it or set "
+            "CITERUN_DATA_DIR to a directory the database server's user can reach")
+    blocked = embedded.unreachable(SYSTEM_DIR, user)
+    if blocked is not None:
+        raise embedded.EmbeddedPostgresError(
+            f"the database server runs as the system user {user}, which can reach neither "
+            f"{data_dir} nor {SYSTEM_DIR} (it cannot pass {blocked}); set CITERUN_DATA_DIR "
+            "to a directory it can reach")
+    path = system_server_path(data_dir)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        if path.is_symlink() or not path.is_dir():
+            raise embedded.EmbeddedPostgresError(
+                f"{path} is not a directory; remove it") from None
+        return path
+    blocked = embedded.unreachable(data_dir, user) or data_dir
+    mode = stat.S_IMODE(blocked.stat().st_mode)
+    print(f"citerun: the database server runs as the system user {user}, which cannot "
+          f"pass {blocked} (mode {mode:04o}) on the way to {data_dir}; its files are kept "
+          f"in {path} instead (0700, that user's; set CITERUN_DATA_DIR to choose another "
+          "place)", file=sys.stderr)
+    return path
+
+
+def system_server_path(data_dir: Path) -> Path:
+    """Where :func:`system_server_dir` keeps the server files of ``data_dir``."""
+    digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
+    return SYSTEM_DIR / digest
 
 
 def _users(data_dir: Path, *, add: int | None = None, remove: int | None = None) -> list[int]:
