@@ -32,7 +32,7 @@ import rapidfuzz.fuzz
 import rapidfuzz.process
 
 from citerun.pipeline import normalize
-from citerun.pipeline.citations import authors, model
+from citerun.pipeline.citations import authors, model, patterns
 
 
 # rapidfuzz's cutoffs run this far under the score needed; what they keep is rescored
@@ -65,6 +65,62 @@ def _filename_words(filename: str) -> str:
 
 def _filename_key(source: model.SourceInfo) -> str:
     return model.normalize_key(_filename_words(source.filename))
+
+
+_FILE_YEAR = re.compile(r"^(?:1[6-9]|20)\d{2}[a-z]?$")
+
+
+def _filename_author_year(source: model.SourceInfo) -> str | None:
+    """The ``smith2020a`` key a file name names by its first word and a year among its
+    next words, as writers and reference managers name PDFs: "Hammer_2010.pdf",
+    "Hammer et al. - 2010 - Tool use.pdf" (Zotero's and Mendeley's default),
+    "Hammer_Li_2010_corvids.pdf". None where the name does not open with a surname
+    followed by a year."""
+    words = _filename_words(source.filename).split()
+    if len(words) < 2 or not words[0].isalpha() or len(words[0]) < 2:
+        return None
+    for word in words[1:6]:
+        if _FILE_YEAR.match(word):
+            return model.normalize_key(f"{words[0]}{word}")
+        if not word.isalpha():
+            return None
+    return None
+
+
+def _file_keys(source: model.SourceInfo) -> set[str]:
+    """The keys a source's file name gives: its whole stem, and its author and year."""
+    keys = {_filename_key(source)}
+    author_year = _filename_author_year(source)
+    if author_year:
+        keys.add(author_year)
+    return keys
+
+
+def _et_al(citation: model.ExtractedCitation) -> bool:
+    """Whether the marker names its first author with "et al." ("Eaton et al., 2006")."""
+    if not citation.authors:
+        return False
+    return re.search(rf"{re.escape(citation.authors[0])}\s*,?\s*{patterns.ET_AL}",
+                     citation.marker) is not None
+
+
+def _fits_count(citation: model.ExtractedCitation, count: int) -> bool:
+    """Whether a work of ``count`` authors can be cited as the marker cites it: "et al."
+    stands for three or more (two where a style abbreviates two), one surname alone for
+    one author, two surnames for two."""
+    if _et_al(citation):
+        return count >= 2
+    return count == len(citation.authors)
+
+
+def _by_count(citation: model.ExtractedCitation, counts: collections.abc.Sequence[int],
+              ) -> list[int]:
+    """The positions whose author count fits the marker, the best fit first; all of them
+    where none fits (a list written differently is still the writer's list)."""
+    fitting = [i for i, count in enumerate(counts) if _fits_count(citation, count)]
+    if _et_al(citation):
+        fitting.sort(key=lambda i: counts[i] < 3)  # three or more first
+    return fitting or list(range(len(counts)))
 
 
 def _title_text(source: model.SourceInfo) -> str:
@@ -100,7 +156,7 @@ def match(
         return 100.0, "doi equal"
     if entry.arxiv_id and source.arxiv_id and entry.arxiv_id == source.arxiv_id:
         return 100.0, "arxiv id equal"
-    if entry.author_year_key and _filename_key(source) == entry.author_year_key:
+    if entry.author_year_key and entry.author_year_key in _file_keys(source):
         return 100.0, "file name is the entry's key"
     parts: list[tuple[float, float]] = []
     why: list[str] = []
@@ -150,7 +206,7 @@ def _marker_score(citation: model.ExtractedCitation, source: model.SourceInfo, c
     """A marker's first surname and year against a source that has no reference entry."""
     if not citation.authors or citation.year is None:
         return 0.0
-    if _filename_key(source) == citation.key:
+    if citation.key in _file_keys(source):
         return 100.0
     surname = citation.authors[0]
     names = _source_surnames(source, config)
@@ -271,7 +327,8 @@ class _Candidates:
                 self.by_doi[source.doi.casefold()].append(number)
             if source.arxiv_id:
                 self.by_arxiv[source.arxiv_id].append(number)
-            self.by_file_key[_filename_key(source)].append(number)
+            for key in _file_keys(source):
+                self.by_file_key[key].append(number)
             for name in dict.fromkeys(self.surnames[number]):
                 self.by_name[name].append(number)
         self.names = _SameSurname(self.by_name, config)
@@ -441,6 +498,10 @@ def _entry_for(
         ]
         candidates = second or candidates
     if len(candidates) > 1:
+        # "Eaton et al., 2006" is not the single-author Eaton 2006 of the same list.
+        candidates = [candidates[i] for i in _by_count(citation,
+                                                       [len(e.authors) for e in candidates])]
+    if len(candidates) > 1:
         candidates = [e for e in candidates if e.index in mapped] or candidates
     return candidates[0] if candidates else None
 
@@ -454,7 +515,8 @@ class _Markers:
         self.by_file_key: dict[str, list[int]] = collections.defaultdict(list)
         self.by_first_year: dict[tuple[str, int | None], list[int]] = collections.defaultdict(list)
         for number, source in enumerate(sources):
-            self.by_file_key[_filename_key(source)].append(number)
+            for key in _file_keys(source):
+                self.by_file_key[key].append(number)
             names = _source_surnames(source, config)
             if names:
                 self.by_first_year[names[0], source.year].append(number)
@@ -472,7 +534,12 @@ class _Markers:
                 for name in self.names(part):
                     hits.update(self.by_first_year.get((name, citation.year), ()))
         if hits:
-            return 100.0, self.sources[min(hits)]
+            # Of several sources by the first author in that year, one whose author
+            # count fits the marker ("et al.": not the single-author paper).
+            ordered = sorted(hits)
+            fits = _by_count(citation, [len(self.sources[n].authors) or len(citation.authors)
+                                        for n in ordered])
+            return 100.0, self.sources[ordered[fits[0]]]
         return 0.0, self.sources[0]
 
 
