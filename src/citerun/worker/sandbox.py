@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 from citerun.worker import registry
 from citerun.pipeline import citations, pdf
+from citerun.pipeline.citations import references
 from citerun.pipeline.writer import archive, formats
 from citerun.pipeline.writer.model import WriterFileError, WrittenThesis
 from citerun.pipeline.settings import LimitSettings, TaskLimits
@@ -285,8 +286,22 @@ def pdf_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
     over = check_pages(parsed.pages, limits)
     if over is not None:
         return Rejected(REASON, f"{REASON}: {over}")
-    chunks = pdf.chunk_pages(parsed.pages, target_chars=chunk_chars, overlap_chars=overlap_chars)
+    chunks = pdf.chunk_pages(without_reference_list(parsed.pages), target_chars=chunk_chars,
+                             overlap_chars=overlap_chars)
     return Parsed(parsed, tuple(chunks))
+
+
+def without_reference_list(pages: tuple[pdf.Page, ...]) -> list[pdf.Page]:
+    """The pages without the document's own reference list (issue 40): passages are
+    retrieved from the chunks, and a bibliography line is never evidence for a claim.
+    The list is found as in a thesis (:func:`references.find_reference_section`: its
+    heading, ended by an appendix); a document without one is kept whole."""
+    body, reference_text, _ = references.find_reference_section(
+        [(page.number, page.text) for page in pages])
+    if not reference_text:
+        return list(pages)
+    by_number = {page.number: page for page in pages}
+    return [dataclasses.replace(by_number[number], text=text) for number, text in body]
 
 
 def written_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
