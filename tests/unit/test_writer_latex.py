@@ -473,3 +473,28 @@ def test_a_comment_inside_the_bibliography_list_keeps_every_library() -> None:
     found = latex.read_latex(files)
     assert sorted((i.key, i.title) for i in found.library) == [("a1", "First"), ("b1", "Second")]
     assert found.skipped == ()
+
+
+# -- issue 40: a quotation of several sentences is the claim, whole -------------------
+
+
+@pytest.mark.parametrize("quoted", [
+    r"\glqq Ein Netz ist ein Graph mit Gewichten. Es dient dem Transport von Energie.\grqq{}",
+    r"\enquote{Ein Netz ist ein Graph mit Gewichten. Es dient dem Transport von Energie.}",
+    '"`Ein Netz ist ein Graph mit Gewichten. Es dient dem Transport von Energie."\'',
+])
+def test_a_quotation_of_two_sentences_is_checked_whole(quoted: str) -> None:
+    from citerun.pipeline.citations import quotations
+
+    body = (f"Zuerst kommt die Einleitung. Nach Meier gilt: {quoted} \\cite[S.~7]{{k}} "
+            "Danach folgt mehr Text.")
+    found = latex.read_latex(_doc(body, "\\usepackage[ngerman]{babel}"))
+    (citation,) = found.citations
+    assert citation.locator == "7"
+    (quotation,) = quotations.find_quotations(citation.claim)
+    assert quotation.text == "Ein Netz ist ein Graph mit Gewichten. Es dient dem Transport von Energie."
+    assert citation.claim.startswith("Nach Meier gilt: ") and "Danach" not in citation.claim
+    source = [("7", "Vorher. Ein Netz ist ein Graph mit Gewichten. Es dient dem Transport "
+                    "von Energie. Nachher.")]
+    checked = quotations.check_quotation(quotation.text, source)
+    assert (checked.status, checked.labels) == ("exact", ("7",))

@@ -25,14 +25,15 @@ ABBREVIATIONS = frozenset(
     }
 )
 
-# A candidate end: . ! ? (or an ellipsis), then closing quotes/brackets, then space,
+# A candidate end: . ! ? (or an ellipsis), then closing quotes/brackets (German ones
+# too: „…“, ‚…‘, »…« and «…»), then space,
 # then something a sentence can start with. Raised note numbers after the period
 # ("in Asia.¹–³ The", "one billion.⁴Many") belong to the sentence they close, and end
 # it even with no space after them.
 _OPENS = r"""["'“‘„«(\[]?[A-ZÄÖÜ0-9]"""
 _RAISED = rf"[{layout.SUPERSCRIPT_DIGITS}]{{1,3}}(?:\s?[,–⁻-]?\s?[{layout.SUPERSCRIPT_DIGITS}]{{1,3}})*"
 _SENTENCE_END = re.compile(
-    rf"""[.!?…]+["'”’»)\]]*(?:(?=\s+{_OPENS})|{_RAISED}(?=\s*{_OPENS}))""")
+    rf"""[.!?…]+["'”’»“‘«›‹)\]]*(?:(?=\s+{_OPENS})|{_RAISED}(?=\s*{_OPENS}))""")
 _PARAGRAPH = re.compile(r"\n\s*\n")
 # Lower-cased words a line of running text may end on but a heading does not.
 _FUNCTION_WORDS = frozenset(

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from pylatexenc import latex2text  # type: ignore[import-untyped]
 
+from citerun.pipeline.citations import quotations
 from citerun.pipeline.pdf import splitting
 from citerun.pipeline.writer import bib as bibtex
 from citerun.pipeline.writer.model import (
@@ -52,6 +53,8 @@ MAX_MACRO_BODY = 2_000
 MAX_MACROS = 10_000
 #: Skipped things listed one by one; beyond this they are counted.
 MAX_SKIPPED = 1_000
+#: A quotation of several sentences is taken whole into its claim up to this length.
+MAX_QUOTED_CHARS = 10_000
 #: Key groups of one multi-cite (``\\cites[..]{a}[..]{b}...``) read.
 MAX_CITE_GROUPS = 100
 
@@ -269,7 +272,11 @@ def _text_macros() -> dict[str, str]:
                   "textbar": "|", "textless": "<", "textgreater": ">", "quad": " ",
                   "qquad": " ", "enspace": " ", "thinspace": " ", "nobreakspace": " ",
                   "space": " ", "slash": "/", "textsuperscript": "", "ie": "i.e.",
-                  "eg": "e.g.", "etal": "et al."})
+                  "eg": "e.g.", "etal": "et al.",
+                  # babel's quotation marks (German theses: \\glqq ...\\grqq)
+                  "glqq": "„", "grqq": "“", "glq": "‚", "grq": "‘", "flqq": "«",
+                  "frqq": "»", "flq": "‹", "frq": "›", "dq": '"', "guillemetleft": "«",
+                  "guillemetright": "»", "guilsinglleft": "‹", "guilsinglright": "›"})
     return table
 
 
@@ -303,6 +310,7 @@ _PAGES = re.compile(
     r"(?:\s*(?:[-–—]+|bis)\s*(?P<b>\d+|[ivxlcdm]+))?(?:\s*(?P<f>ff?)\.?)?",
     re.IGNORECASE)
 # A macro in a file name: "\\chapdir/intro", "\\PATH{}/ch1".
+_QUOTE_MARKS = re.compile('[„“”»«‚‘›‹"]')
 _PATH_MACRO = re.compile(r"\\([A-Za-z@]+)(?:\s*\{\})?\s*")
 _NOTE_CITE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?(?:\s*\[[^\[\]]*\])*(?:\s*\{[^{}]*\})+")
 _EMPTY_BRACKETS = re.compile(r"\(\s*[;,]?\s*\)|\[\s*[;,]?\s*\]")
@@ -1328,8 +1336,11 @@ class _Reader:
             if not cites:
                 continue
             spans = splitting.sentence_spans(text)
+            quoted = quotations.find_quotations(text) if _QUOTE_MARKS.search(text) else []
             for offset, cite, textual in cites:
                 span = _sentence_for(spans, offset, textual)
+                if span and quoted:
+                    span = _with_quotation(spans, quoted, span)
                 claim = clean_claim(_cut(text, *span, cuts)) if span else ""
                 if not claim:
                     self.skip(cite.where, cite.marker, "a citation with no sentence around it")
@@ -1442,6 +1453,20 @@ def _sentence_for(spans: list[tuple[int, int]], offset: int,
     if textual:
         return after or before
     return before or after
+
+
+def _with_quotation(spans: list[tuple[int, int]], quoted: Sequence[quotations.Quotation],
+                    span: tuple[int, int]) -> tuple[int, int]:
+    """The claim's span widened back to the opening mark of a quotation of several
+    sentences that ends in it ("„First. Second.“ \\cite{x}": the whole quotation is the
+    claim, so that it is checked verbatim, not its last sentence)."""
+    start, end = span
+    for quotation in quoted:
+        if quotation.start < start <= quotation.end and start - quotation.start <= MAX_QUOTED_CHARS:
+            opening = quotation.start - 1  # the opening mark
+            k = bisect.bisect_right([s for s, _ in spans], opening) - 1
+            start = min(start, spans[k][0] if k >= 0 else opening)
+    return start, end
 
 
 def _newlines(text: str) -> list[int]:
