@@ -193,6 +193,39 @@ def library_sources(bibs: list[Path]) -> list[Path]:
     return found
 
 
+def missing_sources(bibs: list[Path]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The library items whose ``file`` fields name PDFs of which none is on this
+    machine: (key, reference, the files named), in library order."""
+    missing: list[tuple[str, str, tuple[str, ...]]] = []
+    for bib_path in bibs:
+        try:
+            items, _ = formats.read_library({bib_path.name: bib_path.read_bytes()})
+        except (WriterFileError, OSError):
+            continue  # library_sources has said why
+        for item in items:
+            pdfs = [n for n in item.files if n.lower().endswith(".pdf")]
+            if pdfs and not any(_attached_path(bib_path, n).is_file() for n in pdfs):
+                missing.append((item.key, item.reference_text(), tuple(pdfs)))
+    return missing
+
+
+def missing_lines(bibs: list[Path]) -> list[str]:
+    """What :func:`missing_sources` finds, one line each, for stderr."""
+    found = missing_sources(bibs)
+    if not found:
+        return []
+    return [f"citerun verify: {len(found)} source PDF(s) named by the library are not on "
+            "this machine; their citations are reported unresolved, with their reference "
+            "entries (sources to add):",
+            *(f"  {key}: {reference[:160]} -- missing: {', '.join(files[:3])}"
+              for key, reference, files in found)]
+
+
+def _attached_path(bib_path: Path, name: str) -> Path:
+    candidate = Path(name.replace("\\", "/"))
+    return candidate if candidate.is_absolute() else bib_path.parent / candidate
+
+
 def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: int = 1,
                     timeout_s: float = 1.0, bibs: list[str] | None = None
                     ) -> tuple[Path, list[Path]]:
@@ -208,8 +241,12 @@ def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: 
     if not timeout_s > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
     attached = library_sources([Path(b) for b in bibs or ()])
-    if not sources and not attached:
-        raise UsageError("no sources: give --sources, or a --bib whose file fields name PDFs")
+    if not sources and not bibs:
+        raise UsageError("no sources: give --sources, or a --bib (its file fields name PDFs)")
+    # A run without the source PDFs (issue 40): every key resolved or named missing,
+    # every locator read; the PDFs the library names and this machine lacks are listed.
+    for line in missing_lines([Path(b) for b in bibs or ()]):
+        print(line, file=sys.stderr)
     given = collect_sources(sources) if sources else []
     source_paths = [p for p in dict.fromkeys([*given, *(a.resolve() for a in attached)])
                     if p != thesis_path.resolve()]
