@@ -37,7 +37,7 @@ def page_images() -> dict[tuple[str, int], bytes]:
 
 def _located(quote: str, page_start: int, score: float) -> report.EvidenceEntry:
     page = _source_page()
-    boxes = pdf_layout.find_boxes(pdf_layout.line_rows(page.lines), quote)
+    boxes = pdf_layout.find_boxes(pdf_layout.line_rows(page.lines), quote, tight=True)
     return report.EvidenceEntry(
         quote=quote, page_start=page_start, page_end=page_start, score=score, page=page.number,
         page_width=page.width, page_height=page.height,
@@ -46,9 +46,9 @@ def _located(quote: str, page_start: int, score: float) -> report.EvidenceEntry:
 
 
 # The order the HTML lists sample_report()'s citations in, written out by hand: the
-# contradiction (3), the unsupported claim (4), the part-support (2), the unresolved
-# citation (5), then the supports, the less sure (6, 0.8) before the surer (1, 0.91).
-SAMPLE_RISK_ORDER = [3, 4, 2, 5, 6, 1]
+# contradiction (3), the unsupported claim (4), the support with a wrong cited page (6),
+# the part-support (2), the unresolved citation (5), then the clean support (1).
+SAMPLE_RISK_ORDER = [3, 4, 6, 2, 5, 1]
 
 
 def sample_report() -> report.Report:
@@ -90,8 +90,10 @@ def sample_report() -> report.Report:
             match=report.MatchInfo(method=None, score=None, reason="no source matches the reference entry"),
         ),
         report.CitationEntry(
-            ordinal=6, key="7", marker="[7]", claim="Another supported claim.", page=10, source=trial,
-            verdict=V.SUPPORTED, confidence=0.8, rationale="Stated on page 2.",
+            ordinal=6, key="7", marker="[7, p. 45]", claim="Another supported claim.", page=10,
+            locator="45", source=trial, verdict=V.SUPPORTED, confidence=0.8,
+            rationale="Stated on page 2.",
+            page_check=report.PageCheck(status="mismatch", found=["2"], reason="cited 45, found on 2"),
             evidence=[report.EvidenceEntry(quote="Another supported claim indeed.", page_start=2, page_end=2,
                                            score=0.8)],
         ),

@@ -106,13 +106,26 @@ async def test_filters_show_only_the_chosen_verdicts(page: typing.Any) -> None:
     assert await _visible_ordinals(page) == RISK_ORDER
 
 
-async def test_evidence_is_highlighted_on_its_rendered_page(page: typing.Any) -> None:
+async def _pixel(page: typing.Any, box: dict[str, float]) -> list[int]:
+    """The colour of the screen at the top-left inside ``box``."""
+    shot = await page.screenshot(clip={"x": box["x"] + 2, "y": box["y"] + 1, "width": 4, "height": 2})
+    pixels: list[int] = await page.evaluate(
+        """b64 => new Promise(ok => { const i = new Image(); i.onload = () => {
+              const c = document.createElement("canvas"); c.width = i.width; c.height = i.height;
+              const g = c.getContext("2d"); g.drawImage(i, 0, 0);
+              ok(Array.from(g.getImageData(0, 0, 1, 1).data)); }; i.src = "data:image/png;base64," + b64; })""",
+        base64.b64encode(shot).decode())
+    return pixels
+
+
+async def test_evidence_is_highlighted_on_a_crop_of_its_page_with_the_page_a_click_away(
+        page: typing.Any) -> None:
     figure = page.locator("#citation-1 figure.evidence-page")
     assert await figure.count() == 1
     assert await figure.get_attribute("aria-label") == (
         "Page 7 of smith2020.pdf with the quoted passage highlighted")
-    sheet = figure.locator(".sheet")
-    background = await sheet.evaluate("e => getComputedStyle(e).backgroundImage")
+    crop = figure.locator(".crop")
+    background = await crop.evaluate("e => getComputedStyle(e).backgroundImage")
     assert background.startswith('url("data:image/jpeg;base64,')
     # The page image is really decoded by the browser and has the page's proportions.
     size = await page.evaluate(
@@ -120,35 +133,64 @@ async def test_evidence_is_highlighted_on_its_rendered_page(page: typing.Any) ->
                                       i.onerror = () => ok(null); i.src = url; })""",
         background[5:-2])
     assert size is not None and abs(size[0] / size[1] - 595 / 842) < 0.01
-    sheet_box = await sheet.bounding_box()
-    marks = sheet.locator(".hl")
+    # A strip around the passage, not the page: far wider than tall.
+    crop_box = await crop.bounding_box()
+    assert crop_box["width"] > 2.5 * crop_box["height"]
+    marks = crop.locator(".hl")
     assert await marks.count() == 2  # the quote wraps over two lines
     for index in range(2):
         box = await marks.nth(index).bounding_box()
         assert box["width"] > 20 and box["height"] > 3
-        assert sheet_box["x"] <= box["x"] and box["x"] + box["width"] <= sheet_box["x"] + sheet_box["width"] + 1
-        # The quote is the 4th and 5th line of page 7: in the upper fifth of the page.
-        assert sheet_box["y"] < box["y"] < sheet_box["y"] + 0.25 * sheet_box["height"]
+        assert crop_box["x"] <= box["x"] and box["x"] + box["width"] <= crop_box["x"] + crop_box["width"] + 1
+        assert crop_box["y"] < box["y"] < crop_box["y"] + crop_box["height"]
     # Pixels under the highlight are tinted yellow (red and green well above blue).
     await marks.nth(0).scroll_into_view_if_needed()
-    first = await marks.nth(0).bounding_box()
-    shot = await page.screenshot(clip={"x": first["x"] + 2, "y": first["y"] + 1, "width": 4, "height": 2})
-    pixels = await page.evaluate(
-        """b64 => new Promise(ok => { const i = new Image(); i.onload = () => {
-              const c = document.createElement("canvas"); c.width = i.width; c.height = i.height;
-              const g = c.getContext("2d"); g.drawImage(i, 0, 0);
-              ok(Array.from(g.getImageData(0, 0, 1, 1).data)); }; i.src = "data:image/png;base64," + b64; })""",
-        base64.b64encode(shot).decode())
-    red, green, blue = pixels[:3]
-    assert red > blue + 40 and green > blue + 20, pixels
+    red, green, blue = (await _pixel(page, await marks.nth(0).bounding_box()))[:3]
+    assert red > blue + 40 and green > blue + 20, (red, green, blue)
+    # The whole page is one click away, from the same embedded image, with the same marks.
+    sheet = page.locator("#citation-1 details.whole-page .sheet")
+    assert not await sheet.is_visible()
+    await page.get_by_text("Show the whole page 7").click()
+    assert await sheet.is_visible()
+    assert await sheet.evaluate("e => getComputedStyle(e).backgroundImage") == background
+    sheet_box = await sheet.bounding_box()
+    assert abs(sheet_box["width"] / sheet_box["height"] - 595 / 842) < 0.02
+    for index in range(2):
+        box = await sheet.locator(".hl").nth(index).bounding_box()
+        # The quote is the 4th and 5th line of page 7: in the upper fifth of the page.
+        assert sheet_box["y"] < box["y"] < sheet_box["y"] + 0.25 * sheet_box["height"]
     # The page is embedded once, for the one page that carries located evidence.
     assert (await page.content()).count("data:image/jpeg;base64,") == 1
+
+
+async def test_a_wrong_page_is_in_the_badge_the_summary_and_a_filter(page: typing.Any) -> None:
+    assert await page.locator("#citation-6 .badge").inner_text() == "Supported · wrong page"
+    assert await page.locator("#citation-1 .badge").inner_text() == "Supported"
+    assert await page.locator('li[data-summary-problem="wrong_page"] .n').inner_text() == "1"
+    await page.get_by_role("button", name="Wrong page (1)").click()
+    assert await _visible_ordinals(page) == [6]
+    await page.get_by_role("button", name="Contradicted (1)").click()
+    assert await _visible_ordinals(page) == [3, 6]
+
+
+async def test_the_legend_and_the_numbers_open_on_demand(page: typing.Any) -> None:
+    legend = page.locator("section.legend")
+    assert not await legend.get_by_text("The source says the opposite;").is_visible()
+    await legend.locator("summary").click()
+    for label in ("Supported", "Partially supported", "Unsupported", "Contradicted",
+                  "Source unavailable", "Unresolved citation", "wrong page", "Confidence"):
+        assert await legend.locator("dt", has_text=label).first.is_visible(), label
+    numbers = page.locator("#citation-1 details.numbers")
+    assert not await numbers.get_by_text("The best sentence states the claim.").last.is_visible()
+    await numbers.locator("summary").click()
+    assert "Closeness of evidence 1 to the sentence (0-1)" in await numbers.inner_text()
 
 
 async def test_unresolved_citation_shows_its_reference_entry_and_unused_sources(page: typing.Any) -> None:
     unresolved = page.locator("#citation-5")
     assert "Müller, H. (2018). Inflation und Löhne." in await unresolved.locator(".reference").inner_text()
     mapped = await page.locator("#citation-1 .match").inner_text()
-    assert "reference (score 96)" in mapped and "title 100, first author, year" in mapped
+    assert mapped == ("Matched to the source by its entry in the reference list "
+                      "(title 100, first author, year)")
     unused = page.locator("ul.unused li")
     assert await unused.all_inner_texts() == ["never_cited.pdf", "scan.pdf"]

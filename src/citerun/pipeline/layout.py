@@ -584,12 +584,15 @@ def line_rows(lines: typing.Sequence[Line]) -> list[LineRow]:
     return [[round(x, 1) for x in line.bbox] + [line.text] for line in lines]
 
 
-def find_boxes(rows: typing.Sequence[LineRow], quote: str) -> list[Box]:
+def find_boxes(rows: typing.Sequence[LineRow], quote: str, *, tight: bool = False) -> list[Box]:
     """The boxes of the lines that hold ``quote`` (a sentence of the page), in order.
 
     Letters and digits alone are compared (hyphenation, ligatures and spacing differ
     between a quote and its lines); the quote's opening and closing words locate the
-    first and last line. Nothing is returned when the quote is not on the page.
+    first and last line. Nothing is returned when the quote is not on the page. With
+    ``tight``, a line the quote starts or ends within is cut to the quote's part of it,
+    at the x its letters' share of the line gives (lines keep no character boxes), so
+    a neighbouring sentence on the same line is left out.
     """
     folded = [normalize.fold(str(row[4]), transliterate=False) for row in rows]
     text = "".join(folded)
@@ -609,6 +612,14 @@ def find_boxes(rows: typing.Sequence[LineRow], quote: str) -> list[Box]:
     offset = 0
     for row, piece in zip(rows, folded):
         if offset < end and offset + len(piece) > start:
-            boxes.append((float(row[0]), float(row[1]), float(row[2]), float(row[3])))
+            x0, y0, x1, y1 = float(row[0]), float(row[1]), float(row[2]), float(row[3])
+            if tight:
+                step = (x1 - x0) / len(piece)  # a letter's share of the line's width
+                first, last = max(start - offset, 0), min(end - offset, len(piece))
+                if first > 0:
+                    x0 = min(x1, x0 + step * (first - 0.5))
+                if last < len(piece):
+                    x1 = max(x0, float(row[0]) + step * (last + 0.5))
+            boxes.append((x0, y0, x1, y1))
         offset += len(piece)
     return boxes

@@ -16,8 +16,9 @@ import collections.abc
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from citerun import verdicts
 from citerun.pipeline import judge, layout
-from citerun.pipeline.report import checks
+from citerun.pipeline.report import checks, reasons
 from citerun.pipeline.report.model import (
     Box,
     CitationEntry,
@@ -29,6 +30,7 @@ from citerun.pipeline.report.model import (
     SkippedEntry,
     SourceStatus,
     ThesisInfo,
+    confidence_of,
     summarize,
     unused,
 )
@@ -67,7 +69,7 @@ def _evidence(digest: str | None, e: dict[str, Any], pages: Pages) -> EvidenceEn
     """An evidence quote, located on the first of its pages whose lines hold it."""
     for number in range(e["page_start"], e["page_end"] + 1):
         page = pages.get((digest or "", number))
-        boxes = layout.find_boxes(page["lines"], e["quote"]) if page and page["lines"] else []
+        boxes = layout.find_boxes(page["lines"], e["quote"], tight=True) if page and page["lines"] else []
         if page is not None and boxes:
             return EvidenceEntry(
                 quote=e["quote"], page_start=e["page_start"], page_end=e["page_end"],
@@ -115,13 +117,16 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
         verdict = judge.Verdict(r["verdict"])
         evidence = [_evidence(r["digest"], e, pages or {}) for e in r["evidence"] or []]
         quoted, found = checker.check_quotes(r["claim"], r["digest"])
+        probabilities = reasons.probabilities_in(r["rationale"]) if verdict in verdicts.JUDGED else None
         entries.append(CitationEntry(
             ordinal=r["ordinal"], key=r["key"], marker=r["marker"], claim=r["claim"],
-            page=r["page"], locator=r["locator"],
+            page=r["page"], locator=r["locator"], location=_get(r, "location"),
             source=(CitationSource(document_id=r["digest"],
                                    filename=given[r["digest"]]["filename"],
                                    title=given[r["digest"]]["title"]) if r["digest"] else None),
-            verdict=verdict, confidence=float(r["confidence"]), rationale=r["rationale"],
+            verdict=verdict, probabilities=probabilities,
+            confidence=confidence_of(verdict, probabilities, float(r["confidence"])),
+            rationale=r["rationale"],
             evidence=evidence, reference=r["reference"],
             match=MatchInfo(method=r["match_method"], score=r["match_score"],
                             reason=r["match_reason"]),

@@ -24,9 +24,9 @@ from citerun.pipeline import judge
 
 __all__ = [
     "SCHEMA_VERSION", "Box", "CitationEntry", "CitationSource", "EvidenceEntry",
-    "MatchInfo", "PageCheck", "QuotationResult", "Report", "SkippedEntry", "SourceEntry",
-    "SourceStatus", "Summary", "ThesisInfo", "VerdictCounts", "main", "schema_json",
-    "summarize", "unused",
+    "MatchInfo", "PageCheck", "Probabilities", "Problem", "ProblemCounts", "QuotationResult",
+    "Report", "SkippedEntry", "SourceEntry", "SourceStatus", "Summary", "ThesisInfo",
+    "VerdictCounts", "confidence_of", "main", "schema_json", "summarize", "unused",
 ]
 
 SCHEMA_VERSION: typing.Final = 1  # = Report.schema_version (tests/unit/test_single_sources.py)
@@ -98,11 +98,37 @@ class VerdictCounts(_Model):
         return value
 
 
+class Problem(enum.StrEnum):
+    """What the checks beyond the verdict found wrong with a citation as written: the
+    cited page, or a quotation. A citation may have any number of them, whatever its
+    verdict; the report counts them, filters by them and ranks them as doubtful."""
+
+    WRONG_PAGE = "wrong_page"
+    ALTERED_QUOTATION = "altered_quotation"
+    QUOTATION_NOT_FOUND = "quotation_not_found"
+
+
+class ProblemCounts(_Model):
+    """How many citations have each problem; every problem is present, zeros included."""
+
+    wrong_page: int = pydantic.Field(default=0, ge=0)
+    altered_quotation: int = pydantic.Field(default=0, ge=0)
+    quotation_not_found: int = pydantic.Field(default=0, ge=0)
+
+    def get(self, problem: Problem) -> int:
+        value: int = getattr(self, problem.value)
+        return value
+
+
 class Summary(_Model):
     """Counts over all citations."""
 
     total: int = pydantic.Field(ge=0, description="Number of citations (one per claim and source).")
     by_verdict: VerdictCounts
+    by_problem: ProblemCounts | None = pydantic.Field(
+        default=None, description="How many citations have each problem (`wrong_page`, "
+        "`altered_quotation`, `quotation_not_found`: see `CitationEntry.problems`); a citation "
+        "with two problems counts under both. Null only in reports built before it existed.")
 
 
 class Box(_Model):
@@ -179,6 +205,38 @@ class PageCheck(_Model):
     reason: str = pydantic.Field(default="", description='"cited 45-46, found on 52".')
 
 
+class Probabilities(_Model):
+    """The judge's calibrated probabilities of the three readings of a claim against its
+    source; they add up to 1 (up to rounding)."""
+
+    support: float = pydantic.Field(ge=0.0, le=1.0, description="The source states the claim.")
+    contradict: float = pydantic.Field(ge=0.0, le=1.0, description="The source says the opposite.")
+    not_enough_info: float = pydantic.Field(
+        ge=0.0, le=1.0, description="The source does not say either.")
+
+
+def confidence_of(verdict: judge.Verdict, probabilities: Probabilities | None,
+                  stated: float) -> float:
+    """The one meaning of a citation's confidence: the judge's probability that the verdict
+    it gives is right. From the judge's three probabilities: ``supported`` and
+    ``partially_supported`` -> that the source supports the claim, ``unsupported`` -> that it
+    does not state it (1 - support), ``contradicted`` -> that it says the opposite. A judge
+    that gives no probabilities (the LLM judge, the rule judge, a named work) states its
+    confidence in its verdict itself: ``stated``; so do the two verdicts no judge gives
+    (they are facts: 1)."""
+    if probabilities is None or verdict not in (
+            judge.Verdict.SUPPORTED, judge.Verdict.PARTIALLY_SUPPORTED,
+            judge.Verdict.UNSUPPORTED, judge.Verdict.CONTRADICTED):
+        return min(max(float(stated), 0.0), 1.0)
+    if verdict is judge.Verdict.CONTRADICTED:
+        value = probabilities.contradict
+    elif verdict is judge.Verdict.UNSUPPORTED:
+        value = 1.0 - probabilities.support
+    else:
+        value = probabilities.support
+    return round(min(max(value, 0.0), 1.0), 3)
+
+
 class CitationEntry(_Model):
     """One (claim, cited source) pair and its verdict."""
 
@@ -187,6 +245,9 @@ class CitationEntry(_Model):
     marker: str = pydantic.Field(description="The marker as written in the thesis.")
     claim: str = pydantic.Field(description="The sentence holding the marker, marker removed.")
     page: int = pydantic.Field(ge=1, description="Thesis page (1-based) the marker stands on.")
+    location: str | None = pydantic.Field(
+        default=None, description='Where a writer\'s file has the citation: "chapter2.tex:118" '
+        '(LaTeX: file and line), "paragraph 34" (Word); null for a PDF thesis (see `page`).')
     locator: str | None = pydantic.Field(
         default=None, description='Page locator of the marker without prefix: "12", "3-5".'
     )
@@ -194,7 +255,14 @@ class CitationEntry(_Model):
         description="The document the citation maps to; null for `unresolved_citation`."
     )
     verdict: judge.Verdict
-    confidence: float = pydantic.Field(ge=0.0, le=1.0, description="The judge's confidence, 0-1.")
+    confidence: float = pydantic.Field(
+        ge=0.0, le=1.0, description="The judge's probability that its verdict is right, 0-1 "
+        "(see `confidence_of`: from `probabilities` when the judge gives them; 1 for "
+        "`unresolved_citation` and `source_unavailable`, which are facts, not judgements).")
+    probabilities: Probabilities | None = pydantic.Field(
+        default=None, description="The judge's calibrated probabilities of support, "
+        "contradiction and neither; null when the judge gives none (LLM judge, rule judge, "
+        "a named work, no judge).")
     rationale: str = pydantic.Field(description="Why the judge decided so, in a sentence or two.")
     evidence: list[EvidenceEntry] = pydantic.Field(
         default_factory=list, description="Best matching sentences of the source, best first."
@@ -211,6 +279,20 @@ class CitationEntry(_Model):
     page_check: PageCheck | None = pydantic.Field(
         default=None, description="The locator against the printed page where the passage "
         "stands; null without a locator.")
+
+    def problems(self) -> list[Problem]:
+        """What the checks found wrong with the citation as written, in :class:`Problem`
+        order: the cited page is not where the passage stands; a quotation was changed;
+        a quotation is not in the source."""
+        found = set()
+        if self.page_check is not None and self.page_check.status == "mismatch":
+            found.add(Problem.WRONG_PAGE)
+        for q in self.quotations:
+            if q.status == "altered":
+                found.add(Problem.ALTERED_QUOTATION)
+            elif q.status == "not_found":
+                found.add(Problem.QUOTATION_NOT_FOUND)
+        return [p for p in Problem if p in found]
 
 
 class Report(_Model):
@@ -238,7 +320,10 @@ class Report(_Model):
 
     @pydantic.model_validator(mode="after")
     def _summary_matches(self) -> Report:
-        if self.summary != summarize(self.citations):
+        expected = summarize(self.citations)
+        if self.summary.by_problem is None:  # a report built before problems were counted
+            expected = expected.model_copy(update={"by_problem": None})
+        if self.summary != expected:
             raise ValueError("summary does not match the citations")
         if (self.unused_sources or any(s.cited_by for s in self.sources)) and (
             self.unused_sources != unused(self.sources)
@@ -276,9 +361,11 @@ def unused(sources: collections.abc.Sequence[SourceEntry]) -> list[str]:
 
 
 def summarize(citations: collections.abc.Sequence[CitationEntry]) -> Summary:
-    """Total and per-verdict counts of ``citations``."""
+    """Total, per-verdict and per-problem counts of ``citations``."""
     counts = collections.Counter(c.verdict.value for c in citations)
-    return Summary(total=len(citations), by_verdict=VerdictCounts(**counts))
+    problems = collections.Counter(p.value for c in citations for p in c.problems())
+    return Summary(total=len(citations), by_verdict=VerdictCounts(**counts),
+                   by_problem=ProblemCounts(**problems))
 
 
 def schema_json() -> str:

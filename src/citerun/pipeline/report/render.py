@@ -4,8 +4,11 @@ The page is one string with inline CSS and a little inline JavaScript and no ext
 URL at all, because it is stored in Postgres next to the JSON, served as is, mailed
 around, and opened offline. Everything that comes from a thesis, a source or a model is
 HTML-escaped; the page works without JavaScript (the filters then do nothing and every
-citation stays visible). The page lists the citations riskiest first (:func:`risk`);
-the JSON keeps reading order.
+citation stays visible). The page lists the citations most doubtful first
+(:func:`.meaning.risk`); the JSON keeps reading order. Its words (verdicts, problems,
+confidence, the legend) come from :mod:`.meaning`, the judge's reasons in plain words
+from :mod:`.reasons`. It follows the reader's colour scheme (light or dark, contrast AA
+in both) and fits a 375 px wide screen.
 """
 
 from __future__ import annotations
@@ -15,61 +18,71 @@ import collections.abc
 import html
 
 from citerun.pipeline import judge
-from citerun.pipeline.report.model import CitationEntry, EvidenceEntry, Report, SkippedEntry
+from citerun.pipeline.report.meaning import (
+    CONFIDENCE,
+    PROBLEMS,
+    TERMS,
+    VERDICTS,
+    confidence_text,
+    risk,
+)
+from citerun.pipeline.report.model import (
+    CitationEntry,
+    EvidenceEntry,
+    Problem,
+    Report,
+    SkippedEntry,
+    ThesisInfo,
+)
+from citerun.pipeline.report.reasons import explain
 
-__all__ = ["PageImages", "render_html", "risk"]
-
-
-# What a reader should check first: a contradiction, then a claim the source does not
-# make, then part-support, then what could not be judged; within a verdict the less sure
-# judgement of a positive verdict (the sure ones of a negative verdict) first.
-_RISK_ORDER = {"contradicted": 0, "unsupported": 1, "partially_supported": 2,
-               "unresolved_citation": 3, "source_unavailable": 4, "supported": 5}
-
-
-def risk(citation: CitationEntry) -> tuple[int, float, int]:
-    """Sort key of ``citation``: the riskiest first, then reading order."""
-    rank = _RISK_ORDER.get(citation.verdict.value, 3)
-    sure = citation.confidence if rank >= 2 else -citation.confidence
-    return rank, sure, citation.ordinal
-
-
-# Label, colour: white text on each colour has a contrast ratio of at least 4.5:1.
-_STYLE: dict[judge.Verdict, tuple[str, str]] = {
-    judge.Verdict.SUPPORTED: ("Supported", "#1a7f37"),
-    judge.Verdict.PARTIALLY_SUPPORTED: ("Partially supported", "#9a6700"),
-    judge.Verdict.UNSUPPORTED: ("Unsupported", "#57606a"),
-    judge.Verdict.CONTRADICTED: ("Contradicted", "#cf222e"),
-    judge.Verdict.SOURCE_UNAVAILABLE: ("Source unavailable", "#8250df"),
-    judge.Verdict.UNRESOLVED_CITATION: ("Unresolved citation", "#0550ae"),
-}
+__all__ = ["PageImages", "render_html"]
 
 _CSS = """
-:root { color-scheme: light; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #f6f8fa; }
+:root { color-scheme: light dark; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0;
+  --bg: #f6f8fa; --page: #fff; --focus: #0969da; --flag-bg: #ffd33d; --flag-fg: #1f2328; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #e6edf3; --muted: #9198a1; --line: #3d444d; --bg: #151b23; --page: #0d1117;
+    --focus: #4493f8; }
+}
 * { box-sizing: border-box; }
 body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
-  color: var(--fg); background: #fff; }
-main { max-width: 60rem; margin: 0 auto; padding: 1.5rem 1rem 4rem; }
+  color: var(--fg); background: var(--page); }
+main { max-width: 60rem; margin: 0 auto; padding: 1.5rem 1rem 4rem; overflow-wrap: break-word; }
 h1 { font-size: 1.6rem; margin: 0 0 .25rem; }
 h2 { font-size: 1.2rem; margin: 2rem 0 .75rem; }
+h3 { font-size: 1rem; margin: 0; }
 .meta { color: var(--muted); margin: 0; }
 .summary { display: grid; grid-template-columns: repeat(auto-fill, minmax(9rem, 1fr)); gap: .5rem;
   margin: 1rem 0; padding: 0; list-style: none; }
 .summary li { border: 1px solid var(--line); border-radius: .5rem; padding: .5rem .75rem;
   background: var(--bg); }
 .summary .n { display: block; font-size: 1.6rem; font-weight: 700; }
+.legend dl { margin: 0; display: grid; grid-template-columns: minmax(7rem, max-content) 1fr;
+  gap: .4rem 1rem; align-items: baseline; }
+.legend dt { margin: 0; } .legend dd { margin: 0; }
+@media (max-width: 34rem) { .legend dl { grid-template-columns: 1fr; }
+  .legend dd { margin: 0 0 .5rem; } }
 .filters { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: .5rem 0 1rem; }
 .filters button { font: inherit; font-size: .9rem; cursor: pointer; border-radius: 999px;
-  padding: .25rem .8rem; border: 2px solid var(--c, var(--muted)); background: #fff; color: var(--fg); }
+  padding: .25rem .8rem; border: 2px solid var(--c, var(--muted)); background: var(--page);
+  color: var(--fg); }
 .filters button[aria-pressed="true"] { background: var(--c, var(--muted)); color: #fff; }
-.filters button:focus-visible { outline: 3px solid #0969da; outline-offset: 2px; }
+.filters button.problem[aria-pressed="true"] { color: var(--flag-fg); }
+button:focus-visible, summary:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 #shown { color: var(--muted); font-size: .9rem; }
 .citation { border: 1px solid var(--line); border-left: 6px solid var(--c); border-radius: .5rem;
   padding: .75rem 1rem; margin: 0 0 1rem; }
-.citation header { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center;
+.citation.flagged { border-left-style: double; border-left-width: 8px; }
+.citation header { display: flex; flex-wrap: wrap; gap: .25rem 1rem; align-items: center;
   color: var(--muted); font-size: .9rem; }
+.citation header h3 { color: var(--fg); font-size: .9rem; }
 .badge { display: inline-block; background: var(--c); color: #fff; font-weight: 600;
   border-radius: .3rem; padding: .05rem .5rem; }
+.flag { background: var(--flag-bg); color: var(--flag-fg); border-radius: .25rem;
+  padding: 0 .35rem; font-weight: 600; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden;
+  clip-path: inset(50%); white-space: nowrap; }
 .claim { margin: .5rem 0; font-size: 1.05rem; }
 .claim::before { content: "“"; } .claim::after { content: "”"; }
 .source, .rationale { margin: .25rem 0; }
@@ -80,14 +93,17 @@ h2 { font-size: 1.2rem; margin: 2rem 0 .75rem; }
 .page { white-space: nowrap; font-weight: 600; }
 table { border-collapse: collapse; width: 100%; font-size: .95rem; }
 th, td { text-align: left; border-bottom: 1px solid var(--line); padding: .35rem .5rem; vertical-align: top; }
-code { font-size: .85em; }
+code { font-size: .85em; overflow-wrap: anywhere; }
 [hidden] { display: none !important; }
-.evidence-page { margin: .5rem 0 0; max-width: 28rem; }
-.sheet { position: relative; width: 100%; background-size: 100% 100%; background-color: #fff;
+.evidence-page { margin: .5rem 0 0; }
+.crop, .sheet { position: relative; width: 100%; background-color: #fff; background-repeat: no-repeat;
   border: 1px solid var(--line); }
+.sheet { background-size: 100% 100%; max-width: 28rem; margin-top: .5rem; }
 .hl { position: absolute; background: rgba(255, 200, 0, .45); outline: 2px solid #bf8700;
   mix-blend-mode: multiply; }
 .evidence-page figcaption { color: var(--muted); font-size: .85rem; }
+details > summary { cursor: pointer; color: var(--muted); font-size: .9rem; }
+details.numbers table { font-size: .85rem; margin: .25rem 0; }
 .reference, .match { margin: .25rem 0; font-size: .95rem; }
 """
 
@@ -102,7 +118,10 @@ _SCRIPT = """
                     .map(function (b) { return b.getAttribute("data-filter"); });
     var count = 0;
     items.forEach(function (item) {
-      var visible = on.length === 0 || on.indexOf(item.getAttribute("data-verdict")) !== -1;
+      var tags = [item.getAttribute("data-verdict")].concat(
+        (item.getAttribute("data-problems") || "").split(" ").filter(Boolean)
+          .map(function (p) { return "problem:" + p; }));
+      var visible = on.length === 0 || tags.some(function (t) { return on.indexOf(t) !== -1; });
       item.hidden = !visible;
       if (visible) { count += 1; }
     });
@@ -132,42 +151,132 @@ def _pages(start: int, end: int) -> str:
     return f"p. {start}" if start == end else f"pp. {start}–{end}"
 
 
-def _badge(verdict: judge.Verdict) -> str:
-    label, colour = _STYLE[verdict]
-    return f'<span class="badge" style="--c:{colour}">{_e(label)}</span>'
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _thesis_extent(thesis: ThesisInfo) -> str:
+    """"42 pages", "1 page"; a writer's file has no pages of its own: say what it is."""
+    if thesis.format == "latex":
+        return "LaTeX source"
+    if thesis.format == "docx":
+        return "Word document"
+    return _plural(thesis.pages, "page", "pages")
+
+
+def _badge(verdict: judge.Verdict, problems: collections.abc.Sequence[Problem] = ()) -> str:
+    """The verdict's badge; a problem is added to it in its own colour ("Supported · wrong
+    page"), so a citation with a wrong page never shows a plain "Supported"."""
+    meaning = VERDICTS[verdict]
+    flags = "".join(f' · <span class="flag">{_e(PROBLEMS[p].label)}</span>' for p in problems)
+    return f'<span class="badge" style="--c:{meaning.colour}">{_e(meaning.label)}{flags}</span>'
 
 
 PageImages = collections.abc.Mapping[tuple[str, int], bytes]
+
+
+def _thesis_place(citation: CitationEntry) -> str:
+    """Where the citation stands in the thesis: "chapter2.tex:118" or "paragraph 34" for
+    a writer's file (issue 40), else its page."""
+    if citation.location:
+        return f'<span>Thesis <span class="page location">{_e(citation.location)}</span></span>'
+    return f'<span>Thesis <span class="page">p. {citation.page}</span></span>'
 
 
 def _page_class(document_id: str, page: int) -> str:
     return f"pg-{document_id[:16]}-{page}"
 
 
+# Around the passage's lines the crop shows this many line heights above and below, and
+# at least this share of the page's width (the passage's lines in their column).
+_CROP_LINES = 2.0
+_CROP_MIN_WIDTH = 0.6
+# The crop is shown at most this many CSS pixels per point (the page images have 0.6).
+_CROP_SCALE = 1.1
+
+
+def _crop(item: EvidenceEntry) -> tuple[float, float, float, float]:
+    """The region of the page (points) around the passage that the report shows."""
+    assert item.page_width and item.page_height and item.boxes
+    width, height = item.page_width, item.page_height
+    line = max(b.y1 - b.y0 for b in item.boxes)
+    x0, x1 = min(b.x0 for b in item.boxes) - line, max(b.x1 for b in item.boxes) + line
+    wide = _CROP_MIN_WIDTH * width
+    if x1 - x0 < wide:
+        middle = (x0 + x1) / 2
+        x0, x1 = middle - wide / 2, middle + wide / 2
+    if x0 < 0:
+        x0, x1 = 0.0, x1 - x0
+    if x1 > width:
+        x0, x1 = max(0.0, x0 - (x1 - width)), width
+    y0 = max(0.0, min(b.y0 for b in item.boxes) - _CROP_LINES * line)
+    y1 = min(height, max(b.y1 for b in item.boxes) + _CROP_LINES * line)
+    return x0, y0, x1, y1
+
+
+def _marks(item: EvidenceEntry, region: tuple[float, float, float, float]) -> str:
+    """The passage's boxes as percent offsets within ``region``, so they scale with it."""
+    x0, y0, x1, y1 = region
+    w, h = x1 - x0, y1 - y0
+    return "".join(
+        f'<span class="hl" style="left:{100 * (b.x0 - x0) / w:.2f}%;top:{100 * (b.y0 - y0) / h:.2f}%;'
+        f'width:{100 * (b.x1 - b.x0) / w:.2f}%;height:{100 * (b.y1 - b.y0) / h:.2f}%"></span>'
+        for b in item.boxes)
+
+
 def _figure(citation: CitationEntry, item: EvidenceEntry, images: PageImages) -> str:
-    """The evidence's page as an image with its lines highlighted (percent offsets, so
-    the figure scales with the page); empty without an image or located boxes."""
+    """The region of the evidence's page around it, its lines highlighted, and the whole
+    page a click away (one image per page in the file: both show it through its CSS
+    class); empty without an image or located boxes."""
     if (citation.source is None or item.page is None or not item.boxes
             or not item.page_width or not item.page_height
             or (citation.source.document_id, item.page) not in images):
         return ""
     width, height = item.page_width, item.page_height
-    marks = "".join(
-        f'<span class="hl" style="left:{100 * b.x0 / width:.2f}%;top:{100 * b.y0 / height:.2f}%;'
-        f'width:{100 * (b.x1 - b.x0) / width:.2f}%;height:{100 * (b.y1 - b.y0) / height:.2f}%"></span>'
-        for b in item.boxes
-    )
+    region = _crop(item)
+    x0, y0, x1, y1 = region
+    w, h = x1 - x0, y1 - y0
+    page_class = _page_class(citation.source.document_id, item.page)
+    position_x = 100 * x0 / (width - w) if width - w > 0.5 else 0.0
+    position_y = 100 * y0 / (height - h) if height - h > 0.5 else 0.0
     label = f"Page {item.page} of {citation.source.filename} with the quoted passage highlighted"
     return (
         f'<figure class="evidence-page" role="img" aria-label="{_e(label)}">'
-        f'<div class="sheet {_page_class(citation.source.document_id, item.page)}" '
-        f'style="aspect-ratio:{width:.1f}/{height:.1f}">{marks}</div>'
-        f"<figcaption>p. {item.page}</figcaption></figure>"
+        f'<div class="crop {page_class}" style="aspect-ratio:{w:.1f}/{h:.1f};'
+        f"max-width:{_CROP_SCALE * w:.0f}px;"
+        f"background-size:{100 * width / w:.2f}% {100 * height / h:.2f}%;"
+        f'background-position:{position_x:.2f}% {position_y:.2f}%">{_marks(item, region)}</div>'
+        f"<figcaption>p. {item.page}, the passage marked</figcaption></figure>"
+        f'<details class="whole-page"><summary>Show the whole page {item.page}</summary>'
+        f'<div class="sheet {page_class}" role="img" aria-label="{_e(label)}, the whole page" '
+        f'style="aspect-ratio:{width:.1f}/{height:.1f}">'
+        f"{_marks(item, (0.0, 0.0, width, height))}</div></details>"
     )
 
 
+_METHOD_WORDS = {"explicit": "the key given for it in the run's list of sources",
+                 "reference": "its entry in the reference list",
+                 "marker": "the author and year in the marker"}
+
+
+def _numbers_html(citation: CitationEntry) -> str:
+    """The numbers behind the verdict and the judge's own words, on demand."""
+    reasons = explain(citation)
+    rows = list(reasons.numbers)
+    rows += [(f"Closeness of evidence {n} to the sentence (0-1)", f"{item.score:.2f}")
+             for n, item in enumerate(citation.evidence, 1)]
+    match = citation.match
+    if match is not None and match.score is not None:
+        rows.append(("Match of the source to the citation (0-100)", f"{match.score:.0f}"))
+    table = ("<table><tbody>" + "".join(f"<tr><th scope=\"row\">{_e(k)}</th><td>{_e(v)}</td></tr>"
+                                        for k, v in rows) + "</tbody></table>") if rows else ""
+    return (f'<details class="numbers"><summary>The numbers behind this</summary>{table}'
+            f'<p><span class="label">The judge’s own words:</span> {_e(reasons.words)}</p></details>')
+
+
 def _citation_html(citation: CitationEntry, images: PageImages) -> str:
-    label, colour = _STYLE[citation.verdict]
+    meaning = VERDICTS[citation.verdict]
+    problems = citation.problems()
     if citation.source is None:
         source = '<p class="source"><span class="label">Source:</span> not found among the sources</p>'
     else:
@@ -188,16 +297,16 @@ def _citation_html(citation: CitationEntry, images: PageImages) -> str:
     )
     match = citation.match
     match_html = (
-        f'<p class="match"><span class="label">Mapped by:</span> {_e(match.method)}'
-        + (f" (score {match.score:.0f})" if match.score is not None else "")
-        + (f" — {_e(match.reason)}" if match.reason else "")
+        f'<p class="match"><span class="label">Matched to the source by</span> '
+        f"{_e(_METHOD_WORDS.get(match.method, match.method))}"
+        + (f" ({_e(match.reason)})" if match.reason else "")
         + "</p>"
         if match is not None and match.method
         else ""
     )
     evidence = "".join(
         f'<li><q>{_e(item.quote)}</q> — <span class="page">{_e(_pages(item.page_start, item.page_end))}</span>'
-        f' <span class="label">(match {item.score:.2f})</span>{_figure(citation, item, images)}</li>'
+        f"{_figure(citation, item, images)}</li>"
         for item in citation.evidence
     )
     evidence_html = (
@@ -205,18 +314,24 @@ def _citation_html(citation: CitationEntry, images: PageImages) -> str:
         if evidence
         else ""
     )
+    confidence = confidence_text(citation)
     return (
-        f'<article class="citation" id="citation-{citation.ordinal}" '
-        f'data-verdict="{_e(citation.verdict.value)}" style="--c:{colour}" '
-        f'aria-label="Citation {citation.ordinal}: {_e(label)}">'
-        f"<header>{_badge(citation.verdict)}"
+        f'<article class="citation{" flagged" if problems else ""}" id="citation-{citation.ordinal}" '
+        f'data-verdict="{_e(citation.verdict.value)}" '
+        f'data-problems="{_e(" ".join(p.value for p in problems))}" style="--c:{meaning.colour}" '
+        f'aria-labelledby="citation-{citation.ordinal}-title">'
+        f'<header><h3 id="citation-{citation.ordinal}-title">'
+        f'<span class="visually-hidden">Citation {citation.ordinal}: </span>'
+        f"{_badge(citation.verdict, problems)}</h3>"
         f"<span>#{citation.ordinal}</span>"
-        f'<span>Thesis <span class="page">p. {citation.page}</span></span>'
+        + _thesis_place(citation) +
         f"<span>Marker <code>{_e(citation.marker)}</code></span>"
-        f"<span>Confidence {citation.confidence:.0%}</span></header>"
+        + (f'<span title="{_e(CONFIDENCE)}">{_e(confidence)}</span>' if confidence else "")
+        + "</header>"
         f'<p class="claim">{_e(citation.claim)}</p>'
-        f"{source}{reference}{match_html}{_checks_html(citation)}{evidence_html}"
-        f'<p class="rationale"><span class="label">Why:</span> {_e(citation.rationale)}</p>'
+        f'<p class="rationale"><span class="label">Why:</span> {_e(explain(citation).plain)}</p>'
+        f"{_checks_html(citation)}{source}{reference}{match_html}{evidence_html}"
+        f"{_numbers_html(citation)}"
         f"</article>"
     )
 
@@ -277,25 +392,55 @@ def _skipped_html(skipped: list[SkippedEntry]) -> str:
             f'citations ({len(skipped)})</h2><ul class="skipped">{items}</ul></section>')
 
 
+def _legend_html() -> str:
+    """Every verdict, every problem and the report's other words, in plain words."""
+    verdicts = "".join(f"<dt>{_badge(v)}</dt><dd>{_e(m.means)} <span class=\"label\">What to do:"
+                       f"</span> {_e(m.do)}</dd>" for v, m in VERDICTS.items())
+    problems = "".join(f'<dt><span class="flag">{_e(m.label)}</span></dt><dd>{_e(m.means)} '
+                       f'<span class="label">What to do:</span> {_e(m.do)}</dd>'
+                       for m in PROBLEMS.values())
+    terms = "".join(f"<dt><strong>{_e(term)}</strong></dt><dd>{_e(text)}</dd>" for term, text in TERMS)
+    return ('<section class="legend" aria-labelledby="legend-heading">'
+            '<h2 id="legend-heading">What the report says</h2>'
+            f'<details><summary>What the verdicts, the problems and the confidence mean</summary>'
+            f'<dl data-legend="verdicts">{verdicts}</dl>'
+            f'<p>A problem is added to the verdict’s badge:</p><dl data-legend="problems">{problems}</dl>'
+            f'<dl data-legend="terms">{terms}</dl></details></section>')
+
+
 def render_html(report: Report, page_images: PageImages | None = None) -> str:
-    """One self-contained HTML page: summary, verdict filters, every citation, sources.
+    """One self-contained HTML page: summary, legend, filters, every citation, sources.
 
     ``page_images`` maps (document id, page) to a JPEG of that page: each evidence
-    quote located on such a page is shown on it, highlighted; only those pages are
-    embedded, once each.
+    quote located on such a page is shown on the region of it around the quote,
+    highlighted, with the whole page a click away; only those pages are embedded, once
+    each.
     """
     images = page_images or {}
     counts = report.summary.by_verdict
+    problem_counts = report.summary.by_problem
     summary = "".join(
         f'<li data-summary="{_e(verdict.value)}"><span class="n">{counts.get(verdict)}</span>'
         f"{_badge(verdict)}</li>"
         for verdict in judge.Verdict
+    ) + "".join(
+        f'<li data-summary-problem="{_e(problem.value)}"><span class="n">'
+        f'{problem_counts.get(problem) if problem_counts else 0}</span>'
+        f'<span class="badge" style="--c:var(--flag-bg);color:var(--flag-fg)">'
+        f"{_e(PROBLEMS[problem].label.capitalize())}</span></li>"
+        for problem in Problem
     )
     filters = "".join(
         f'<button type="button" data-filter="{_e(verdict.value)}" aria-pressed="false" '
-        f'style="--c:{_STYLE[verdict][1]}">{_e(_STYLE[verdict][0])} ({counts.get(verdict)})</button>'
+        f'style="--c:{VERDICTS[verdict].colour}">{_e(VERDICTS[verdict].label)} ({counts.get(verdict)})</button>'
         for verdict in judge.Verdict
         if counts.get(verdict)
+    ) + "".join(
+        f'<button type="button" class="problem" data-filter="problem:{_e(problem.value)}" '
+        f'aria-pressed="false" style="--c:var(--flag-bg)">'
+        f"{_e(PROBLEMS[problem].label.capitalize())} ({problem_counts.get(problem)})</button>"
+        for problem in Problem
+        if problem_counts is not None and problem_counts.get(problem)
     )
     sources = "".join(
         f"<tr><td>{_e(s.title or '—')}</td><td><code>{_e(s.filename)}</code></td>"
@@ -323,21 +468,23 @@ def render_html(report: Report, page_images: PageImages | None = None) -> str:
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 <title>Citation report: {_e(report.name)}</title>
 <style>{_CSS}{_page_styles(report, images)}</style>
 </head>
 <body>
 <main>
 <h1>Citation report: {_e(report.name)}</h1>
-<p class="meta">Thesis: {thesis_name}, {thesis.pages} pages · {len(report.sources)} sources ·
+<p class="meta">Thesis: {thesis_name}, {_e(_thesis_extent(thesis))} · {_e(_plural(len(report.sources), "source", "sources"))} ·
 created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(report.run_id)}</code>{tokens_html}</p>
 <section aria-labelledby="summary-heading">
 <h2 id="summary-heading">Summary: <span id="total">{report.summary.total}</span> citations</h2>
 <ul class="summary">{summary}</ul>
 </section>
+{_legend_html()}
 <section aria-labelledby="citations-heading">
 <h2 id="citations-heading">Citations, the most doubtful first</h2>
-<div class="filters" role="group" aria-label="Filter citations by verdict">
+<div class="filters" role="group" aria-label="Filter citations by verdict or problem">
 <button type="button" id="show-all" aria-pressed="true">All ({report.summary.total})</button>
 {filters}
 <span id="shown" aria-live="polite"></span>
@@ -348,7 +495,7 @@ created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(r
 {unused_html}
 <section aria-labelledby="sources-heading">
 <h2 id="sources-heading">Sources</h2>
-<table><thead><tr><th>Title</th><th>File</th><th>Status</th><th>Error</th></tr></thead>
+<table><thead><tr><th scope="col">Title</th><th scope="col">File</th><th scope="col">Status</th><th scope="col">Error</th></tr></thead>
 <tbody>{sources}</tbody></table>
 </section>
 </main>
