@@ -18,9 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 import asyncpg
 import pydantic
 
-from citerun import db, errors, localdb, settings as settings_mod
+from citerun import db, errors, gate, localdb, settings as settings_mod
 from citerun.settings import Settings
 from citerun.states import RunState
+from citerun.verdicts import Verdict
 
 logger = logging.getLogger("citerun")
 
@@ -131,8 +132,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         thesis = verify.load_thesis(thesis_path, [Path(b) for b in args.bib or []])
     except verify.UsageError as err:
         print(f"citerun verify: error: {err}", file=sys.stderr)
-        return 2
+        return gate.EXIT_USAGE
     settings = Settings()
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # A first run applies every migration, one INFO line each: noise on a verify's
+        # stderr, which should say what matters (--log-level DEBUG shows them).
+        logging.getLogger("citerun.db").setLevel(logging.WARNING)
 
     def terminate(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt  # the run is cancelled and the workers stopped on the way out
@@ -146,7 +151,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if result.state != RunState.SUCCEEDED:
         print(f"citerun verify: run {result.run_id} {result.state}: {result.error}",
               file=sys.stderr)
-        return 1
+        return gate.EXIT_ERROR
     import json
     assert result.json_path is not None
     report_json = json.loads(result.json_path.read_text())
@@ -156,7 +161,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     console.print(f"verdicts: {counts}")
     console.print(f"report: {result.html_path}")
     console.print(f"json:   {result.json_path}")
-    return 0
+    failed = gate.fail_on_lines(report_json, args.fail_on) if args.fail_on else []
+    for line in failed:
+        print(line, file=sys.stderr)
+    return gate.EXIT_FAIL_ON if failed else gate.EXIT_PASSED
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -273,6 +281,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _fail_on(text: str) -> frozenset[Verdict]:
+    try:
+        return gate.parse_fail_on(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="citerun", description=__doc__.splitlines()[0])
     parser.add_argument("--log-level", default="INFO",
@@ -311,6 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="explicit citation key of a source, e.g. --key 3=smith2020.pdf")
     p.add_argument("--timeout", type=_seconds, default=3600,
                    help="seconds to wait for the run (then it is cancelled)")
+    p.add_argument("--fail-on", nargs="?", type=_fail_on, metavar="VERDICT[,...]",
+                   const=frozenset(gate.CI_FAIL_ON),
+                   help="exit 3 when a citation has one of these verdicts (the report is "
+                   "still written); without a value: " + ",".join(gate.CI_FAIL_ON) +
+                   ". Exit codes: 0 passed, 1 the run or the command failed, 2 bad "
+                   "arguments, 3 a --fail-on verdict was found")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("serve", help="serve the web page and its JSON API (upload, "
