@@ -97,6 +97,13 @@ class LimitSettings(pydantic.BaseModel):
     max_total_chars: int = pydantic.Field(
         5_000_000, ge=1000, description="Characters of text of one document: 2,000 pages of "
         "2,500 characters.")
+    max_claim_chars: int = pydantic.Field(
+        2000, ge=200, description="Characters of one claim (the sentence or clause a marker "
+        "cites, markers cut out): a long sentence of legal or German prose has about 600, "
+        "so 2,000 keep any real one whole. A longer claim is cut at a word before the limit "
+        "and the report says so ('Not taken' lists it with its length); the judge's memory "
+        "grows with the claim (a 40,000-word claim peaked at 3.5 GiB, issue 41), and one at "
+        "the limit costs it under 30 MiB.")
 
 
 class RetrievalConfig(pydantic.BaseModel):

@@ -299,6 +299,8 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
             if written is not None:
                 extraction = dataclasses.replace(
                     extraction, skipped=written.skipped + extraction.skipped)
+        # A claim is bounded where claims are made, the rest reported (issue 41).
+        extraction = citations.bound_claims(extraction, pipeline_settings().limits.max_claim_chars)
         action = "match"
         mapped = await sandbox.map_citations(extraction, infos, pipeline_settings().match,
                                              pipeline_settings().limits)
@@ -313,6 +315,9 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
         return
     state = {d["digest"]: d for d in sources}
     judge_ids: list[int] = []
+    # Identical (claim, source) work is done once per run (issue 41): the first citation
+    # of a pair is judged, and its verdict is recorded for the others (judge_citation).
+    leaders: set[tuple[str, str]] = set()
     first_pages: dict[str, str] = {}  # a source several naming citations name: read once
 
     async def first_page(conn: asyncpg.Connection, digest: str) -> str:
@@ -346,7 +351,8 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                 # It names its source ("called Chubby [8]") and the source is that work.
                 await _record(conn, citation_id, payload.run_id, named.verdict, named.rationale,
                               confidence=named.confidence, evidence=_evidence_rows(named))
-            else:
+            elif (c.claim, m.document_id) not in leaders:
+                leaders.add((c.claim, m.document_id))
                 judge_ids.append(citation_id)
         await flow.of(ctx.settings).judge(conn, payload.run_id, judge_ids,
                                           priority=run["priority"])
@@ -395,15 +401,18 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
         raise registry_mod.PermanentError(f"citation {payload.citation_id} does not exist")
     judge_config, retrieval_config = _run_config(
         row["spec"] or {}, await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
+    # Bounded again here (a claim stored before the extraction bounded it): what the
+    # judge holds grows with the claim's length (issue 41).
+    claim = citations.cut_claim(row["claim"], pipeline_settings().limits.max_claim_chars)
     the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
     finder = retrieval.Retriever(the_embedder, retrieval_config, _bm25_cache)
-    passages = await finder.search(ctx.pool, row["claim"], [row["digest"]])
+    passages = await finder.search(ctx.pool, claim, [row["digest"]])
     the_judge = judge.make_judge(judge_config, the_embedder, client=_http_client(row["tenant"]),
                                  budget=judge.TokenBudget(judge_config.openai.token_budget,
                                                           row["tokens_spent"]),
                                  cache=judge.PostgresAnswerCache(ctx.pool, row["tenant"]))
     try:
-        verdict = await the_judge.judge(row["claim"], passages)
+        verdict = await the_judge.judge(claim, passages)
     except judge.BudgetExhausted as err:
         raise registry_mod.PermanentError(str(err)) from err
     evidence = _evidence_rows(verdict)
@@ -412,6 +421,9 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
         await _record(conn, payload.citation_id, row["run_id"], verdict.verdict,
                       verdict.rationale, confidence=float(verdict.confidence),
                       evidence=evidence, judge_name=judge_config.kind)
+        # The run's other citations of the same claim and source take this verdict: they
+        # were not given a judge task of their own (extract_citations).
+        await conn.execute(_Q["verdict_copy_same_pair"], payload.citation_id)
         if verdict.tokens_used:
             await conn.execute(_Q["run_add_tokens"], row["run_id"], verdict.tokens_used)
         if await conn.fetchval(_Q["run_unjudged_count"], row["run_id"]) == 0:

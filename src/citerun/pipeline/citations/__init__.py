@@ -35,6 +35,7 @@ other modules use are re-exported here (``citations.extract``, ``citations.Match
 
 from __future__ import annotations
 
+from citerun.pipeline.citations.claims import bound_claims, cut_claim
 from citerun.pipeline.citations.entries import parse_entry
 from citerun.pipeline.citations.extraction import extract
 from citerun.pipeline.citations.mapping import check_size, map_citations, match, match_score
@@ -64,7 +65,9 @@ __all__ = [
     "ReferenceEntry",
     "SourceInfo",
     "TooLargeToMatch",
+    "bound_claims",
     "check_size",
+    "cut_claim",
     "extract",
     "fold",
     "map_citations",

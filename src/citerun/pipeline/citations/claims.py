@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import collections.abc
+import dataclasses
 import re
 
 from citerun.pipeline import layout, pdf
@@ -230,3 +231,40 @@ def old_offset(offsets: list[tuple[int, int]], offset: int) -> int:
     index = max(bisect.bisect_right([new for new, _ in offsets], offset) - 1, 0)
     new_start, old_start = offsets[index]
     return old_start + offset - new_start
+
+
+# --- a bound on a claim's length (issue 41) ------------------------------------------
+
+def cut_claim(claim: str, max_chars: int) -> str:
+    """``claim`` cut at the last word boundary before ``max_chars`` characters, with an
+    ellipsis; unchanged when it is not longer."""
+    if len(claim) <= max_chars:
+        return claim
+    head = claim[: max_chars - 2]
+    space = head.rfind(" ")
+    if space > max_chars // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:") + " …"
+
+
+def bound_claims(extraction: model.Extraction, max_chars: int) -> model.Extraction:
+    """``extraction`` with every claim over ``max_chars`` characters cut (:func:`cut_claim`)
+    and each such claim reported once in ``skipped`` (its page, its opening words, its
+    whole length and how much of it is judged), never cut silently."""
+    if all(len(c.claim) <= max_chars for c in extraction.citations):
+        return extraction
+    cut: list[model.ExtractedCitation] = []
+    noted: dict[str, model.Skipped] = {}
+    for citation in extraction.citations:
+        claim = citation.claim
+        if len(claim) > max_chars:
+            if claim not in noted:
+                noted[claim] = model.Skipped(
+                    f"page {citation.page}", cut_claim(claim, 200),
+                    f"a claim of {len(claim):,} characters, over the limit of {max_chars:,} "
+                    f"(limits.max_claim_chars): only its first {max_chars:,} characters are "
+                    "judged and checked")
+            citation = dataclasses.replace(citation, claim=cut_claim(claim, max_chars))
+        cut.append(citation)
+    return dataclasses.replace(extraction, citations=tuple(cut),
+                               skipped=tuple(noted.values()) + extraction.skipped)

@@ -31,6 +31,9 @@ class Checker:
     def __init__(self, sources: collections.abc.Mapping[str, SourcePages]) -> None:
         self._pages = sources
         self._prepared: dict[str, quotations.SourceText] = {}
+        # A sentence cited K times is checked once (issue 41).
+        self._checked: dict[tuple[str, str | None],
+                            tuple[list[QuotationResult], list[quotations.QuotationCheck]]] = {}
 
     def _source(self, digest: str) -> quotations.SourceText | None:
         if digest not in self._prepared:
@@ -42,7 +45,15 @@ class Checker:
 
     def check_quotes(self, claim: str, digest: str | None
                    ) -> tuple[list[QuotationResult], list[quotations.QuotationCheck]]:
-        """Each quoted passage of ``claim`` searched for in the source ``digest``."""
+        """Each quoted passage of ``claim`` searched for in the source ``digest`` (once per
+        pair: a repeated pair gets the first answer)."""
+        if (claim, digest) not in self._checked:
+            self._checked[(claim, digest)] = self._check_quotes(claim, digest)
+        results, checks = self._checked[(claim, digest)]
+        return list(results), list(checks)
+
+    def _check_quotes(self, claim: str, digest: str | None
+                      ) -> tuple[list[QuotationResult], list[quotations.QuotationCheck]]:
         found = quoted(claim)
         source = self._source(digest) if digest and found else None
         if source is None:

@@ -73,6 +73,19 @@ INSERT INTO verdicts (citation_id, run_id, verdict, confidence, rationale, evide
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (citation_id) DO NOTHING;
 
+-- name: verdict_copy_same_pair --
+-- The verdict of citation $1 recorded for the run's other citations of the same claim
+-- and source that have none yet (identical work is judged once per run).
+INSERT INTO verdicts (citation_id, run_id, verdict, confidence, rationale, evidence, judge)
+SELECT o.id, v.run_id, v.verdict, v.confidence, v.rationale, v.evidence, v.judge
+FROM verdicts AS v
+JOIN citations AS c ON c.id = v.citation_id
+JOIN citations AS o ON o.run_id = c.run_id AND o.digest = c.digest AND o.claim = c.claim
+                    AND o.id <> c.id
+WHERE v.citation_id = $1
+  AND NOT EXISTS (SELECT 1 FROM verdicts w WHERE w.citation_id = o.id)
+ON CONFLICT (citation_id) DO NOTHING;
+
 -- name: run_unjudged_count --
 -- Citations of a run without a verdict yet.
 SELECT count(*) FROM citations AS c
