@@ -79,9 +79,13 @@ class CachingEmbedder:
         return np.stack([self._memo[t] for t in texts])
 
 
-async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder) -> int:
-    """Store every abstract once, as parse_document would; return the document count."""
+async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder,
+                      only: set[int] | None = None) -> int:
+    """Store every abstract once, as parse_document would; return the document count.
+    ``only``: these abstracts alone (a smoke run's corpus)."""
     corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").open(encoding="utf-8")]
+    if only is not None:
+        corpus = [d for d in corpus if d["doc_id"] in only]
     known = await pool.fetchval("SELECT count(*) FROM documents WHERE state = 'parsed'")
     if known >= len(corpus):
         return len(corpus)
@@ -98,7 +102,7 @@ async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder) -> in
                 await conn.execute(_RUNS["document_stage"], digest_of(d["doc_id"]),
                                    f"{d['doc_id']}.txt", len(raw), raw, "scifact", "upload")
             await conn.executemany(_PIPE["document_page_insert"],
-                                   [(digest_of(i), 1, t, None, None, None, None)
+                                   [(digest_of(i), 1, t, None, None, None, None, None)
                                     for i, t in texts.items()])
             await conn.executemany(_PIPE["chunk_insert"], [
                 (digest_of(i), c.ordinal, c.page_start, c.page_end, c.text,
@@ -106,7 +110,7 @@ async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder) -> in
                 for (i, c), v in zip(flat, vectors)])
             for d in batch:
                 await conn.execute(_PIPE["document_mark_parsed"], digest_of(d["doc_id"]),
-                                   d["title"], [], None, 1, None, None)
+                                   d["title"], [], None, 1, None, None, None)
     print(f"loaded {len(corpus)} abstracts in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return len(corpus)
 
@@ -376,6 +380,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "train"), default="dev")
     parser.add_argument("--limit", type=int, default=None, help="first N claims only")
+    parser.add_argument("--corpus-limit", type=int, default=None, metavar="N",
+                        help="store only the abstracts the claims cite and the corpus's first N "
+                        "(a smoke run; its own database: a cache of the whole corpus is not reused)")
     parser.add_argument("--data-dir", type=pathlib.Path, default=None,
                         help="the database's directory (a cache; default: one per version of "
                         "the migrations, so an old database is never migrated again)")
@@ -399,14 +406,19 @@ async def main() -> None:
 
     if args.data_dir is None:
         schema = hashlib.sha256("".join(m.checksum for m in db.available_migrations()).encode())
-        args.data_dir = pathlib.Path(f"/tmp/citerun-scifact-{schema.hexdigest()[:12]}")
+        smoke = "" if args.corpus_limit is None else f"-smoke{args.corpus_limit}"
+        args.data_dir = pathlib.Path(f"/tmp/citerun-scifact-{schema.hexdigest()[:12]}{smoke}")
     server = embedded.EmbeddedPostgres(args.data_dir)
     server.start()
     await db.migrate(server.url())
     pool = await db.create_pool(server.url())
     try:
         wordllama = embed.WordLlamaEmbedder()
-        await load_corpus(pool, wordllama)
+        only = None
+        if args.corpus_limit is not None:
+            only = set(all_doc_ids()[: args.corpus_limit]) | {
+                int(d) for c in claims for d in (c.get("cited_doc_ids") or [])}
+        await load_corpus(pool, wordllama, only)
         retriever = retrieval.Retriever(wordllama, RetrievalConfig())
         if not args.skip_retrieval:
             await eval_retrieval(pool, retriever, claims)

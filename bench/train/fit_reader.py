@@ -120,11 +120,10 @@ def train(args: argparse.Namespace) -> None:
     model.train()
     started = time.perf_counter()
     log = []
+    lengths = mask_all[rows].sum(1)
     for epoch in range(args.epochs):
-        order = rng.permutation(len(rows))
         total = 0.0
-        for start in range(0, len(order), args.batch):
-            pick = order[start:start + args.batch]
+        for pick in batches(rng, lengths, args.batch, args.bucket):
             batch = rows[pick]
             length = int(mask_all[batch].sum(1).max())
 
@@ -159,12 +158,25 @@ def train(args: argparse.Namespace) -> None:
               file=sys.stderr)
         written = fp32
     info = {"pairs": int(len(rows)), "left_out": list(args.leave_out), "set_weight": list(args.set_weight),
-            "epochs": args.epochs, "freeze": args.freeze,
+            "epochs": args.epochs, "freeze": args.freeze, "bucket": args.bucket,
             "batch": args.batch, "lr": args.lr, "seed": args.seed, "smoothing": args.smoothing,
             "device": args.device, "seconds": round(time.perf_counter() - started, 1),
             "torch": torch.__version__, "onnxruntime": _version("onnxruntime"), "log": log}
     (args.out / "train.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {written} in {info['seconds']} s", file=sys.stderr)
+
+
+def batches(rng: numpy.random.RandomState, lengths: numpy.ndarray, size: int, bucket: int) -> list[numpy.ndarray]:
+    """One epoch's batches of row positions: a seeded shuffle; with ``bucket`` > 1, each run
+    of ``bucket`` batches sorted by length before it is cut (a batch is padded to its
+    longest pair, so pairs of like length waste less), and the batches shuffled again."""
+    order = rng.permutation(len(lengths))
+    if bucket > 1:
+        span = size * bucket
+        order = numpy.concatenate([chunk[numpy.argsort(lengths[chunk], kind="stable")]
+                                   for chunk in (order[i:i + span] for i in range(0, len(order), span))])
+    cut = [order[i:i + size] for i in range(0, len(order), size)]
+    return [cut[i] for i in rng.permutation(len(cut))] if bucket > 1 else cut
 
 
 def _version(name: str) -> str | None:
@@ -265,6 +277,8 @@ def main() -> None:
     t.add_argument("--freeze", type=int, default=-1, metavar="N",
                    help="keep the embeddings and the first N layers as pre-trained (-1: train all)")
     t.add_argument("--batch", type=int, default=32)
+    t.add_argument("--bucket", type=int, default=1, metavar="N",
+                   help="sort each run of N batches by length (less padding; 1: plain shuffle)")
     t.add_argument("--lr", type=float, default=4e-5)
     t.add_argument("--smoothing", type=float, default=0.05)
     t.add_argument("--seed", type=int, default=20261204)
