@@ -129,7 +129,14 @@ def test_verify_a_latex_thesis_whose_bib_names_the_sources(tmp_path: pathlib.Pat
     assert '"faster" to "slower"' in quote["difference"]
     assert altered["page_check"] == {"status": "mismatch", "found": ["2"],
                                      "reason": "cited 1, found on 2"}
+    # Every citation says where the writer has it: file and line (issue 40).
+    assert {c["location"] for c in report["citations"]} == {
+        "thesis.tex:7", "chapters/health.tex:2", "chapters/health.tex:4",
+        "chapters/health.tex:6", "chapters/health.tex:9", "chapters/health.tex:10"}
+    assert next(c for c in mapped if c["source"]["filename"] == "wei2018.pdf")["location"] == \
+        "chapters/health.tex:2"
     html = (tmp_path / "report.html").read_text()
+    assert "chapters/health.tex:2" in html and "Thesis <span class=\"page\">p. 1" not in html
     assert 'data-quotation="exact"' in html and 'data-quotation="altered"' in html
     assert 'data-page-check="mismatch"' in html and "the cited page is wrong" in html
     assert json.loads((tmp_path / "report.json").read_text())["thesis"]["format"] == "latex"

@@ -498,3 +498,37 @@ def test_a_quotation_of_two_sentences_is_checked_whole(quoted: str) -> None:
                     "von Energie. Nachher.")]
     checked = quotations.check_quotation(quotation.text, source)
     assert (checked.status, checked.labels) == ("exact", ("7",))
+
+
+# -- issue 40: a hand-made reference list is the library; every citation located ------
+
+
+def test_a_hand_made_reference_list_is_the_library() -> None:
+    body = (r"Wie Hammer zeigt, steigen die Kosten \cite{hammer2010}. Andere sehen das "
+            r"anders \cite{eaton06,nokey}." "\n"
+            r"\begin{thebibliography}{9}" "\n"
+            r"\bibitem[Hammer 2010]{hammer2010} Hammer, M. (2010). \emph{Kosten der "
+            r"Energiewende}. Berlin: Springer." "\n"
+            r"\bibitem{eaton06}" "\n" r"  J.~Eaton, K.~M\"uller and P.~Smith." "\n"
+            r"  \newblock Trees and heat in cities." "\n"
+            r"  \newblock \textit{Urban Climate}, 12:1--9, 2006. doi:10.1000/abc.1 % typed" "\n"
+            r"\end{thebibliography}")
+    found = latex.read_latex(_doc(body))
+    assert [(i.key, i.authors, i.year, i.title, i.doi, i.origin) for i in found.library] == [
+        ("hammer2010", ("Hammer",), 2010, "Kosten der Energiewende", None, "bibitem"),
+        ("eaton06", ("Eaton", "Müller", "Smith"), 2006, "Trees and heat in cities",
+         "10.1000/abc.1", "bibitem")]
+    extraction = to_extraction(found)
+    assert [(c.key, c.location) for c in extraction.citations] == [
+        ("hammer2010", "main.tex:4"), ("eaton06", "main.tex:4"), ("nokey", "main.tex:4")]
+    by_label = {e.label: e for e in extraction.references}
+    assert by_label["eaton06"].text == "Eaton, Müller, Smith (2006). Trees and heat in cities. doi:10.1000/abc.1"
+    assert found.pages == ((1, "Wie Hammer zeigt, steigen die Kosten. Andere sehen das anders."),)
+
+
+def test_every_latex_citation_carries_its_file_and_line(thesis: WrittenThesis) -> None:
+    extraction = to_extraction(thesis)
+    assert extraction.citations and all(
+        c.location and c.location.split(":")[0].endswith(".tex") and c.location.split(":")[1].isdigit()
+        for c in extraction.citations)
+    assert {c.location for c in extraction.citations} >= {w.where for w in thesis.citations} - {""}

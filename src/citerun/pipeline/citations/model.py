@@ -65,7 +65,8 @@ class ExtractedCitation:
     ``names_work`` is the name the marker is attached to ("called Chubby [8]": "Chubby"),
     None when it cites its sentence's claim (see :mod:`.attribution`). ``markers`` is how
     many markers of its sentence it stands for: a sentence that cites the same source
-    (and locator) twice is one citation, judged once.
+    (and locator) twice is one citation, judged once. ``location`` is where a writer's
+    file has it ("chapter2.tex:118", "paragraph 34"); None for a PDF thesis.
     """
 
     ordinal: int
@@ -78,6 +79,7 @@ class ExtractedCitation:
     year: int | None = None
     names_work: str | None = None
     markers: int = 1
+    location: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

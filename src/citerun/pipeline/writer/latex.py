@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from pylatexenc import latex2text  # type: ignore[import-untyped]
 
-from citerun.pipeline.citations import quotations
+from citerun.pipeline.citations import entries, quotations
 from citerun.pipeline.pdf import splitting
 from citerun.pipeline.writer import bib as bibtex
 from citerun.pipeline.writer.model import (
@@ -55,6 +55,8 @@ MAX_MACROS = 10_000
 MAX_SKIPPED = 1_000
 #: A quotation of several sentences is taken whole into its claim up to this length.
 MAX_QUOTED_CHARS = 10_000
+#: Entries of a hand-made reference list (``thebibliography``) read.
+MAX_BIBITEMS = 5_000
 #: Key groups of one multi-cite (``\\cites[..]{a}[..]{b}...``) read.
 MAX_CITE_GROUPS = 100
 
@@ -310,6 +312,8 @@ _PAGES = re.compile(
     r"(?:\s*(?:[-–—]+|bis)\s*(?P<b>\d+|[ivxlcdm]+))?(?:\s*(?P<f>ff?)\.?)?",
     re.IGNORECASE)
 # A macro in a file name: "\\chapdir/intro", "\\PATH{}/ch1".
+_BIBITEM = re.compile(r"\\bibitem\s*(?:\[(?P<label>[^\]]{0,200})\])?\s*\{(?P<key>[^{}]{1,200})\}")
+_NEWBLOCK = re.compile(r"\\newblock\b|\\\\")
 _QUOTE_MARKS = re.compile('[„“”»«‚‘›‹"]')
 _PATH_MACRO = re.compile(r"\\([A-Za-z@]+)(?:\s*\{\})?\s*")
 _NOTE_CITE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?(?:\s*\[[^\[\]]*\])*(?:\s*\{[^{}]*\})+")
@@ -478,6 +482,7 @@ class _Reader:
         # is skipped), "else" or "unknown" (read on, both branches, as before)
         self.conditionals: list[str] = []
         self.invocations: list[str] = []  # user macros being expanded, as written
+        self.bibitems: list[LibraryItem] = []  # a hand-made thebibliography's entries
         self.total = 0
         self.stopped = False
         self.special = _SPECIAL
@@ -909,6 +914,9 @@ class _Reader:
         if name in _VERBATIM or name in _DISPLAY_MATH:
             close = re.compile(r"\\end\s*\{" + re.escape(name) + r"\}")
             found = close.search(text, i)
+            if name == "thebibliography":
+                self.bibitems.extend(bibitems(text[i:found.start() if found else len(text)],
+                                              len(self.bibitems)))
             if name in _DISPLAY_MATH:
                 self.emit(" ")
             elif (found and name != "thebibliography"
@@ -1567,6 +1575,25 @@ def note_text(tex: str | None) -> str:
     return math_text(text.replace("$", ""))
 
 
+def bibitems(tex: str, first: int = 0) -> list[LibraryItem]:
+    """The entries of a hand-made reference list (``\\bibitem[label]{key} text``): each
+    key's entry text read for its authors, year, title and DOI as a PDF's reference list
+    is (:func:`~citerun.pipeline.citations.entries.parse_entry`)."""
+    items: list[LibraryItem] = []
+    found = list(_BIBITEM.finditer(tex))
+    for number, item in enumerate(found[:MAX_BIBITEMS]):
+        end = found[number + 1].start() if number + 1 < len(found) else len(tex)
+        key = item.group("key").strip()
+        text = _SPACES.sub(" ", note_text(_NEWBLOCK.sub(" ", _COMMENT.sub(
+            "", tex[item.end():min(end, item.end() + ARG_WINDOW)])))).strip()
+        if not key or not text:
+            continue
+        entry = entries.parse_entry(text, first + number, label=key)
+        items.append(LibraryItem(key=key, title=entry.title, authors=entry.authors,
+                                 year=entry.year, doi=entry.doi, origin="bibitem"))
+    return items
+
+
 class _Texts(Mapping[str, str]):
     """The bundle's TeX files decoded when first read: a bundle of 300 MB of chapters
     that the thesis never includes costs no decoding."""
@@ -1640,7 +1667,7 @@ def read_latex(files: Mapping[str, bytes], main: str | None = None,
     reader.scan(_Source(main_path, text, _newlines(text)), 0)
     library, skipped = _libraries(files, reader)
     merged: dict[str, LibraryItem] = {}
-    for item in (*library, *bib):
+    for item in (*library, *reader.bibitems, *bib):
         merged.setdefault(item.key, item)
     items = tuple(merged.values())
     citations, plain = reader.result(items)

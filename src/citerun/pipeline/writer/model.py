@@ -20,7 +20,8 @@ __all__ = ["Format", "LibraryFormat", "LibraryItem", "Skipped", "WriterFileError
 # "pdf": a PDF thesis bundled with the writer's library (--bib): its citations are read
 # from the pages, the library gives the sources' metadata and keys.
 Format = typing.Literal["latex", "docx", "pdf"]
-LibraryFormat = typing.Literal["bibtex", "csl-json", "field"]
+# "bibitem": an entry of a LaTeX thesis's hand-made reference list (thebibliography).
+LibraryFormat = typing.Literal["bibtex", "csl-json", "field", "bibitem"]
 
 
 class WriterFileError(errors.CiterunError):
@@ -66,7 +67,8 @@ class WrittenCitation:
     "45 f.", "Rn. 12" keeps its prefix), ``prenote`` the text before the keys
     ("vgl.", "see"). ``marker`` is the citation as written ("\\parencite[45]{smith2020}",
     a field's displayed text). ``where`` says where it stands ("chapter2.tex:118",
-    "paragraph 34", "footnote 3"), ``page`` the page where one is known, else 1.
+    "paragraph 34", "footnote 3"; the report shows it for the writer to find the
+    citation), ``page`` the page where one is known, else 1.
     """
 
     keys: tuple[str, ...]
@@ -121,5 +123,5 @@ def to_extraction(thesis: WrittenThesis) -> citations.Extraction:
             seen[same] = len(found)
             found.append(citations.ExtractedCitation(
                 ordinal=len(found) + 1, key=key, claim=written.claim, page=written.page,
-                marker=written.marker, locator=written.locator))
+                marker=written.marker, locator=written.locator, location=written.where or None))
     return citations.Extraction(tuple(found), entries, None, thesis.skipped)

@@ -54,8 +54,8 @@ SELECT text FROM document_pages WHERE digest = $1 AND number = 1;
 -- name: citation_insert --
 -- Store one (claim, cited key) of a run.
 INSERT INTO citations (run_id, ordinal, key, marker, claim, page, locator, digest, reference,
-                       match_method, match_score, match_reason)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                       match_method, match_score, match_reason, location)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (run_id, ordinal) DO UPDATE SET ordinal = excluded.ordinal
 RETURNING id;
 
@@ -98,7 +98,7 @@ UPDATE runs SET tokens_spent = tokens_spent + $2 WHERE id = $1;
 -- name: run_report_rows --
 -- Every citation of a run with its verdict, in reading order. Its source's name is the
 -- run's (run_documents), not the shared document row's.
-SELECT c.id, c.ordinal, c.key, c.marker, c.claim, c.page, c.locator, c.digest,
+SELECT c.id, c.ordinal, c.key, c.marker, c.claim, c.page, c.locator, c.location, c.digest,
        c.reference, c.match_method, c.match_score, c.match_reason,
        v.verdict, v.confidence, v.rationale, v.evidence, v.judge
 FROM citations AS c
