@@ -82,3 +82,23 @@ def test_typed_citations_beside_zotero_fields_are_listed_not_dropped() -> None:
     typed = [(s.where, s.text) for s in thesis.skipped if s.reason == docx.TYPED_REASON]
     assert typed == [("paragraph 1", "(Meyer, 2015, S. 3)"), ("paragraph 2", "Novak (2018)"),
                      ("footnote 1", "Keller et al. (2019)")]
+
+
+def test_typed_citations_of_a_word_thesis_are_located_by_paragraph_and_footnote() -> None:
+    body = "".join([
+        fx.paragraph(fx.run("1 Einleitung"), style="berschrift1"),
+        fx.paragraph(fx.run("Cities warm faster than their surroundings (Hammer, 2000).")),
+        fx.paragraph(fx.run("Trees cool the streets (Eaton, 2001)."), fx.footnote_reference(1)),
+        fx.paragraph(fx.run("Literaturverzeichnis"), style="berschrift1"),
+        fx.paragraph(fx.run("Eaton, A. (2001). Trees in streets. Urban Forestry, 3, 1-9.")),
+        fx.paragraph(fx.run("Hammer, A. (2000). Warm cities. Urban Climate, 1, 2-8.")),
+        fx.paragraph(fx.run("Novak, A. (2002). Parks. Urban Climate, 2, 3-9.")),
+    ])
+    notes = fx.footnote(1, fx.run("Parks do the same, see Novak (2002)."))
+    thesis = formats.read_thesis(fx.docx(body, notes))
+    assert thesis.citations == ()  # no fields: the rules of the page read it
+    stored = formats.loads(formats.dumps(thesis))  # as the parse stage stores it
+    extraction = formats.locate(citations.extract(list(stored.pages)), stored)
+    assert [(c.marker, c.location) for c in extraction.citations] == [
+        ("(Hammer, 2000)", "paragraph 2"), ("(Eaton, 2001)", "paragraph 3"),
+        ("Novak (2002)", "footnote 1")]

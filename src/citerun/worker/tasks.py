@@ -296,9 +296,9 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
             pages = await ctx.pool.fetch(_Q["document_pages_all"], thesis["digest"])
             extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
                                                pipeline_settings().limits)
-            if written is not None:
-                extraction = dataclasses.replace(
-                    extraction, skipped=written.skipped + extraction.skipped)
+            if written is not None:  # located by the writer's paragraphs ("paragraph 34")
+                extraction = formats.locate(dataclasses.replace(
+                    extraction, skipped=written.skipped + extraction.skipped), written)
         # A claim is bounded where claims are made, the rest reported (issue 41).
         extraction = citations.bound_claims(extraction, pipeline_settings().limits.max_claim_chars)
         action = "match"

@@ -548,7 +548,11 @@ class _Reader:
             for hit in citing:
                 claim = body_claims[id(paragraph)].claim_at(hit.start)
                 self._add(hit, claim, where, paragraph, in_footnote=False)
-        note_texts: list[str] = []
+        # A note's text stands after the paragraph holding its mark (as on a printed
+        # page, before the next paragraph; never after the reference list), a note
+        # nothing marks at the end.
+        after: dict[int, list[tuple[str, str]]] = {}
+        unmarked: list[tuple[str, str]] = []
         for kind in ("footnote", "endnote"):
             ordered = sorted(self.notes[kind].items(),
                              key=lambda n: marks[(kind, n[0])][2] if (kind, n[0]) in marks
@@ -558,7 +562,11 @@ class _Reader:
                 where = f"{kind} {mark[2]}" if mark else f"{kind} id {note} (not referenced)"
                 text = " ".join(" ".join(p.text.split()) for p in note_paragraphs).strip()
                 if text:
-                    note_texts.append(f"{mark[2] if mark else note} {text}")
+                    block = (f"{mark[2] if mark else note} {text}", where)
+                    if mark and mark[0].text.strip():
+                        after.setdefault(id(mark[0]), []).append(block)
+                    else:
+                        unmarked.append(block)
                 for paragraph in note_paragraphs:
                     typed.extend(_typed(where, paragraph))
                     citing = self._read_hits(where, paragraph)
@@ -573,10 +581,21 @@ class _Reader:
                                       in_footnote=True)
         if self.parsed:  # typed citations beside the fields: listed, never dropped
             self.skipped.extend(typed)
-        body = "\n\n".join(p.text.strip() for p in numbered)
-        text = "\n\n".join(t for t in (body, *note_texts) if t)
+        texts: list[str] = []
+        blocks: list[str] = []
+        for number, paragraph in enumerate(numbered, 1):
+            texts.append(paragraph.text.strip())
+            blocks.append(f"paragraph {number}")
+            for note_text, where in after.get(id(paragraph), ()):
+                texts.append(note_text)
+                blocks.append(where)
+        for note_text, where in unmarked:
+            texts.append(note_text)
+            blocks.append(where)
+        text = "\n\n".join(texts)
         return WrittenThesis(format="docx", pages=((1, text),), citations=tuple(self.citations),
-                             library=tuple(self.library.values()), skipped=tuple(self.skipped))
+                             library=tuple(self.library.values()), skipped=tuple(self.skipped),
+                             blocks=tuple(blocks))
 
     def _add(self, hit: _Hit, claim: str, where: str, paragraph: _Paragraph,
              in_footnote: bool) -> None:

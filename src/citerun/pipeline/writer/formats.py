@@ -10,6 +10,7 @@ form the parse stage stores it in (``documents.written``) for the extraction sta
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import io
 import posixpath
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from citerun import pdfmagic
+from citerun.pipeline import citations
 from citerun.pipeline.writer import archive
 from citerun.pipeline.writer.model import (
     LibraryItem,
@@ -222,4 +224,39 @@ def loads(data: Mapping[str, Any]) -> WrittenThesis:
         library=tuple(LibraryItem(**{**i, "authors": tuple(i["authors"]),
                                      "files": tuple(i["files"])}) for i in data["library"]),
         skipped=tuple(Skipped(**s) for s in data.get("skipped", ())),
+        blocks=tuple(str(b) for b in data.get("blocks", ())),
     )
+
+
+def locate(extraction: citations.Extraction, thesis: WrittenThesis) -> citations.Extraction:
+    """The citations the rules of the page found in a writer's text, each with where it
+    stands ("paragraph 34", "footnote 3"; :attr:`WrittenThesis.blocks`): its marker
+    searched in its unit from where the unit's previous citation stood. A citation whose
+    marker is not found, or a text whose paragraphs do not line up with the blocks (a
+    paragraph cut for its length), keeps no location."""
+    units = dict(thesis.pages)
+    starts, offset = [], 0
+    for _, text in thesis.pages:
+        for paragraph in text.split("\n\n"):
+            starts.append(offset)
+            offset += len(paragraph) + 2
+    if not thesis.blocks or len(starts) != len(thesis.blocks):
+        return extraction
+    unit_start, offset = {}, 0
+    for number, text in thesis.pages:
+        unit_start[number] = offset
+        offset += len(text) + 2
+    cursor: dict[int, int] = {}
+    located = []
+    for citation in extraction.citations:
+        text = units.get(citation.page, "")
+        at = text.find(citation.marker, cursor.get(citation.page, 0))
+        if at < 0:
+            at = text.find(citation.marker)
+        if at < 0 or citation.location:
+            located.append(citation)
+            continue
+        cursor[citation.page] = at
+        block = bisect.bisect_right(starts, unit_start[citation.page] + at) - 1
+        located.append(dataclasses.replace(citation, location=thesis.blocks[block]))
+    return dataclasses.replace(extraction, citations=tuple(located))

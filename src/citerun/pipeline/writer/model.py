@@ -87,7 +87,10 @@ class WrittenThesis:
 
     ``pages`` is its plain text as ``(page, text)`` (one page where the format has none);
     ``library`` every item the thesis's library holds (cited or not); ``skipped`` what
-    was not taken and why.
+    was not taken and why. ``blocks`` says where each paragraph of the text stands
+    ("paragraph 3", "footnote 1"), in the order of the text, its paragraphs separated by
+    a blank line: a citation the rules of the page find in the text is located by it
+    (empty where the format does not say).
     """
 
     format: Format
@@ -95,6 +98,7 @@ class WrittenThesis:
     citations: tuple[WrittenCitation, ...]
     library: tuple[LibraryItem, ...]
     skipped: tuple[Skipped, ...] = ()
+    blocks: tuple[str, ...] = ()
 
 
 def entry_for(index: int, item: LibraryItem) -> citations.ReferenceEntry:
