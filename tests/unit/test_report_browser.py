@@ -194,3 +194,46 @@ async def test_unresolved_citation_shows_its_reference_entry_and_unused_sources(
                       "(title 100, first author, year)")
     unused = page.locator("ul.unused li")
     assert await unused.all_inner_texts() == ["never_cited.pdf", "scan.pdf"]
+
+
+_AXE = pathlib.Path(__file__).parents[1] / "e2e" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+async def test_the_report_is_accessible_and_fits_375_px(tmp_path: pathlib.Path, scheme: str) -> None:
+    """axe-core finds no serious or critical violation, with every <details> open (the
+    legend, the numbers, the whole pages), at 375 and 1400 px; at 375 px nothing is wider
+    than the screen."""
+    if not _CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium at /usr/bin/chromium")
+    if not _AXE.exists():
+        pytest.skip("needs axe-core: (cd tests/e2e && npm ci)")
+    html_file = tmp_path / "report.html"
+    html_file.write_text(report.render_html(report_fixtures.sample_report(),
+                                            report_fixtures.page_images()), encoding="utf-8")
+    failed: dict[str, typing.Any] = {}
+    async with playwright_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=str(_CHROMIUM), args=_ARGS)
+        try:
+            for width in (375, 1400):
+                context = await browser.new_context(viewport={"width": width, "height": 900},
+                                                    color_scheme=scheme)
+                await context.add_init_script(path=str(_AXE))
+                tab = await context.new_page()
+                await tab.goto(html_file.as_uri())
+                for summary in await tab.locator("details > summary").all():
+                    await summary.click()
+                assert await tab.locator("details:not([open])").count() == 0
+                violations = await tab.evaluate(
+                    """async () => (await axe.run(document, {resultTypes: ["violations"]}))
+                         .violations.filter(v => v.impact === "serious" || v.impact === "critical")
+                         .map(v => [v.id, v.nodes.slice(0, 3).map(n => n.target.join(" "))])""")
+                if violations:
+                    failed[f"{scheme} {width}"] = violations
+                if width == 375:
+                    wide = await tab.evaluate("document.documentElement.scrollWidth")
+                    assert wide <= 375, f"{scheme}: the report is {wide} px wide at 375 px"
+                await context.close()
+        finally:
+            await browser.close()
+    assert not failed, failed

@@ -321,6 +321,7 @@ def test_the_rows_to_fix_are_the_doubtful_citations_most_doubtful_first() -> Non
     assert all(list(r) == list(report.FIX_COLUMNS) for r in rows)
     assert rows[0]["verdict"] == "Contradicted" and rows[0]["confidence"] == "85%"
     assert rows[0]["why"].startswith("The source says the opposite (p. 1)")
+    assert rows[0]["where_in_thesis"] == "p. 3" and rows[0]["marker"] == "[1]"
     assert rows[1]["problems"] == "wrong page" and rows[1]["cited_page"] == "45"
     assert rows[1]["what_to_do"] == "Correct the page number."
     assert rows[2]["confidence"] == "" and "Add the source" in rows[2]["what_to_do"]

@@ -147,7 +147,7 @@ def confidence_text(citation: CitationEntry) -> str:
 
 #: The columns of :func:`to_fix_rows`, in order.
 FIX_COLUMNS: tuple[str, ...] = (
-    "citation", "thesis_page", "marker", "claim", "source", "cited_page", "verdict",
+    "citation", "where_in_thesis", "marker", "claim", "source", "cited_page", "verdict",
     "problems", "confidence", "why", "what_to_do")
 
 
@@ -163,7 +163,7 @@ def to_fix_rows(report: Report) -> list[dict[str, str]]:
         todo += [PROBLEMS[p].do for p in problems]
         rows.append({
             "citation": str(c.ordinal),
-            "thesis_page": str(c.page),
+            "where_in_thesis": c.location or f"p. {c.page}",
             "marker": c.marker,
             "claim": c.claim,
             "source": (c.source.title or c.source.filename) if c.source else "",

@@ -89,7 +89,7 @@ def _how(how: str, where: str, coverage: int, citation: CitationEntry) -> str | 
     if how == "states some of the claim's items, not all":
         return f"The source says some of the things the claim lists, not all ({where})."
     if part := _PART.match(how):
-        return f"The source says only part of this ({where}): “{part['part']}”."
+        return f"The source says only part of this ({where}): “{part['part'].rstrip('.')}”."
     if how.startswith("may say the opposite of the claim"):
         return f"The source may say the opposite ({where}){_quote(citation)}"
     if how == "says something incompatible with the claim":

@@ -69,6 +69,7 @@ h3 { font-size: 1rem; margin: 0; }
   color: var(--fg); }
 .filters button[aria-pressed="true"] { background: var(--c, var(--muted)); color: #fff; }
 .filters button.problem[aria-pressed="true"] { color: var(--flag-fg); }
+#show-all { --c: #57606a; }
 button:focus-visible, summary:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 #shown { color: var(--muted); font-size: .9rem; }
 .citation { border: 1px solid var(--line); border-left: 6px solid var(--c); border-radius: .5rem;
