@@ -33,7 +33,7 @@ def typed_thesis(paragraphs: int = 80) -> bytes:
     body.append(fx.paragraph(fx.run("Literaturverzeichnis"), style="berschrift1"))
     for n, author in enumerate(AUTHORS):
         body.append(fx.paragraph(fx.run(
-            f"{author}, A. ({2000 + n}). Urban climate study number {n}. "
+            f"{author}, A. ({2000 + n}). Heat in the streets of {author}town. "
             f"Journal of Urban Climate, {n + 1}(2), 10-20.")))
     return fx.docx("".join(body))
 
@@ -50,6 +50,10 @@ def test_a_long_word_thesis_without_fields_is_read_not_refused() -> None:
     assert len(extraction.citations) == 80
     assert len(extraction.references) == len(AUTHORS)
     assert {c.authors[:1] for c in extraction.citations} == {(a,) for a in AUTHORS}
+    # Every typed citation names its typed reference entry.
+    mapped = citations.map_citations(extraction, [])
+    assert all(m.reference is not None and m.reference.authors[0] == m.citation.authors[0]
+               for m in mapped)
 
 
 def test_units_are_whole_paragraphs_in_reading_order() -> None:
