@@ -220,10 +220,10 @@ def test_natbib_forms_and_sentence_placement() -> None:
     found = [(c.keys, c.claim, c.locator, c.in_footnote)
              for c in latex.read_latex(files, bib=library).citations]
     assert found == [
-        (("lee",), "showed this first.", None, False),
+        (("lee",), "Lee and Kim showed this first.", None, False),
         (("wu",), "Wu confirmed it.", None, False),
-        (("lee", "wu"), "As in, results hold (see).", None, False),
-        (("wu",), "As in, results hold (see).", None, False),
+        (("lee", "wu"), "As in Lee and Kim and Wu, results hold (see Wu).", None, False),
+        (("wu",), "As in Lee and Kim and Wu, results hold (see Wu).", None, False),
         (("lee",), "Results differ.", "45-47", False),
         (("wu",), "Results differ.", None, True),
         (("lee",), "A new paragraph here.", "3", False),
@@ -357,7 +357,7 @@ def _wrapped(found: WrittenThesis) -> list[tuple[tuple[str, ...], str, str | Non
 
 _WRAPPED_EXPECTED = [
     (("meier2010",), "Die Kosten steigen jedes Jahr.", "10", "vgl.", r"\seFootcite{vgl.}{S. 10}{meier2010}"),
-    (("schulz2011",), "Danach sinken sie wieder, wie vgl. zeigt.", None, None,
+    (("schulz2011",), "Danach sinken sie wieder, wie vgl. schulz2011 zeigt.", None, None,
      r"\seCite{vgl.}{}{schulz2011}"),
 ]
 
@@ -393,7 +393,7 @@ def test_wrappers_after_a_commented_begin_document_in_an_input_file() -> None:
              **_doc(r"So steht es \seCite{vgl.}{S.~4}{k} geschrieben.", "\\input{config}")}
     found = latex.read_latex(files)
     assert [(c.keys, c.claim, c.locator) for c in found.citations] == [
-        (("k",), "So steht es vgl. geschrieben.", "4")]
+        (("k",), "So steht es vgl. k geschrieben.", "4")]
 
 
 def test_wrappers_in_xparse_and_tex_forms() -> None:
@@ -532,3 +532,16 @@ def test_every_latex_citation_carries_its_file_and_line(thesis: WrittenThesis) -
         c.location and c.location.split(":")[0].endswith(".tex") and c.location.split(":")[1].isdigit()
         for c in extraction.citations)
     assert {c.location for c in extraction.citations} >= {w.where for w in thesis.citations} - {""}
+
+
+def test_a_numeric_cite_used_as_a_noun_leaves_no_hole() -> None:
+    files = {**_doc(r"Basierend auf der Arbeit von \cite{meier} werden die Kosten berechnet. "
+                    r"\cite{nolib} zeigt das Gegenteil. As shown in~\cite{nolib}, heat rises. "
+                    r"This holds in many studies \cite{meier}."),
+             "refs.bib": b"@misc{meier, author={Meier, Hans and Schulz, Eva}, title={T}, year=2010}"}
+    claims = [(c.keys, c.claim) for c in latex.read_latex(files).citations]
+    assert claims == [
+        (("meier",), "Basierend auf der Arbeit von Meier and Schulz werden die Kosten berechnet."),
+        (("nolib",), "nolib zeigt das Gegenteil."),
+        (("nolib",), "As shown in nolib, heat rises."),
+        (("meier",), "This holds in many studies.")]

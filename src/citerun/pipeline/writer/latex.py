@@ -314,6 +314,10 @@ _PAGES = re.compile(
 # A macro in a file name: "\\chapdir/intro", "\\PATH{}/ch1".
 _BIBITEM = re.compile(r"\\bibitem\s*(?:\[(?P<label>[^\]]{0,200})\])?\s*\{(?P<key>[^{}]{1,200})\}")
 _NEWBLOCK = re.compile(r"\\newblock\b|\\\\")
+# Words after which a citation stands as a noun ("the work of [3] shows", "von [3]").
+_NOUN_BEFORE = re.compile(
+    r"(?<![^\W\d_])(?:of|by|from|in|see|to|and|with|on|following|von|vom|durch|bei|nach|"
+    r"laut|gemäß|mit|in|im|und|sowie|siehe|vgl\.|der|die|das|den|dem|des)\s*$", re.IGNORECASE)
 _QUOTE_MARKS = re.compile('[„“”»«‚‘›‹"]')
 _PATH_MACRO = re.compile(r"\\([A-Za-z@]+)(?:\s*\{\})?\s*")
 _NOTE_CITE = re.compile(r"\\[A-Za-z]*cite[A-Za-z]*\*?(?:\s*\[[^\[\]]*\])*(?:\s*\{[^{}]*\})+")
@@ -1367,9 +1371,9 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
     """A block's text, the placeholder ranges to cut, and where each cite stands.
 
     A citation that prints names ("\\textcite") gives the authors' surnames, as the page
-    shows them; one that stands as the subject of its sentence without names known (a
-    numeric "\\cite{x} showed", a key missing from the library) leaves a placeholder
-    word so that the sentence before it still ends, cut from the claim afterwards.
+    shows them; one that stands as a noun of its sentence (a numeric "\\cite{x} showed",
+    "the work of \\cite{x}") gives its authors too, or its key where the library has none
+    (issue 40): a claim never has a hole where its citation stood.
     """
     out: list[str] = []
     length = 0
@@ -1383,19 +1387,36 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
             continue
         textual = not piece.in_footnote and (
             piece.prints == _NAMES or _opens_sentence(out, pieces, index))
+        if not textual and not piece.in_footnote and piece.prints == _PAREN and \
+                _NOUN_BEFORE.search("".join(out[-3:])):
+            # "Basierend auf der Arbeit von \cite{x} werden ...": the citation is a noun of
+            # its sentence; the claim names it (its authors, else its key), leaving no hole.
+            word = _names(piece.keys, library) or ", ".join(piece.keys)
+            before = "" if not out or out[-1].endswith(" ") else " "
+            following = pieces[index + 1] if index + 1 < len(pieces) else None
+            after = "" if isinstance(following, str) and following.startswith(" ") else " "
+            out.append(before)
+            length += len(before)
+            cites.append((length, piece, False))
+            out.append(word + after)
+            length += len(word) + len(after)
+            continue
         if not textual:
             cites.append((length, piece, False))
             continue
-        names = _names(piece.keys, library) if piece.prints == _NAMES else None
+        # The subject of its sentence: named by its authors as the page shows them, else
+        # (a numeric "\\cite{x} showed") by its authors or key, never a hole in the claim.
+        names = _names(piece.keys, library)
         before = "" if not out or out[-1].endswith(" ") else " "
-        word = names or "X"
+        word = names or ", ".join(piece.keys)
         after = "" if index + 1 < len(pieces) and isinstance(pieces[index + 1], str) and \
             str(pieces[index + 1]).startswith(" ") else " "
         out.append(before)
         length += len(before)
         cites.append((length, piece, True))
-        if not names:
-            cuts.append((length, length + len(word)))
+        if not word[:1].isupper():  # a key in lower case: a capital, cut again, ends the
+            cuts.append((length, length + 1))  # sentence before it for the splitter
+            word = "X" + word
         out.append(word + after)
         length += len(word) + len(after)
     return "".join(out), cuts, cites
