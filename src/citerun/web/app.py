@@ -28,10 +28,9 @@ from urllib.parse import quote, urlsplit
 import asyncpg
 from aiohttp import BodyPartReader, web
 
-from citerun import pdfmagic, runs, verify
-from citerun.pipeline.writer.model import WriterFileError
+from citerun import pdfmagic, runs
 from citerun.states import FINISHED_DOCUMENT, RunState
-from citerun.web import fixes, identity, pages, store
+from citerun.web import fixes, identity, intake, pages, store
 from citerun.web.backend import Backend, Upload
 from citerun.web.settings import WebSettings
 from citerun.web.units import human_bytes
@@ -60,6 +59,7 @@ KEY_BACKEND: web.AppKey[Any] = web.AppKey("backend", object)
 KEY_SETTINGS: web.AppKey[WebSettings] = web.AppKey("settings", WebSettings)
 KEY_AUTH: web.AppKey[identity.Authenticator] = web.AppKey("auth", identity.Authenticator)
 KEY_CSRF: web.AppKey[bytes] = web.AppKey("csrf_key", bytes)
+KEY_INTAKE: web.AppKey[intake.Intake] = web.AppKey("intake", intake.Intake)
 
 
 @dataclass
@@ -335,14 +335,15 @@ async def api_submit(request: web.Request) -> web.StreamResponse:
                                "send multipart/form-data: thesis, sources, library")
     if request.content_length is not None and request.content_length > settings.max_upload_bytes:
         return _upload_refusal(request, 413, _too_large(settings))
-    try:
-        thesis, sources = await _read_upload(request, settings)
-    except UploadRefused as err:
-        return _upload_refusal(request, err.status, str(err))
     backend: Backend = request.app[KEY_BACKEND]
     user = _user(request)
-    try:
-        run_id = await backend.submit(user, thesis, sources)
+    caps = store.UserCaps(settings.max_active_runs, settings.max_staged_bytes)
+    try:  # the caps before any work, the work off the loop (web/intake.py, issue 41)
+        async with request.app[KEY_INTAKE].admit(request.app[KEY_POOL], user, caps) as left:
+            thesis, sources = await _read_upload(request, settings, left)
+            run_id = await backend.submit(user, thesis, sources)
+    except (UploadRefused, intake.IntakeRefused) as err:
+        return _upload_refusal(request, err.status, str(err))
     except store.OverCap as err:
         logger.info("refused the upload of %s: %s", user, err)
         return _upload_refusal(request, err.status, str(err))
@@ -377,8 +378,8 @@ def _filename(raw: str | None, field: str) -> str:
     return name
 
 
-async def _read_upload(request: web.Request,
-                       settings: WebSettings) -> tuple[Upload, list[Upload]]:
+async def _read_upload(request: web.Request, settings: WebSettings,
+                       left: int) -> tuple[Upload, list[Upload]]:
     """The thesis and its sources, streamed under the size caps and checked by type."""
     reader = await request.multipart()
     total = 0
@@ -442,10 +443,8 @@ async def _read_upload(request: web.Request,
         raise UploadRefused(400, "no thesis: send one file as 'thesis'")
     if not sources:
         raise UploadRefused(400, "no sources: send the cited PDFs as 'sources'")
-    try:
-        staged = verify.thesis_bytes(thesis.filename, thesis.data, libraries)
-    except WriterFileError as err:
-        raise UploadRefused(400, f"thesis {thesis.filename!r}: {err}") from None
+    staged = await request.app[KEY_INTAKE].thesis(
+        thesis.filename, thesis.data, libraries, left, settings.max_staged_bytes)
     return Upload(thesis.filename, staged), sources
 
 
@@ -778,6 +777,10 @@ async def healthz(request: web.Request) -> web.StreamResponse:
     return web.Response(text="ok")
 
 
+async def _close_intake(app: web.Application) -> None:
+    app[KEY_INTAKE].close()
+
+
 async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
                 authenticator: identity.Authenticator | None = None) -> web.Application:
     """The application over ``pool`` (migrated), creating runs through ``backend``."""
@@ -788,6 +791,8 @@ async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
     app[KEY_SETTINGS] = settings
     app[KEY_AUTH] = authenticator or identity.Authenticator(settings)
     app[KEY_CSRF] = await store.secret_key(pool, store.CSRF_KEY)
+    app[KEY_INTAKE] = intake.Intake()
+    app.on_cleanup.append(_close_intake)
     app.on_response_prepare.append(on_prepare)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/favicon.ico", favicon)

@@ -1,0 +1,163 @@
+"""The web service's upload intake: the caps first, then any work, and never on the loop.
+
+Issue 41 (High): a ``.zip`` thesis sent with a library was unzipped and zipped again (up
+to 300 MiB) inside the event loop, before the user's caps were asked; six uploads of a
+335 KB zip kept ``/healthz`` silent for 48.5 s. Now:
+
+* **Caps before work.** :meth:`Intake.admit` is entered before the body is read: one
+  upload of a user is read at a time (a second one meanwhile is 429), and a user already
+  at ``web.max_active_runs`` running runs, or at ``web.max_staged_bytes``, is refused
+  (429/413) before a byte of the body is looked at. The admission in the staging
+  transaction (:func:`citerun.web.store.admit`) still counts under the per-user lock.
+* **Parsed size counts.** A zip thesis (``.zip``, ``.docx``) counts with the size its
+  members expand to (as its central directory declares them; the parse stage refuses a
+  member that inflates to more than it declares), not its compressed bytes: an upload
+  whose expanded size does not fit in what the user's cap leaves is 413, before it is
+  unzipped.
+* **Off the loop, bounded.** What remains (a library added to the thesis's bundle) runs
+  in a pool of ``WORKERS`` threads, at most ``MAX_WAITING`` uploads waiting for one (more
+  is 503, "busy"); a library is appended to a ``.zip`` without inflating its members.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import io
+import zipfile
+from collections.abc import AsyncIterator
+from pathlib import PurePosixPath
+
+import asyncpg
+
+from citerun import sql, verify
+from citerun.pipeline.writer import archive
+from citerun.pipeline.writer.model import WriterFileError
+from citerun.web import store
+from citerun.web.units import human_bytes
+
+_Q = sql.load("citerun", "queries/web.sql")
+
+#: Threads that prepare uploads (a library added to a bundle); the loop never does.
+WORKERS = 2
+#: Uploads waiting for a thread beyond which the service answers 503.
+MAX_WAITING = 16
+
+
+class IntakeRefused(Exception):
+    """An upload refused by the intake; ``status`` is the HTTP answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Intake:
+    """One per application: who is uploading, and the threads that do the work."""
+
+    def __init__(self, workers: int = WORKERS, max_waiting: int = MAX_WAITING) -> None:
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="citerun-intake")
+        self._slots = asyncio.Semaphore(workers + max_waiting)
+        self._uploading: set[str] = set()
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    @contextlib.asynccontextmanager
+    async def admit(self, pool: asyncpg.Pool, user: str,
+                    caps: store.UserCaps) -> AsyncIterator[int]:
+        """Enter before reading an upload of ``user``: refused (:class:`IntakeRefused`)
+        while another upload of theirs is read, or when they are at a cap; yields the
+        bytes their staged cap leaves."""
+        if user in self._uploading:
+            raise IntakeRefused(429, "another upload of yours is still being read: wait for "
+                                "it to finish, then send this one again")
+        self._uploading.add(user)
+        try:
+            usage = await pool.fetchrow(_Q["web_usage"], user)
+            if usage["active_runs"] >= caps.max_active_runs:
+                raise IntakeRefused(429, f"you have {usage['active_runs']} active run(s); the "
+                                    f"cap is {caps.max_active_runs}: wait for one to finish or "
+                                    "cancel one under My runs (/runs)")
+            left = caps.max_staged_bytes - int(usage["staged_bytes"])
+            if left <= 0:
+                raise IntakeRefused(413, f"your running runs hold "
+                                    f"{human_bytes(int(usage['staged_bytes']))} of staged "
+                                    f"files; the cap is {human_bytes(caps.max_staged_bytes)}: "
+                                    "wait for a run to finish or cancel one under My runs (/runs)")
+            yield left
+        finally:
+            self._uploading.discard(user)
+
+    async def thesis(self, name: str, data: bytes, libraries: list[tuple[str, bytes]],
+                     left: int, cap: int) -> bytes:
+        """The thesis's bytes as a run stages them (its libraries added), prepared in a
+        thread; refused when its expanded size does not fit in ``left`` bytes of the
+        user's staged cap ``cap``."""
+        if self._slots.locked():
+            raise IntakeRefused(503, "the service is busy reading other uploads: send this "
+                                "one again in a minute")
+        async with self._slots:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._executor, prepare, name, data, libraries,
+                                              left, cap)
+
+
+def expanded_size(name: str, data: bytes) -> int:
+    """What the parse stage will read of a thesis: a zip's members as its central
+    directory declares them (``.zip``, ``.docx``), else its bytes. Reads the directory
+    only, never a member."""
+    if PurePosixPath(name).suffix.lower() not in (".zip", ".docx"):
+        return len(data)
+    limits = archive.BundleLimits()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as bundle:
+            infos = bundle.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as err:
+        raise IntakeRefused(400, f"thesis {name!r} is no readable zip archive ({err})") from None
+    if len(infos) > limits.max_members:
+        raise IntakeRefused(413, f"thesis {name!r} holds {len(infos):,} files, over the limit "
+                            f"of {limits.max_members:,}")
+    return sum(max(info.file_size, 0) for info in infos)
+
+
+def prepare(name: str, data: bytes, libraries: list[tuple[str, bytes]], left: int,
+            cap: int) -> bytes:
+    """:meth:`Intake.thesis`'s work, in a thread."""
+    size = expanded_size(name, data)
+    limit = archive.BundleLimits().max_total_bytes
+    if size > limit:
+        raise IntakeRefused(413, f"thesis {name!r} expands to {human_bytes(size)}, over the "
+                            f"limit of {human_bytes(limit)}")
+    if size > left:
+        raise IntakeRefused(413, f"thesis {name!r} expands to {human_bytes(size)} when read, "
+                            f"more than the {human_bytes(max(left, 0))} your staged files' cap "
+                            f"leaves (the cap is {human_bytes(cap)}): wait for a run to finish "
+                            "or cancel one under My runs (/runs)")
+    if libraries and PurePosixPath(name).suffix.lower() == ".zip":
+        return _append(name, data, libraries)
+    try:
+        return verify.thesis_bytes(name, data, libraries)
+    except WriterFileError as err:
+        raise IntakeRefused(400, f"thesis {name!r}: {err}") from None
+
+
+def _append(name: str, data: bytes, libraries: list[tuple[str, bytes]]) -> bytes:
+    """The zip ``data`` with the libraries added as ``library/N-name`` members, its own
+    members copied as they are (never inflated)."""
+    out = io.BytesIO(data)
+    try:
+        with zipfile.ZipFile(out, "a", compression=zipfile.ZIP_DEFLATED) as bundle:
+            taken = set(bundle.namelist())
+            index = 0
+            for library, text in libraries:
+                while f"library/{index}-{library}" in taken:
+                    index += 1
+                member = f"library/{index}-{library}"
+                taken.add(member)
+                bundle.writestr(member, text)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as err:
+        raise IntakeRefused(400, f"thesis {name!r} is no readable zip archive ({err})") from None
+    return out.getvalue()
