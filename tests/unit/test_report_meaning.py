@@ -242,6 +242,7 @@ def test_a_wrong_page_shows_in_the_badge_summary_filters_and_order() -> None:
     assert _texts(_article(page, 1), "span", "class", "badge") == ["Supported · wrong page"]
     assert _texts(_article(page, 2), "span", "class", "badge") == ["Supported"]
     assert 'data-problems="wrong_page"' in _article(page, 1)
+    assert _article(page, 1).startswith('<article class="citation" id="citation-1"')  # as parsers expect
     assert _texts(page, "li", "data-summary-problem", "wrong_page") == ["1Wrong page"]  # count, label
     assert _texts(page, "button", "data-filter", "problem:wrong_page") == ["Wrong page (1)"]
     # Most doubtful first: the wrong page before the part-support and the clean support.

@@ -74,7 +74,7 @@ button:focus-visible, summary:focus-visible { outline: 3px solid var(--focus); o
 #shown { color: var(--muted); font-size: .9rem; }
 .citation { border: 1px solid var(--line); border-left: 6px solid var(--c); border-radius: .5rem;
   padding: .75rem 1rem; margin: 0 0 1rem; }
-.citation.flagged { border-left-style: double; border-left-width: 8px; }
+.citation:not([data-problems=""]) { border-left-style: double; border-left-width: 8px; }
 .citation header { display: flex; flex-wrap: wrap; gap: .25rem 1rem; align-items: center;
   color: var(--muted); font-size: .9rem; }
 .citation header h3 { color: var(--fg); font-size: .9rem; }
@@ -317,7 +317,7 @@ def _citation_html(citation: CitationEntry, images: PageImages) -> str:
     )
     confidence = confidence_text(citation)
     return (
-        f'<article class="citation{" flagged" if problems else ""}" id="citation-{citation.ordinal}" '
+        f'<article class="citation" id="citation-{citation.ordinal}" '
         f'data-verdict="{_e(citation.verdict.value)}" '
         f'data-problems="{_e(" ".join(p.value for p in problems))}" style="--c:{meaning.colour}" '
         f'aria-labelledby="citation-{citation.ordinal}-title">'
