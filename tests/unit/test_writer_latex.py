@@ -545,3 +545,15 @@ def test_a_numeric_cite_used_as_a_noun_leaves_no_hole() -> None:
         (("nolib",), "nolib zeigt das Gegenteil."),
         (("nolib",), "As shown in nolib, heat rises."),
         (("meier",), "This holds in many studies.")]
+
+
+def test_the_theses_own_library_given_again_with_bib_is_read_once() -> None:
+    from citerun.pipeline.writer import formats
+
+    refs = b"@misc{a, title={First}, year={2020}}\n@misc{a, title={Again}}\n@misc{b, title={B}}\n"
+    files = {**_doc("A claim \\cite{a}. Another \\cite{b}.\n\\bibliography{refs}"),
+             "refs.bib": refs, f"{formats.LIBRARY_DIR}0-refs.bib": refs}  # as `--bib refs.bib` stages it
+    found = formats.read_thesis(formats.bundle(files))
+    assert [(i.key, i.title) for i in found.library] == [("a", "First"), ("b", "B")]
+    assert [s.reason for s in found.skipped] == [
+        "a second entry with the key 'a'; the first is kept"]

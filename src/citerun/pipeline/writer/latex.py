@@ -33,6 +33,7 @@ from pylatexenc import latex2text  # type: ignore[import-untyped]
 from citerun.pipeline.citations import entries, quotations
 from citerun.pipeline.pdf import splitting
 from citerun.pipeline.writer import bib as bibtex
+from citerun.pipeline.writer.formats import LIBRARY_DIR
 from citerun.pipeline.writer.model import (
     LibraryItem,
     Skipped,
@@ -1711,8 +1712,13 @@ def _libraries(files: Mapping[str, bytes], reader: _Reader) -> tuple[
             paths.append(path)
     if not reader.libraries:
         paths = bibs
+    # The same file given again with --bib (the CLI puts it under library/, read besides):
+    # read once, so that its items and its skipped entries are not listed twice.
+    given = {files[p] for p in files if p.startswith(LIBRARY_DIR)}
     items: list[LibraryItem] = []
     for path in paths:
+        if not path.startswith(LIBRARY_DIR) and files[path] in given:
+            continue
         found, skips = bibtex.read_bibtex(_decode(files[path]))
         items.extend(found)
         skipped.extend(dataclasses.replace(s, where=f"{path} {s.where}") for s in skips)
