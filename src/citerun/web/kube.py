@@ -66,19 +66,28 @@ class ClusterRefused(store.OverCap):
         super().__init__(503, message)
 
 
+#: A label that ends as a changed name's does (its hash suffix): never kept as it is.
+_SUFFIXED = re.compile(r"(?:^|-)[0-9a-f]{16}$")
+#: Hex digits of the sha256 a changed name carries: 64 bits, so no one can choose a name
+#: that lands on another's namespace (a 32-bit suffix fell to a second preimage search).
+SUFFIX_HEX = 16
+
+
 def namespace_for(user: str, settings: WebSettings) -> str:
     """The namespace of ``user``'s runs: ``web.namespace``, else ``web.namespace_template``
-    with the user name made a DNS label. A name that had to change (upper case, '@', too
-    long) gets 8 hex digits of its sha256, so 'Alice' and 'alice' never share one."""
+    with the user name made a DNS label. The mapping is one-to-one (issue 41): a name is
+    kept as it is only when it is a DNS label already, fits, and does not end as a changed
+    name does; any other name gets 16 hex digits of its sha256 (of the exact name), so
+    'Alice' and 'alice', or 'alice@uni.edu' and the label it became, never share one."""
     if settings.namespace is not None:
         return settings.namespace
     template = settings.namespace_template
     assert template is not None, "WebSettings requires one of the two"
     room = 63 - len(template.replace("{user}", ""))
     label = _NOT_LABEL.sub("-", user.lower()).strip("-")
-    if label != user or len(label) > room:
-        suffix = hashlib.sha256(user.encode()).hexdigest()[:8]
-        label = f"{label[:room - 9].strip('-')}-{suffix}".strip("-")
+    if label != user or len(label) > room or _SUFFIXED.search(label):
+        suffix = hashlib.sha256(user.encode()).hexdigest()[:SUFFIX_HEX]
+        label = f"{label[:room - SUFFIX_HEX - 1].strip('-')}-{suffix}".lstrip("-")
     return template.replace("{user}", label)
 
 

@@ -90,8 +90,9 @@ class WebSettings(BaseModel):
     namespace_template: str | None = Field(
         None, max_length=40, description="With the kubernetes backend: each user's own "
         "namespace, '{user}' replaced by the user name made a DNS label (lower case, "
-        "[a-z0-9-]; a name that had to change gets 8 hex digits of its sha256, so two "
-        "users never share one), e.g. 'thesis-{user}'. The namespaces must exist.")
+        "[a-z0-9-]; a name that had to change, or that ends as a changed one does, gets 16 "
+        "hex digits of its sha256, so two users never share one), e.g. 'thesis-{user}'. "
+        "The namespaces must exist.")
     resource_timeout_s: float = Field(
         20.0, gt=0, le=120, description="Seconds one Kubernetes API call may take.")
 
