@@ -127,6 +127,22 @@ def test_evidence_is_located_and_shown_on_its_page(first_runs: dict[str, Run],
     assert page.count("data:image/jpeg;base64,") == len(pages)
 
 
+@pytest.mark.parametrize("thesis", THESES)
+def test_the_report_says_why_in_plain_words(first_runs: dict[str, Run], workspace: pathlib.Path,
+                                            thesis: str) -> None:
+    """Issue 39: every citation's "Why" is in words (the model's numbers only behind "The
+    numbers behind this"), and each verdict a judge gave shows its confidence."""
+    page = (workspace / f"{pathlib.Path(thesis).stem}.html").read_text(encoding="utf-8")
+    articles = re.findall(r'<article class="citation".*?</article>', page, re.DOTALL)
+    assert len(articles) == len(first_runs[thesis].report()["citations"])
+    for article in articles:
+        visible = re.sub(r"<details.*?</details>", "", article, flags=re.DOTALL)
+        why = re.search(r'<p class="rationale">(.*?)</p>', visible, re.DOTALL)
+        assert why, article[:300]
+        assert "similarity" not in why.group(1) and "P(" not in why.group(1), why.group(1)
+        assert "P(support)" not in visible and "(match 0." not in visible
+
+
 def test_second_run_reuses_parsed_documents(first_runs: dict[str, Run],
                                             workspace: pathlib.Path) -> None:
     assert all(r.returncode == 0 for r in first_runs.values())
