@@ -9,8 +9,10 @@ and its source page is a real PDF page parsed and rendered by the pipeline.
 
 from __future__ import annotations
 
+import csv
 import functools
 import html.parser
+import io
 import re
 import typing
 
@@ -326,3 +328,15 @@ def test_the_rows_to_fix_are_the_doubtful_citations_most_doubtful_first() -> Non
     assert rows[1]["problems"] == "wrong page" and rows[1]["cited_page"] == "45"
     assert rows[1]["what_to_do"] == "Correct the page number."
     assert rows[2]["confidence"] == "" and "Add the source" in rows[2]["what_to_do"]
+
+
+def test_the_csv_of_citations_to_fix_cannot_carry_a_formula() -> None:
+    built, _ = _build(
+        _row(1, V.CONTRADICTED, EMBEDDED_CONTRADICTED, claim='=HYPERLINK("http://x.test","click")'),
+        _row(2, V.UNSUPPORTED, EMBEDDED_ELSEWHERE, claim="@SUM(A1:A2), \"quoted\", and more"))
+    text = report.to_fix_csv(built)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == list(report.FIX_COLUMNS)
+    assert rows[0]["claim"] == '\'=HYPERLINK("http://x.test","click")'
+    assert rows[1]["claim"] == "'@SUM(A1:A2), \"quoted\", and more"
+    assert rows[0]["why"] == report.to_fix_rows(built)[0]["why"]  # other cells as they are

@@ -10,7 +10,9 @@ import, so a new verdict cannot go unexplained).
 from __future__ import annotations
 
 import collections.abc
+import csv
 import dataclasses
+import io
 
 from citerun import verdicts
 from citerun.pipeline import judge
@@ -18,7 +20,7 @@ from citerun.pipeline.report.model import CitationEntry, Problem, Report
 from citerun.pipeline.report.reasons import explain
 
 __all__ = ["CONFIDENCE", "FIX_COLUMNS", "PROBLEMS", "TERMS", "VERDICTS", "Meaning",
-           "confidence_text", "judged", "labels", "risk", "to_fix_rows"]
+           "confidence_text", "judged", "labels", "risk", "to_fix_csv", "to_fix_rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +177,26 @@ def to_fix_rows(report: Report) -> list[dict[str, str]]:
             "what_to_do": " ".join(todo),
         })
     return rows
+
+
+# A cell opening with one of these is a formula to a spreadsheet ("=HYPERLINK(...)" in a
+# claim); OWASP's advice: open it with a quote mark, which the spreadsheet shows as text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: str) -> str:
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def to_fix_csv(report: Report) -> str:
+    """:func:`to_fix_rows` as CSV text (a header of :data:`FIX_COLUMNS`, CRLF line ends),
+    every cell that a spreadsheet would read as a formula opened with a quote mark."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=FIX_COLUMNS)
+    writer.writeheader()
+    for row in to_fix_rows(report):
+        writer.writerow({key: _cell(value) for key, value in row.items()})
+    return out.getvalue()
 
 
 def labels(items: collections.abc.Iterable[Problem]) -> str:
