@@ -393,6 +393,14 @@ class JudgePayload(pydantic.BaseModel):
     citation_id: int
 
 
+def judge_scope(tenant: str, web_owner: str | None) -> str:
+    """Whose the judge's answers and HTTP client are: the run's tenant (its namespace on a
+    cluster), and within it the web user whose run it is: the web service files every
+    user under one tenant (``web.tenant``, or ``web.namespace`` on a cluster), and a user
+    who got another's cached answers at zero tokens learnt what they had asked (issue 41)."""
+    return tenant if web_owner is None else f"{tenant}\0web-user\0{web_owner}"
+
+
 @registry.task(flow.JUDGE_CITATION, payload=JudgePayload)
 async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -> None:
     """Retrieve the cited source's passages for the claim and judge the citation."""
@@ -407,10 +415,11 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
     the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
     finder = retrieval.Retriever(the_embedder, retrieval_config, _bm25_cache)
     passages = await finder.search(ctx.pool, claim, [row["digest"]])
-    the_judge = judge.make_judge(judge_config, the_embedder, client=_http_client(row["tenant"]),
+    scope = judge_scope(row["tenant"], row["web_owner"])
+    the_judge = judge.make_judge(judge_config, the_embedder, client=_http_client(scope),
                                  budget=judge.TokenBudget(judge_config.openai.token_budget,
                                                           row["tokens_spent"]),
-                                 cache=judge.PostgresAnswerCache(ctx.pool, row["tenant"]))
+                                 cache=judge.PostgresAnswerCache(ctx.pool, scope))
     try:
         verdict = await the_judge.judge(claim, passages)
     except judge.BudgetExhausted as err:

@@ -60,9 +60,11 @@ ON CONFLICT (run_id, ordinal) DO UPDATE SET ordinal = excluded.ordinal
 RETURNING id;
 
 -- name: citation_get --
--- One citation with its run and source document state.
+-- One citation with its run and source document state, and the web user whose run it
+-- is (null: not a web run).
 SELECT c.id, c.run_id, c.claim, c.digest, d.state AS document_state, r.spec, r.priority,
-       r.state AS run_state, r.tokens_spent, r.tenant
+       r.state AS run_state, r.tokens_spent, r.tenant,
+       (SELECT w.owner FROM web_runs AS w WHERE w.run_id = c.run_id) AS web_owner
 FROM citations AS c JOIN runs AS r ON r.id = c.run_id
 LEFT JOIN documents AS d ON d.digest = c.digest
 WHERE c.id = $1;
