@@ -183,6 +183,7 @@ NOT_SETTINGS: dict[str, str] = {
     "CITERUN_EVALDATA": "tests/unit/test_realpdf.py and bench/: the evaluation data",
     "CITERUN_HELDOUT_PDFS": "bench/quality/heldout.py: the held-out PDFs",
     "CITERUN_UPDATE_SCHEMA": "tests/db/test_migrations.py: rewrite the expected schema",
+    "CITERUN_UPDATE_SCREENSHOTS": "tests/e2e/test_web_browser.py: rewrite docs/screenshots",
     "CITERUN_NODE_TESTS": "scripts/test: run the real-node cluster tests",
     "CITERUN_K8S_CACHE": "tests/cluster and bench/cluster/node.py: the Kubernetes build cache",
     "CITERUN_BUILD_JOBS": "tests/cluster/build.sh: parallel compile jobs",
