@@ -557,3 +557,22 @@ def test_the_theses_own_library_given_again_with_bib_is_read_once() -> None:
     assert [(i.key, i.title) for i in found.library] == [("a", "First"), ("b", "B")]
     assert [s.reason for s in found.skipped] == [
         "a second entry with the key 'a'; the first is kept"]
+
+
+def test_packages_conditionals_and_quotations_bounded() -> None:
+    # A package that loads itself and another that loads the first: each read once.
+    files = {"a.sty": b"\\RequirePackage{b}\\newcommand{\\acite}[1]{\\cite{#1}}",
+             "b.sty": b"\\RequirePackage{a}\\RequirePackage{b}",
+             **_doc("A claim \\acite{k}.", "\\usepackage{a}")}
+    thesis, seconds = _timed(files)
+    assert seconds < 5 and [c.keys for c in thesis.citations] == [("k",)]
+    # Conditionals nested deeper than the reader follows, spam of unclosed ones.
+    nested = "\\ifthenelse{\\equal{a}{a}}{" * 150 + "deep \\cite{d}." + "}{}" * 150
+    thesis, seconds = _timed(_doc(nested + " " + "\\iffalse \\ifx&&" * 50_000 + " tail"))
+    assert seconds < 20
+    assert any("nest over 20 levels" in s.reason for s in thesis.skipped)
+    # One paragraph of many quotations, each cited.
+    quoted = "„One two three four. Five six seven eight.“ \\cite{q} " * 5_000
+    thesis, seconds = _timed(_doc(quoted))
+    assert seconds < 30 and len(thesis.citations) == 5_000
+    assert thesis.citations[-1].claim == "„One two three four. Five six seven eight.“"

@@ -188,9 +188,10 @@ _CONDITIONAL_ARGS: dict[str, tuple[int, str]] = {
 _DECIDED = frozenset({"ifthenelse", "ifblank", "notblank", "ifstrempty", "ifstrequal",
                       *(name for name in _CONDITIONAL_ARGS if name.startswith("If"))})
 # \\if\\relax\\detokenize{#1}\\relax, \\ifx\\relax#1\\relax, \\ifx&#1&: whether #1 is empty.
-_EMPTY_TESTS = (re.compile(r"\s*\\relax\s*\\detokenize\s*\{(?P<arg>[^{}]*)\}\s*\\relax(?![A-Za-z@])"),
-                re.compile(r"\s*\\relax(?P<arg>[^\\{}]*)\\relax(?![A-Za-z@])"),
-                re.compile(r"\s*&(?P<arg>[^&\n]*)&"))
+_EMPTY_TESTS = (
+    re.compile(r"\s*\\relax\s*\\detokenize\s*\{(?P<arg>[^{}]{0,2000})\}\s*\\relax(?![A-Za-z@])"),
+    re.compile(r"\s*\\relax(?P<arg>[^\\{}]{0,2000})\\relax(?![A-Za-z@])"),
+    re.compile(r"\s*&(?P<arg>[^&\n]{0,2000})&"))
 _TOKEN = re.compile(r"\s*(\\(?:[A-Za-z@]+|.)|\S)", re.DOTALL)
 _CONDITIONAL_TOKEN = re.compile(r"\\(if[A-Za-z@]*|else|fi)(?![A-Za-z@])")
 
@@ -1178,6 +1179,10 @@ class _Reader:
         decides is read, the other not; a test that cannot be decided here (a boolean, a
         counter) reads the first branch, and a citation in the other is listed."""
         text = src.text
+        if depth + 1 > MAX_DEPTH:
+            self.skip(src.where(start), "\\" + name,
+                      f"conditionals nest over {MAX_DEPTH} levels deep: read as text")
+            return i
         tests, kinds = _CONDITIONAL_ARGS.get(name, (1, "TF"))
         args: list[str] = []
         for _ in range(tests + len(kinds)):
@@ -1350,10 +1355,12 @@ class _Reader:
                 continue
             spans = splitting.sentence_spans(text)
             quoted = quotations.find_quotations(text) if _QUOTE_MARKS.search(text) else []
+            span_starts = [s for s, _ in spans]
+            quote_starts = [q.start for q in quoted]
             for offset, cite, textual in cites:
                 span = _sentence_for(spans, offset, textual)
                 if span and quoted:
-                    span = _with_quotation(spans, quoted, span)
+                    span = _with_quotation(spans, span_starts, quoted, quote_starts, span)
                 claim = clean_claim(_cut(text, *span, cuts)) if span else ""
                 if not claim:
                     self.skip(cite.where, cite.marker, "a citation with no sentence around it")
@@ -1485,16 +1492,20 @@ def _sentence_for(spans: list[tuple[int, int]], offset: int,
     return before or after
 
 
-def _with_quotation(spans: list[tuple[int, int]], quoted: Sequence[quotations.Quotation],
+def _with_quotation(spans: list[tuple[int, int]], span_starts: list[int],
+                    quoted: Sequence[quotations.Quotation], quote_starts: list[int],
                     span: tuple[int, int]) -> tuple[int, int]:
     """The claim's span widened back to the opening mark of a quotation of several
     sentences that ends in it ("„First. Second.“ \\cite{x}": the whole quotation is the
-    claim, so that it is checked verbatim, not its last sentence)."""
+    claim, so that it is checked verbatim, not its last sentence). Quotations do not
+    overlap: the one the span's start is in is found by bisection."""
     start, end = span
-    for quotation in quoted:
+    q = bisect.bisect_left(quote_starts, start) - 1
+    if q >= 0:
+        quotation = quoted[q]
         if quotation.start < start <= quotation.end and start - quotation.start <= MAX_QUOTED_CHARS:
             opening = quotation.start - 1  # the opening mark
-            k = bisect.bisect_right([s for s, _ in spans], opening) - 1
+            k = bisect.bisect_right(span_starts, opening) - 1
             start = min(start, spans[k][0] if k >= 0 else opening)
     return start, end
 
