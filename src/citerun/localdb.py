@@ -27,7 +27,7 @@ from citerun.settings import Settings
 DATABASE = "citerun"
 
 #: Root's embedded servers whose default data dir their system user cannot reach.
-SYSTEM_DIR = Path("/var/lib/citerun")
+SYSTEM_DIR = embedded.SYSTEM_DIR
 
 _Q = sql.load("citerun", "queries/local.sql")
 
@@ -77,21 +77,8 @@ def default_data_dir() -> Path:
 
 def system_server_dir(data_dir: Path, user: str) -> Path:
     """``/var/lib/citerun/<digest>``: the server files of root's ``data_dir``, made on
-    first use (with one line on stderr). ``/var/lib/citerun`` must be root's and
-    writable by no one else; it is made 0711 (passable, not listable)."""
-    SYSTEM_DIR.mkdir(mode=0o711, parents=True, exist_ok=True)
-    st = os.lstat(SYSTEM_DIR)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
-        raise embedded.EmbeddedPostgresError(
-            f"{SYSTEM_DIR} must be a directory of root's that no one else may write (it is "
-            f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}); fix it or set "
-            "CITERUN_DATA_DIR to a directory the database server's user can reach")
-    blocked = embedded.unreachable(SYSTEM_DIR, user)
-    if blocked is not None:
-        raise embedded.EmbeddedPostgresError(
-            f"the database server runs as the system user {user}, which can reach neither "
-            f"{data_dir} nor {SYSTEM_DIR} (it cannot pass {blocked}); set CITERUN_DATA_DIR "
-            "to a directory it can reach")
+    first use (with one line on stderr), in :func:`citerun.embedded.system_dir`."""
+    embedded.system_dir(user)
     path = system_server_path(data_dir)
     try:
         path.mkdir(mode=0o700)

