@@ -83,7 +83,7 @@ PROBLEMS: dict[Problem, Meaning] = {
 
 #: The one explanation of the confidence shown on each citation (:func:`.model.confidence_of`).
 CONFIDENCE = (
-    "How likely the judge thinks its verdict is right, from 0 to 100%: for Supported and "
+    "The judge’s probability that the verdict it gives is right, 0-100%: for Supported and "
     "Partially supported the probability that the source supports the sentence, for "
     "Unsupported the probability that it does not say it, for Contradicted the probability "
     "that it says the opposite (a language-model judge states it itself). Below 50% the judge is "
