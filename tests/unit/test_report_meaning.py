@@ -13,6 +13,7 @@ import csv
 import functools
 import html.parser
 import io
+import pathlib
 import re
 import typing
 
@@ -167,6 +168,18 @@ def test_confidence_is_the_probability_of_the_verdict_given() -> None:
     assert "Confidence 20%" in _article(page, 1) and "Confidence 3%" not in page
     assert "Confidence" not in " ".join(_texts(_article(page, 6), "header", "id", None) or [""])
     assert "Confidence" not in re.sub(r"<details.*?</details>", "", _article(page, 6), flags=re.DOTALL)
+
+
+def test_confidence_is_said_the_same_way_in_the_readme_the_docs_and_the_report() -> None:
+    root = pathlib.Path(__file__).parents[2]
+    said = "the judge's probability that the verdict it gives is right"
+
+    def words(text: str) -> str:
+        return " ".join(text.replace("’", "'").split()).lower()
+
+    for text in ((root / "README.md").read_text(encoding="utf-8"),
+                 (root / "docs" / "report.md").read_text(encoding="utf-8"), meaning.CONFIDENCE):
+        assert said in words(text)
 
 
 # --- reasons in plain words ------------------------------------------------------------------
