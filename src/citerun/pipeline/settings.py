@@ -104,6 +104,13 @@ class LimitSettings(pydantic.BaseModel):
         "and the report says so ('Not taken' lists it with its length); the judge's memory "
         "grows with the claim (a 40,000-word claim peaked at 3.5 GiB, issue 41), and one at "
         "the limit costs it under 30 MiB.")
+    max_claims_chars: int = pydantic.Field(
+        4_000_000, ge=10_000, description="Characters of all the claims of one thesis "
+        "together, a claim counted once per citation (each citation stores, judges and "
+        "shows its claim): a 300-page thesis of 6,000 citations of 300-character sentences "
+        "has 1.8 million. One sentence carrying thousands of \\cite's (a 731-byte .tex "
+        "made 8,192 citations of a 23,562-character sentence: 194 MB of parsed JSON) is "
+        "refused as document_too_complex with this limit named (issue 41).")
 
 
 class RetrievalConfig(pydantic.BaseModel):

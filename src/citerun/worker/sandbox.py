@@ -45,7 +45,7 @@ from citerun.worker import registry
 from citerun.pipeline import citations, pdf
 from citerun.pipeline.citations import references
 from citerun.pipeline.writer import archive, formats
-from citerun.pipeline.writer.model import WriterFileError, WrittenThesis
+from citerun.pipeline.writer.model import Skipped, WriterFileError, WrittenCitation, WrittenThesis
 from citerun.pipeline.settings import LimitSettings, TaskLimits
 
 T = TypeVar("T")
@@ -330,10 +330,37 @@ def written_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: in
     if total > limits.max_total_chars:
         return Rejected(REASON, f"{REASON}: {total:,} characters of text, over the limit of "
                         f"{limits.max_total_chars:,} characters per document")
+    thesis, over = bound_written(thesis, limits)
+    if over is not None:
+        return Rejected(REASON, f"{REASON}: {over}")
     pages = tuple(pdf.Page(number=number, text=text) for number, text in thesis.pages)
     document = pdf.ParsedDocument(title=None, authors=(), year=None, pages=pages)
     chunks = pdf.chunk_pages(pages, target_chars=chunk_chars, overlap_chars=overlap_chars)
     return Parsed(document, tuple(chunks), formats.dumps(thesis))
+
+
+def bound_written(thesis: WrittenThesis, limits: LimitSettings) -> tuple[WrittenThesis, str | None]:
+    """The writer's thesis with each claim cut at ``max_claim_chars`` (each cut claim
+    reported once), and why its claims are too many characters together, if they are
+    (issue 41: one sentence with 8,192 \\cite's made 194 MB of parsed JSON). Runs in the
+    child, before the thesis is sent back to the worker."""
+    cut: list[WrittenCitation] = []
+    noted: dict[str, Skipped] = {}
+    for written in thesis.citations:
+        if len(written.claim) > limits.max_claim_chars:
+            if written.claim not in noted:
+                noted[written.claim] = citations.long_claim_note(
+                    written.where or f"page {written.page}", written.claim,
+                    limits.max_claim_chars)
+            written = dataclasses.replace(
+                written, claim=citations.cut_claim(written.claim, limits.max_claim_chars))
+        cut.append(written)
+    over = citations.claims_over((c.claim for c in cut for _ in c.keys or ("",)),
+                                 limits.max_claims_chars)
+    if noted:
+        thesis = dataclasses.replace(thesis, citations=tuple(cut),
+                                     skipped=tuple(noted.values()) + thesis.skipped)
+    return thesis, over
 
 
 async def extract(pages: list[tuple[int, str]], limits: LimitSettings) -> citations.Extraction:

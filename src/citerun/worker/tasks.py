@@ -301,6 +301,10 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                     extraction, skipped=written.skipped + extraction.skipped), written)
         # A claim is bounded where claims are made, the rest reported (issue 41).
         extraction = citations.bound_claims(extraction, pipeline_settings().limits.max_claim_chars)
+        over = citations.claims_over((c.claim for c in extraction.citations),
+                                     pipeline_settings().limits.max_claims_chars)
+        if over is not None:
+            raise sandbox.DocumentTooComplex(over)
         action = "match"
         mapped = await sandbox.map_citations(extraction, infos, pipeline_settings().match,
                                              pipeline_settings().limits)

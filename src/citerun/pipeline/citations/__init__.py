@@ -35,7 +35,7 @@ other modules use are re-exported here (``citations.extract``, ``citations.Match
 
 from __future__ import annotations
 
-from citerun.pipeline.citations.claims import bound_claims, cut_claim
+from citerun.pipeline.citations.claims import bound_claims, claims_over, cut_claim, long_claim_note
 from citerun.pipeline.citations.entries import parse_entry
 from citerun.pipeline.citations.extraction import extract
 from citerun.pipeline.citations.mapping import check_size, map_citations, match, match_score
@@ -67,9 +67,11 @@ __all__ = [
     "TooLargeToMatch",
     "bound_claims",
     "check_size",
+    "claims_over",
     "cut_claim",
     "extract",
     "fold",
+    "long_claim_note",
     "map_citations",
     "match",
     "match_score",

@@ -247,6 +247,29 @@ def cut_claim(claim: str, max_chars: int) -> str:
     return head.rstrip(" ,;:") + " …"
 
 
+def long_claim_note(where: str, claim: str, max_chars: int) -> model.Skipped:
+    """What the report says of a claim cut at ``max_chars`` characters."""
+    return model.Skipped(
+        where, cut_claim(claim, 200),
+        f"a claim of {len(claim):,} characters, over the limit of {max_chars:,} "
+        f"(limits.max_claim_chars): only its first {max_chars:,} characters are judged "
+        "and checked")
+
+
+def claims_over(claims: collections.abc.Iterable[str], max_total: int) -> str | None:
+    """Why the claims together are too many characters (each counted once per citation),
+    or None when they are within ``max_total``."""
+    count = total = 0
+    for claim in claims:
+        count += 1
+        total += len(claim)
+    if total <= max_total:
+        return None
+    return (f"the claims of its {count:,} citations total {total:,} characters (a sentence "
+            f"counts once per citation it carries), over the limit of {max_total:,} "
+            "characters (limits.max_claims_chars)")
+
+
 def bound_claims(extraction: model.Extraction, max_chars: int) -> model.Extraction:
     """``extraction`` with every claim over ``max_chars`` characters cut (:func:`cut_claim`)
     and each such claim reported once in ``skipped`` (its page, its opening words, its
@@ -259,11 +282,8 @@ def bound_claims(extraction: model.Extraction, max_chars: int) -> model.Extracti
         claim = citation.claim
         if len(claim) > max_chars:
             if claim not in noted:
-                noted[claim] = model.Skipped(
-                    f"page {citation.page}", cut_claim(claim, 200),
-                    f"a claim of {len(claim):,} characters, over the limit of {max_chars:,} "
-                    f"(limits.max_claim_chars): only its first {max_chars:,} characters are "
-                    "judged and checked")
+                noted[claim] = long_claim_note(citation.location or f"page {citation.page}",
+                                               claim, max_chars)
             citation = dataclasses.replace(citation, claim=cut_claim(claim, max_chars))
         cut.append(citation)
     return dataclasses.replace(extraction, citations=tuple(cut),
