@@ -4,6 +4,6 @@
 ``bench.queue.*`` (the task queue), ``bench.cluster.*`` (autoscaling, a real node),
 ``bench.pipeline.*`` (parse, embed, judge and ``citerun verify`` speed),
 ``bench.quality.*`` (retrieval and judging on SciFact, real PDFs against hand-made
-truth), ``bench.train.*`` (what writes the judge's shipped model and lexicon).
+truth), ``training.*`` (what writes the judge's shipped model and lexicon).
 ``bench.common`` and ``bench.machine`` are what they share. README.md lists the commands.
 """

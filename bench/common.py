@@ -3,26 +3,21 @@ load average they report, an embedded Postgres that is always stopped, per-class
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import pathlib
 import shutil
 import tempfile
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
-import numpy
 
 if typing.TYPE_CHECKING:
     from citerun import embedded
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-
-
-def evaldata() -> pathlib.Path:
-    """The evaluation data kept outside the repository (SciFact, real PDFs)."""
-    return pathlib.Path(os.environ.get("CITERUN_EVALDATA", REPO.parent / "shared" / "evaldata"))
+from evalsets import REPO, evaldata  # noqa: F401 - the benches' names for them
+from evalsets.metrics import f1_per_class, macro_f1  # noqa: F401
+from evalsets.scifact import gold_label  # noqa: F401
 
 
 def load_average() -> str:
@@ -67,30 +62,3 @@ def postgres(prefix: str, *, stop: str = "fast", keep: bool = False, keep_on_err
         server.stop(stop)
         if not (keep or (keep_on_error and failed)):
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-def f1_per_class(gold: Sequence[object] | numpy.ndarray, predicted: Sequence[object] | numpy.ndarray,
-                 labels: Sequence[object]) -> list[float]:
-    """F1 of each label in ``labels`` order (0 for a label never predicted right)."""
-    g, p = numpy.asarray(gold), numpy.asarray(predicted)
-    out = []
-    for label in labels:
-        tp = int(numpy.sum((g == label) & (p == label)))
-        fp = int(numpy.sum((g != label) & (p == label)))
-        fn = int(numpy.sum((g == label) & (p != label)))
-        out.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return out
-
-
-def macro_f1(f1s: Sequence[float]) -> float:
-    """The unweighted mean of per-class F1s (summed in label order)."""
-    return sum(f1s) / len(f1s)
-
-
-def gold_label(claim: dict[str, typing.Any], doc_id: int) -> str:
-    """SciFact's label of a claim against one abstract it cites: the most common label of
-    the abstract's evidence sets (SUPPORT or CONTRADICT), NEI when it has none."""
-    sets = claim["evidence"].get(str(doc_id), [])
-    if not sets:
-        return "NEI"
-    return str(collections.Counter(s["label"] for s in sets).most_common(1)[0][0])

@@ -47,7 +47,7 @@ import typing
 import zipfile
 import zlib
 
-from bench import common
+from evalsets import evaldata
 
 LABELS = ("SUPPORT", "CONTRADICT", "NEI")
 SEED = 20261202
@@ -75,7 +75,7 @@ class ClaimSet:
 
 
 def claims_dir() -> pathlib.Path:
-    return common.evaldata() / "claims"
+    return evaldata() / "claims"
 
 
 def _healthver(root: pathlib.Path, split: str = "test") -> list[Pair]:
@@ -227,3 +227,12 @@ def sample(pairs: list[Pair], limit: int | None) -> list[Pair]:
     for label, indices in sorted(by_label.items()):
         chosen += rng.sample(indices, round(limit * len(indices) / len(pairs)))
     return [pairs[i] for i in sorted(chosen)]
+
+
+def passages(text: str) -> list[typing.Any]:
+    """A pair's evidence as the judge reads a source: chunked by ``pdf.chunk_pages`` exactly
+    as a parsed page is, every chunk a passage (retrieval skipped: the evidence is given)."""
+    from citerun.pipeline import judge, pdf  # noqa: PLC0415 - the judge's reading of a pair
+
+    chunks = pdf.chunk_pages([pdf.Page(1, text)])
+    return [judge.Passage(i, c.text, c.page_start, c.page_end, 1.0) for i, c in enumerate(chunks)]

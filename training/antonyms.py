@@ -3,8 +3,8 @@
 Usage::
 
     apt-get install wordnet-base      # Debian's WordNet 3.0 database, /usr/share/wordnet
-    python -m bench.train.antonyms  # writes src/citerun/pipeline/judging/antonyms.tsv
-    python -m bench.train.antonyms --check   # exit 1 when the committed file differs
+    python -m training.antonyms  # writes src/citerun/pipeline/judging/antonyms.tsv
+    python -m training.antonyms --check   # exit 1 when the committed file differs
 
 Each line is a pair of single words that WordNet marks as direct antonyms of each other
 (its ``!`` pointers between word senses, in adjectives, verbs, nouns and adverbs:
@@ -38,7 +38,7 @@ WORDNET = pathlib.Path("/usr/share/wordnet")
 PARTS = ("adj", "adv", "noun", "verb")
 _NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "non", "dis")
 _WORD = re.compile(r"^[a-z][a-z-]*[a-z]$")
-HEADER = ("# WordNet 3.0 direct antonyms (bench/train/antonyms.py; WordNet licence in "
+HEADER = ("# WordNet 3.0 direct antonyms (training/antonyms.py; WordNet licence in "
           "antonyms.LICENSE): word, word, the one that is the other negated by a prefix or -less\n")
 
 
@@ -68,7 +68,7 @@ def licence(wordnet: pathlib.Path = WORDNET) -> str:
     lines = itertools.takewhile(lambda line: line.startswith("  "),
                                 (wordnet / "data.adj").read_text(encoding="latin-1").splitlines())
     text = "\n".join(re.sub(r"^\s*\d+ ?", "", line).rstrip() for line in lines).strip()
-    return ("The antonym lexicon antonyms.tsv is derived from WordNet 3.0 (bench/train/antonyms.py).\n\n"
+    return ("The antonym lexicon antonyms.tsv is derived from WordNet 3.0 (training/antonyms.py).\n\n"
             + text + "\n")
 
 
@@ -108,7 +108,7 @@ def main() -> None:
     if args.check:
         for path, wanted in ((args.out, text), (licence_path, notice)):
             if not path.exists() or path.read_text(encoding="utf-8") != wanted:
-                sys.exit(f"{path} is not what WordNet at {args.wordnet} gives: run python -m bench.train.antonyms")
+                sys.exit(f"{path} is not what WordNet at {args.wordnet} gives: run python -m training.antonyms")
         return
     args.out.write_text(text, encoding="utf-8")
     licence_path.write_text(notice, encoding="utf-8")

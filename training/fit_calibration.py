@@ -2,7 +2,7 @@
 
 Usage::
 
-    CITERUN_EVALDATA=/work/shared/evaldata python -m bench.train.fit_calibration [--out PATH]
+    CITERUN_EVALDATA=/work/shared/evaldata python -m training.fit_calibration [--out PATH]
 
 The trees (``judge_model.json``) were trained on SciFact train and calibrated there; on
 other text they were confident where they were wrong (issue 23; docs/benchmarks.md). This
@@ -27,7 +27,7 @@ import sys
 
 import numpy
 
-from bench.quality import claims, out_of_domain
+from evalsets import claims, scifact
 from citerun.pipeline import embed
 from citerun.pipeline.judging import embedded, model
 
@@ -42,7 +42,7 @@ def probabilities(pairs: list[claims.Pair]) -> tuple[numpy.ndarray, numpy.ndarra
                                   embedded.TrainedJudgeConfig(calibrated=False))
     rows, gold = [], []
     for pair in pairs:
-        found = judge.featurizer.features(pair.claim, out_of_domain.passages(pair.evidence))
+        found = judge.featurizer.features(pair.claim, claims.passages(pair.evidence))
         rows.append(judge.trees.probabilities(found.vector[None, :])[0] if found is not None
                     else numpy.full(3, 1 / 3))
         gold.append(model.LABELS.index(pair.gold))

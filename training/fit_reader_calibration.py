@@ -2,7 +2,7 @@
 
 Usage::
 
-    CITERUN_EVALDATA=../shared/evaldata python -m bench.train.fit_reader_calibration \\
+    CITERUN_EVALDATA=../shared/evaldata python -m training.fit_reader_calibration \\
         [--reader PATH] [--trees | --no-trees] [--scifact-train] [--half] [--no-bias] [--out PATH]
 
 Fits ``softmax(logits / T + w * log p_trees + b)`` (:class:`citerun.pipeline.judging.reader.Calibration`)
@@ -12,7 +12,7 @@ German, its ranked sentences, the trees' probabilities and the reader's logits):
 
 - the **SciTab** claims (MIT) that ``bench.quality.out_of_domain`` does not sample, which
   the shipped reader and the trees were not trained on; with ``--half``, only the half of
-  them (:func:`bench.quality.claims.halves`) that ``bench.train.reader_data`` leaves for
+  them (:func:`evalsets.claims.halves`) that ``training.reader_data`` leaves for
   calibration, for a reader trained on the other half;
 - with ``--scifact-train``, also SciFact train's claims against their cited abstracts,
   for a reader that never saw SciFact's claims (the trees did, so only without ``--trees``).
@@ -32,8 +32,8 @@ import time
 import numpy
 from scipy import optimize
 
-from bench.quality import claims as claim_sets
-from bench.quality import out_of_domain
+from evalsets import claims as claim_sets
+from evalsets import scifact
 from citerun.pipeline import embed
 from citerun.pipeline.judging import embedded, model, reader
 
@@ -44,7 +44,7 @@ def signals(judge: embedded.TrainedJudge, pairs: list[claim_sets.Pair]
             ) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     logits, trees, gold = [], [], []
     for pair in pairs:
-        found = judge.signals(pair.claim, out_of_domain.passages(pair.evidence))
+        found = judge.signals(pair.claim, claim_sets.passages(pair.evidence))
         if found is None or found.logits is None or found.trees is None:
             continue
         logits.append(found.logits)
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--trees", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--scifact-train", action="store_true")
     parser.add_argument("--half", action="store_true",
-                        help="only the SciTab half bench.train.reader_data does not train on (for a "
+                        help="only the SciTab half training.reader_data does not train on (for a "
                         "reader trained on the other half)")
     parser.add_argument("--bias", action=argparse.BooleanOptionalAction, default=True,
                         help="fit a bias per class (--no-bias: the temperature alone, which keeps "
@@ -96,13 +96,13 @@ def main() -> None:
         reader_file=args.reader, calibrated=False), trees=True)
     scitab = claim_sets.unmeasured("scitab")
     pairs = (claim_sets.halves(scitab)[1] if args.half else scitab) + (
-        out_of_domain.scifact_pairs(None, "train") if args.scifact_train else [])
+        scifact.pairs(None, "train") if args.scifact_train else [])
     logits, trees, gold = signals(judge, pairs)
     temperature, bias, weight = fit(logits, trees, gold, args.trees, args.bias)
     fitted = reader.Calibration(temperature, bias, reader.sha256(args.reader), weight,
                                 reader.sha256(model.ARTIFACT) if weight else "")
     fitted.save(args.out, {"fitted_on": sorted({p.set for p in pairs}), "pairs": int(len(gold)),
-                           "command": "python -m bench.train.fit_reader_calibration"
+                           "command": "python -m training.fit_reader_calibration"
                            + (" --no-trees" if not args.trees else "")
                            + (" --scifact-train" if args.scifact_train else "")
                            + (" --half" if args.half else "")

@@ -2,8 +2,8 @@
 
 Usage::
 
-    CITERUN_EVALDATA=/work/shared/evaldata python -m bench.train.judge          # writes the artifact
-    python -m bench.train.judge --learner linear --out /tmp/linear.json       # another variant
+    CITERUN_EVALDATA=/work/shared/evaldata python -m training.judge          # writes the artifact
+    python -m training.judge --learner linear --out /tmp/linear.json       # another variant
 
 Data (``$CITERUN_EVALDATA/scifact``; SciFact, Wadden et al. 2020; claims CC BY 4.0,
 abstracts ODC-By 1.0):
@@ -13,7 +13,7 @@ abstracts ODC-By 1.0):
   passages are the abstract (title + sentences) cut by ``pdf.chunk_pages``, the chunks
   ``judge_citation`` would retrieve: an abstract is 2-3 chunks and ``top_k`` is 5, so
   retrieval returns all of them (``bench.quality.scifact`` checks this on dev).
-- *augmentation* (:mod:`bench.train.perturb`, rules): a supported claim negated ("does not
+- *augmentation* (:mod:`training.perturb`, rules): a supported claim negated ("does not
   increase", "is not") or with its direction word flipped -> CONTRADICT of the same
   abstract; a contradicted claim negated, un-negated or flipped -> SUPPORT (so a
   negation in the claim is not by itself a sign of contradiction); and (on by default
@@ -29,7 +29,7 @@ are flattened into the JSON artifact and evaluated in numpy) or, with ``--learne
 linear``, a multinomial logistic regression (numpy, full-batch Adam with L2).
 The cross-encoder experiment (docs/benchmarks.md; not shipped): ``--write-pairs`` writes
 its training data (SciFact train's rationale sentences; ``--tokenizer``) and stops,
-``bench.train.fit_cross_encoder`` and ``bench.train.quantise_cross_encoder`` make it and its
+``training.fit_cross_encoder`` and ``training.quantise_cross_encoder`` make it and its
 out-of-fold features, and ``--cross-encoder-oof`` gives the trees those as three more
 columns, for the out-of-fold comparison.
 Five-fold cross-validation grouped by claim, over ``--repeats`` (5) splits of the
@@ -67,9 +67,11 @@ from citerun.pipeline import embed, pdf
 from citerun.pipeline.judging import features, language, model
 from citerun.pipeline.judging.types import Passage
 
-from bench.common import evaldata, f1_per_class, gold_label
-from bench.common import macro_f1 as mean_f1
-from bench.train import cross_encoder, perturb
+from evalsets import evaldata
+from evalsets.metrics import f1_per_class
+from evalsets.metrics import macro_f1 as mean_f1
+from evalsets.scifact import gold_label
+from training import cross_encoder, perturb
 
 LABELS = model.LABELS
 
@@ -148,7 +150,7 @@ def featurize(items: list[Example], corpus: dict[int, dict[str, object]],
 
 def folds_of(groups: collections.abc.Iterable[int], seed: int, k: int = 5) -> dict[int, int]:
     """Fold per claim (seeded): 5 for the trees, 3 for the cross-encoder (see
-    bench.train.fit_cross_encoder for what one fine-tuning costs)."""
+    training.fit_cross_encoder for what one fine-tuning costs)."""
     unique_groups = sorted(set(groups))
     random.Random(seed).shuffle(unique_groups)
     return {g: i % k for i, g in enumerate(unique_groups)}
@@ -273,7 +275,7 @@ def main() -> None:
                         help="with --write-pairs: all-MiniLM-L6-v2's tokenizer.json")
     parser.add_argument("--cross-encoder-oof", type=pathlib.Path, default=None,
                         help="cross-encoder experiment: its out-of-fold features (oof.npz of "
-                        "bench.train.quantise_cross_encoder) as three more columns of the trees; the model "
+                        "training.quantise_cross_encoder) as three more columns of the trees; the model "
                         "written is for comparison only (the judge does not load it)")
     args = parser.parse_args()
     if args.write_pairs is not None and args.tokenizer is None:

@@ -1,27 +1,20 @@
 """The reader's inference pairs: the natural-language-inference sets of
 ``../shared/evaldata/nli/`` (their README gives each set's terms) as (claim, evidence)
-pairs, merged with the claim-set pairs of :mod:`bench.train.reader_data` into one training
-file for :mod:`bench.train.fit_reader`.
+pairs, merged with the claim-set pairs of :mod:`training.reader_data` into one training
+file for :mod:`training.fit_reader`.
 
 Usage::
 
-    CITERUN_EVALDATA=../shared/evaldata python -m bench.train.reader_data /tmp/claims.npz
-    CITERUN_EVALDATA=../shared/evaldata python -m bench.train.nli_data /tmp/claims.npz /tmp/pairs.npz \\
+    CITERUN_EVALDATA=../shared/evaldata python -m training.reader_data /tmp/claims.npz
+    CITERUN_EVALDATA=../shared/evaldata python -m training.nli_data /tmp/claims.npz /tmp/pairs.npz \\
         [--scale 1.0]    # the documented CPU subsample; --scale 0 takes every pair (a GPU's run)
 
-Read as the judge reads: the hypothesis is the claim (first segment), the premise the
-evidence (second), cut by :func:`citerun.pipeline.judging.reader.encode`. Labels:
-``entailment`` SUPPORT, ``contradiction`` CONTRADICT, ``neutral`` NEI; SciTail's
-``not_entailment`` (a related science sentence that does not state the answer) NEI; WiCE's
-``supported`` SUPPORT and ``not_supported`` NEI (``partially_supported`` is left out: it
-is the judge's "check this", not a class of the reader). FEVER train has no neutral class:
-its NEI pairs are built as SciFact's pipeline builds them, the claim against the evidence
-of another claim on the nearest topic (BM25 over the other claims' evidence, the best one
-whose evidence is not the claim's own), so "on topic, not stated" is learnt rather than
-"another topic". Left out: FEVER's RTE dev and FEVER-Symmetric v0.1 (they overlap
-FEVER-Symmetric v0.2 and each other), QNLI (questions, not claims), SummEdits (its
-``not_entailment`` mixes contradicted and unstated), e-SNLI's dev (the same pairs as
-``snli_dev``) and TaxiNLI's MNLI dev copies.
+The sets are read by :mod:`evalsets.nli` (which also says how their labels map and which
+files are left out), cut by :func:`citerun.pipeline.judging.reader.encode` as the judge
+reads. FEVER train has no neutral class: its NEI pairs are built as SciFact's pipeline
+builds them, the claim against the evidence of another claim on the nearest topic (BM25
+over the other claims' evidence, the best one whose evidence is not the claim's own), so
+"on topic, not stated" is learnt rather than "another topic".
 
 Pairs are de-duplicated by (premise, hypothesis) across sets; each set is sampled to
 its ``cap`` pairs times ``--scale`` (a seeded sample, the same pairs every run), so that
@@ -36,49 +29,32 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
-import json
 import pathlib
 import random
 import sys
 
 import numpy
 
-from bench.common import evaldata
+from evalsets import nli
 from citerun.pipeline.judging import reader
 
 LABELS = reader.LABELS
 SEED = 20261205
-MAP = {"entailment": "SUPPORT", "contradiction": "CONTRADICT", "neutral": "NEI",
-       "supported": "SUPPORT", "not_supported": "NEI"}
 
 
 @dataclasses.dataclass(frozen=True)
-class NliSet:
+class Take:
+    """How much of one :data:`evalsets.nli.SOURCES` set training takes, and its weight."""
+
     name: str
-    files: tuple[str, ...]
-    cap: int  # pairs taken at --scale 1 (0: all)
-    weight: float  # per pair, before the classes are balanced
-    not_entailment: str | None = None  # the class `not_entailment` stands for, if taken
+    cap: int  # pairs taken at --scale 1
+    weight: float  # per pair, before fit_reader balances the classes
 
 
-SETS = (
-    NliSet("mnli", ("mnli_dev_matched/dev_matched.jsonl", "mnli_dev_mismatched/dev_mismatched.jsonl",
-                    "taxinli_mnli/mnli_train.jsonl"), 14000, 1.0),
-    NliSet("snli", ("snli_dev/dev.jsonl", "esnli/test.jsonl"), 8000, 0.7),
-    NliSet("cad_snli", ("cad_snli/train_original.jsonl", "cad_snli/train_revised_hypothesis.jsonl",
-                        "cad_snli/train_revised_premise.jsonl", "cad_snli/dev_original.jsonl",
-                        "cad_snli/dev_revised_hypothesis.jsonl", "cad_snli/dev_revised_premise.jsonl",
-                        "cad_snli/test_original.jsonl", "cad_snli/test_revised_hypothesis.jsonl",
-                        "cad_snli/test_revised_premise.jsonl"), 5000, 1.0),
-    NliSet("conjnli", ("conjnli/adversarial_train.jsonl", "conjnli/dev.jsonl"), 3000, 0.7),
-    NliSet("breaking_nli", ("breaking_nli/test.jsonl",), 2500, 0.7),
-    NliSet("monotonicity", ("med/all.jsonl", "help/leskexppmb_and.jsonl", "help/leskexppmb_or.jsonl"), 2500, 0.7),
-    NliSet("fever", ("fever_train/train.jsonl",), 14000, 1.0),
-    NliSet("fever_symmetric", ("fever_symmetric/v0.2_dev.jsonl", "fever_symmetric/v0.2_test.jsonl"), 1420, 1.0),
-    NliSet("scitail", ("scitail/test.jsonl",), 2130, 1.5, not_entailment="NEI"),
-    NliSet("wice", ("wice/dev.jsonl", "wice/test.jsonl"), 880, 1.5),
-    NliSet("ambient", ("ambient/dev.jsonl", "ambient/test.jsonl", "wanli_sample/train_sample.jsonl"), 2400, 0.7),
-)
+SETS = (Take("mnli", 14000, 1.0), Take("snli", 8000, 0.7), Take("cad_snli", 5000, 1.0),
+        Take("conjnli", 3000, 0.7), Take("breaking_nli", 2500, 0.7), Take("monotonicity", 2500, 0.7),
+        Take("fever", 14000, 1.0), Take("fever_symmetric", 1420, 1.0), Take("scitail", 2130, 1.5),
+        Take("wice", 880, 1.5), Take("ambient", 2400, 0.7))
 #: FEVER's built NEI pairs, as a share of its sampled pairs.
 FEVER_NEI = 0.5
 #: The claim-set pairs of ``reader_data`` sampled too (at --scale 1): the sentences
@@ -86,17 +62,6 @@ FEVER_NEI = 0.5
 CLAIM_CAPS = {"scifact_corpus": 6000, "scifact_titles": 4000, "scifact": 4000, "scifact_contrast": 2000}
 
 Row = tuple[str, str, str, str, float]  # claim, evidence, label, set, weight
-
-
-def read(path: pathlib.Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def label_of(spec: NliSet, raw: str) -> str | None:
-    if raw == "not_entailment":
-        return spec.not_entailment
-    return MAP.get(raw)
 
 
 def fever_nei(rng: random.Random, rows: list[Row], pool: list[dict[str, str]], count: int) -> list[Row]:
@@ -112,7 +77,7 @@ def fever_nei(rng: random.Random, rows: list[Row], pool: list[dict[str, str]], c
         own[p["hypothesis"]].add(p["premise"])
     picked = rng.sample(rows, min(count, len(rows)))
     claims = [r[0] for r in picked]
-    found, _ = index.retrieve(bm25s.tokenize(claims, stopwords="en", show_progress=False), k=6,
+    found, _ = index.retrieve(bm25s.tokenize(claims, stopwords="en", show_progress=False), k=min(6, len(premises)),
                               show_progress=False, n_threads=1)
     out: list[Row] = []
     for claim, ranked in zip(claims, found, strict=True):
@@ -125,28 +90,22 @@ def fever_nei(rng: random.Random, rows: list[Row], pool: list[dict[str, str]], c
 
 
 def build(scale: float) -> list[Row]:
-    root = evaldata() / "nli"
     rng = random.Random(SEED)
     seen: set[tuple[str, str]] = set()
     out: list[Row] = []
-    for spec in SETS:
-        raw: list[dict[str, str]] = []
-        for name in spec.files:
-            raw += read(root / name)
+    for take in SETS:
+        source = nli.SOURCES[take.name]
         rows: list[Row] = []
-        for item in raw:
-            label = label_of(spec, item["label"])
-            key = (" ".join(item["premise"].split()), " ".join(item["hypothesis"].split()))
-            if label is None or not all(key) or key in seen:
-                continue
-            seen.add(key)
-            rows.append((key[1], key[0], label, spec.name, spec.weight))
-        cap = round(spec.cap * scale) if spec.cap and scale else 0
+        for claim, evidence, label in nli.rows(source):
+            if (evidence, claim) not in seen:
+                seen.add((evidence, claim))
+                rows.append((claim, evidence, label, take.name, take.weight))
+        cap = round(take.cap * scale) if scale else 0
         if cap and cap < len(rows):
             rows = rng.sample(rows, cap)
         out += rows
-        if spec.name == "fever":
-            out += fever_nei(rng, rows, raw, round(len(rows) * FEVER_NEI))
+        if take.name == "fever":
+            out += fever_nei(rng, rows, list(nli.raw(source)), round(len(rows) * FEVER_NEI))
     return out
 
 
@@ -183,7 +142,7 @@ def merge(claims: dict[str, numpy.ndarray], rows: list[Row]) -> dict[str, numpy.
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("claims", type=pathlib.Path, help="the .npz of bench.train.reader_data")
+    parser.add_argument("claims", type=pathlib.Path, help="the .npz of training.reader_data")
     parser.add_argument("out", type=pathlib.Path)
     parser.add_argument("--scale", type=float, default=1.0,
                         help="each capped set's share of its cap (0: every pair, for a GPU)")

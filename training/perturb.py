@@ -1,6 +1,6 @@
 """Deterministic perturbations of English claims: negation, un-negation, direction flip.
 
-Used by ``bench.train.judge`` to augment SciFact train (a supported claim negated is a
+Used by ``training.judge`` to augment SciFact train (a supported claim negated is a
 contradicted claim of the same abstract; a contradicted claim with its negation removed
 is usually a supported one) and by ``bench.quality.scifact --negations`` to build the
 negation test set from dev supported claims. Rules, no model: each function returns

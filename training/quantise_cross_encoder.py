@@ -1,16 +1,16 @@
 """Quantise the fine-tuned cross-encoders to int8 and make the trees' out-of-fold columns.
 
-After ``bench.train.fit_cross_encoder fold`` has written ``fold-K.fp32.onnx`` (K = 0, 1, 2)
+After ``training.fit_cross_encoder fold`` has written ``fold-K.fp32.onnx`` (K = 0, 1, 2)
 into ``DIR``::
 
-    python -m bench.train.quantise_cross_encoder /tmp/pairs.npz DIR
+    python -m training.quantise_cross_encoder /tmp/pairs.npz DIR
 
 quantises each graph with onnxruntime's dynamic int8 quantisation (weights int8,
 activations quantised per batch), predicts each fold's pairs with that fold's int8 model
 in the judge's own onnxruntime session (:class:`CrossEncoder`), and writes
 
 - ``DIR/oof.npz``: each example's out-of-fold features (:func:`cross_encoder.aggregate`
-  of its sentences), keyed like the examples, for ``bench.train.judge --cross-encoder-oof``:
+  of its sentences), keyed like the examples, for ``training.judge --cross-encoder-oof``:
   the trees learn from what an int8 model computes, not from the fp32 one it was
   quantised from;
 - with ``--final``, ``DIR/final.int8.onnx`` from ``final.fp32.onnx`` (``--fold -1``), to
@@ -29,7 +29,7 @@ import sys
 import numpy
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-from bench.train import cross_encoder
+from training import cross_encoder
 
 
 def quantise(source: pathlib.Path, target: pathlib.Path) -> None:
@@ -38,8 +38,8 @@ def quantise(source: pathlib.Path, target: pathlib.Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("pairs", type=pathlib.Path, help="the .npz of bench.train.judge --write-pairs")
-    parser.add_argument("dir", type=pathlib.Path, help="bench.train.fit_cross_encoder fold --out")
+    parser.add_argument("pairs", type=pathlib.Path, help="the .npz of training.judge --write-pairs")
+    parser.add_argument("dir", type=pathlib.Path, help="training.fit_cross_encoder fold --out")
     parser.add_argument("--final", action="store_true", help="also quantise final.fp32.onnx")
     args = parser.parse_args()
     data = numpy.load(args.pairs)

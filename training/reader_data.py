@@ -3,19 +3,19 @@ set whose terms allow a shipped model to be trained on it, tokenised as the judg
 
 Usage::
 
-    CITERUN_EVALDATA=../shared/evaldata python -m bench.train.reader_data OUT.npz
+    CITERUN_EVALDATA=../shared/evaldata python -m training.reader_data OUT.npz
 
 The evidence is what the judge gives the reader at run time: a few sentences joined by
 :func:`citerun.pipeline.judging.reader.evidence_text`, the pair cut by its tokenizer
 (:func:`citerun.pipeline.judging.reader.encode`). Each row records its set (``sets``) so
-that ``bench.train.fit_reader --leave-out SET`` trains the leave-one-set-out models.
+that ``training.fit_reader --leave-out SET`` trains the leave-one-set-out models.
 
 Sets and terms:
 
 - ``scifact`` -- **SciFact train** claims (CC BY 4.0) against their cited abstracts
   (ODC-By 1.0): the gold rationale sentences with one other sentence of the abstract, with
   the claim's label; the same evidence against the claim perturbed
-  (:func:`bench.train.judge.opposites` with the extra perturbations: a negated, flipped,
+  (:func:`training.judge.opposites` with the extra perturbations: a negated, flipped,
   group-swapped, renumbered or antonym-swapped supported claim is contradicted; a
   contradicted claim un-negated or flipped is supported); three sentences of the abstract
   that are not its rationale as NEI, and the best sentences of the nearest abstract the
@@ -38,7 +38,7 @@ Sets and terms:
   best sentences of the cited abstract or of the table's text, the pair's gold label),
   and perturbed against them.
 - ``scitab`` -- **SciTab** (MIT): each claim against its table's caption and cells as
-  text: one half (:func:`bench.quality.claims.halves`) of the claims
+  text: one half (:func:`evalsets.claims.halves`) of the claims
   ``bench.quality.out_of_domain`` does not sample to measure on; the other half is kept
   for the calibration.
 
@@ -63,11 +63,10 @@ import sys
 
 import numpy
 
-from bench.common import evaldata
-from bench.quality import claims as claim_sets
-from bench.quality import out_of_domain
-from bench.train import judge as trees
-from bench.train import perturb
+from evalsets import claims as claim_sets
+from evalsets import evaldata, scifact
+from training import judge as trees
+from training import perturb
 from citerun.pipeline import embed
 from citerun.pipeline.judging import embedded, language, reader
 
@@ -312,7 +311,7 @@ def _closest(sentences: list[str], vector: numpy.ndarray, embedder: embed.WordLl
 
 def scitab_rows(train: list[claim_sets.Pair]) -> list[Row]:
     """``train``: the first of the two halves of SciTab's unmeasured claims; the second is
-    what the reader's calibration is fitted on (``bench.train.fit_reader_calibration --half``)."""
+    what the reader's calibration is fitted on (``training.fit_reader_calibration --half``)."""
     return [(p.claim, p.evidence, p.gold, "scitab", 1.0) for p in train]
 
 
@@ -324,7 +323,7 @@ def read_rows(embedder: embed.WordLlamaEmbedder, pairs: list[claim_sets.Pair], n
     judge = embedded.TrainedJudge(embedder, embedded.TrainedJudgeConfig(reader=False))
     out: list[Row] = []
     for pair in pairs:
-        signals = judge.signals(pair.claim, out_of_domain.passages(pair.evidence))
+        signals = judge.signals(pair.claim, claim_sets.passages(pair.evidence))
         if signals is None:
             continue
         claim, evidence = signals.read_pair()
@@ -345,7 +344,7 @@ def build(per_abstract: int = 2) -> list[Row]:
     rows += title_rows(rng, items)
     scitab_train, _ = claim_sets.halves(claim_sets.unmeasured("scitab"))
     rows += scitab_rows(scitab_train)
-    rows += read_rows(embedder, out_of_domain.scifact_pairs(None, "train"), "scifact_read")
+    rows += read_rows(embedder, scifact.pairs(None, "train"), "scifact_read")
     rows += read_rows(embedder, scitab_train, "scitab_read")
     rows += contrast_rows(random.Random(SEED + 1), items)  # its own draws: the sets above stay as they were
     # The claim as the judge reads it (its reporting frame and a glued heading number off).

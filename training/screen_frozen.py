@@ -6,20 +6,20 @@ among them; a reader fine-tuned on a few thousand generated pairs might wash tha
 This screen keeps the encoder frozen: each side of a pair (the claim, and what the reader
 reads against it) is embedded alone (mean-pooled, unit length), and a multinomial
 logistic regression over ``[u * v, |u - v|, cos]`` is trained on the reader's training
-sets, then scored like ``bench.train.screen_reader`` (macro-F1 of the argmax per set, and
+sets, then scored like ``training.screen_reader`` (macro-F1 of the argmax per set, and
 ``contradicted`` right / said) on the same inputs.
 
 Usage::
 
     # Debian's python3 with PyTorch: embed both sides of the training pairs and the inputs
-    /usr/bin/python3 -m bench.train.screen_frozen embed /tmp/pairs.npz /tmp/inputs.npz \\
+    /usr/bin/python3 -m training.screen_frozen embed /tmp/pairs.npz /tmp/inputs.npz \\
         --weights /tmp/minilm.npz --out /tmp/frozen.npz
     # numpy and scipy: fit and score
-    python -m bench.train.screen_frozen score /tmp/frozen.npz /tmp/pairs.npz /tmp/inputs.npz \\
+    python -m training.screen_frozen score /tmp/frozen.npz /tmp/pairs.npz /tmp/inputs.npz \\
         --train scifact_titles --train scifact_titles,scifact
 
-``/tmp/pairs.npz`` is ``bench.train.reader_data``'s, ``/tmp/inputs.npz``
-``bench.train.screen_reader inputs``', ``/tmp/minilm.npz`` ``bench.train.fit_reader
+``/tmp/pairs.npz`` is ``training.reader_data``'s, ``/tmp/inputs.npz``
+``training.screen_reader inputs``', ``/tmp/minilm.npz`` ``training.fit_reader
 weights``'. Deterministic (no sampling; L-BFGS from zeros).
 """
 
@@ -55,8 +55,8 @@ def sides(ids: numpy.ndarray, types: numpy.ndarray, mask: numpy.ndarray
 def embed(args: argparse.Namespace) -> None:
     import torch  # noqa: PLC0415 - Debian's python3 has it, the project's environment need not
 
-    from bench.train.fit_cross_encoder import CrossEncoder  # noqa: PLC0415 - needs PyTorch
-    from bench.train.fit_reader import LAYERS, load_weights  # noqa: PLC0415
+    from training.fit_cross_encoder import CrossEncoder  # noqa: PLC0415 - needs PyTorch
+    from training.fit_reader import LAYERS, load_weights  # noqa: PLC0415
 
     torch.set_num_threads(args.threads)
     encoder = CrossEncoder(load_weights(args.weights), LAYERS).float().eval()
@@ -114,7 +114,7 @@ def fit(x: numpy.ndarray, y: numpy.ndarray, penalty: float) -> numpy.ndarray:
 
 
 def score(args: argparse.Namespace) -> None:
-    from bench.train.screen_reader import LABELS, table  # noqa: PLC0415
+    from training.screen_reader import LABELS, table  # noqa: PLC0415
 
     emb, pairs, inputs = numpy.load(args.embeddings), numpy.load(args.pairs), dict(numpy.load(args.inputs))
     names = [str(n) for n in pairs["set_names"]]

@@ -4,14 +4,14 @@ pairs, read by each candidate model, scored per set.
 Usage::
 
     # here, once (needs citerun): what the judge gives the reader for every measured pair
-    CITERUN_EVALDATA=../shared/evaldata python -m bench.train.screen_reader inputs /tmp/inputs.npz
+    CITERUN_EVALDATA=../shared/evaldata python -m training.screen_reader inputs /tmp/inputs.npz
     # wherever onnxruntime runs (numpy, onnxruntime; no citerun, so the device machine too)
-    python -m bench.train.screen_reader score /tmp/inputs.npz DIR1/reader.int8.onnx DIR2/... \\
+    python -m training.screen_reader score /tmp/inputs.npz DIR1/reader.int8.onnx DIR2/... \\
         [--trained-on scitab,scifact] [--calibrate] [--logits OUT.npz] [--summary OUT.json]
 
 ``inputs`` runs the judge's featurizer (``TrainedJudge.signals``, the claim glossed when
 German) over the pairs ``bench.quality.out_of_domain`` samples (SciFact dev and every set
-of ``bench.quality.claims.SETS``, 600 a set) and over the SciTab half the calibration is
+of ``evalsets.claims.SETS``, 600 a set) and over the SciTab half the calibration is
 fitted on (``calibration``), and stores the tokenised (claim, best sentences) pair the
 reader reads for each, with its gold label; a pair where the featurizer finds no sentence
 is stored as such (the judge answers ``unsupported``: NEI).
@@ -20,7 +20,7 @@ is stored as such (the judge answers ``unsupported``: NEI).
 has of the argmax of the raw logits (and, in a row below, how many CONTRADICT verdicts were
 right of how many were said) (and, with ``--calibrate``, of the calibrated
 probabilities with ``contradicted`` gated at 0.7, the calibration fitted on the
-``calibration`` rows by ``bench.train.fit_reader_calibration.fit``), and the mean over the
+``calibration`` rows by ``training.fit_reader_calibration.fit``), and the mean over the
 sets not in ``--trained-on``. A screen, not the measure: the decision of the judge (its
 evidence checks, "check this") is measured by ``bench.quality.out_of_domain`` with the
 chosen model, and that is what docs/benchmarks.md reports.
@@ -36,7 +36,7 @@ import sys
 
 import numpy
 
-from bench.common import f1_per_class, macro_f1
+from evalsets.metrics import f1_per_class, macro_f1
 
 LABELS = ("SUPPORT", "CONTRADICT", "NEI")
 CALIBRATION = "calibration"
@@ -44,18 +44,18 @@ GATE = 0.7
 
 
 def inputs(out: pathlib.Path, limit: int) -> None:
-    from bench.quality import claims, out_of_domain  # noqa: PLC0415 - needs citerun
+    from evalsets import claims, scifact  # noqa: PLC0415 - needs citerun
     from citerun.pipeline import embed  # noqa: PLC0415
     from citerun.pipeline.judging import embedded, reader  # noqa: PLC0415
 
-    sets = {"scifact": out_of_domain.scifact_pairs(limit), **claims.load(list(claims.SETS), limit=limit),
+    sets = {"scifact": scifact.pairs(limit), **claims.load(list(claims.SETS), limit=limit),
             CALIBRATION: claims.halves(claims.unmeasured("scitab"))[1]}
     judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(), embedded.TrainedJudgeConfig(reader=False))
     texts, gold, which, found = [], [], [], []
     names = list(sets)
     for name, pairs in sets.items():
         for pair in pairs:
-            signals = judge.signals(pair.claim, out_of_domain.passages(pair.evidence))
+            signals = judge.signals(pair.claim, claims.passages(pair.evidence))
             if signals is None:
                 texts.append((pair.claim, ""))
                 found.append(False)
@@ -144,7 +144,7 @@ def score(args: argparse.Namespace) -> None:
         saved[str(model)] = logits
         variants = [("raw", None)]
         if args.calibrate:
-            from bench.train.fit_reader_calibration import fit  # noqa: PLC0415 - needs scipy
+            from training.fit_reader_calibration import fit  # noqa: PLC0415 - needs scipy
 
             keep = calibration_rows & data["found"]
             temperature, bias, _ = fit(logits[keep], numpy.zeros((int(keep.sum()), 3)), data["gold"][keep], False)

@@ -27,7 +27,7 @@ from citerun.pipeline.judging.types import Passage
 
 from bench import machine
 from bench.common import evaldata
-from bench.train import judge as train_judge
+from training import judge as train_judge
 
 
 def rss_mib() -> float:

@@ -6,7 +6,7 @@ Usage::
                                           [--model PATH] [--trained-on scifact]
                                           [--config NAME=JSON ...]
 
-Every set of :mod:`bench.quality.claims` plus SciFact dev (each claim against each
+Every set of :mod:`evalsets.claims` plus SciFact dev (each claim against each
 abstract it cites, :func:`bench.common.gold_label`) goes through the judge a run uses
 (``TrainedJudge`` with WordLlama, as the worker builds it); a pair's evidence text is
 chunked by ``pdf.chunk_pages`` exactly as a parsed page is, and every chunk is a
@@ -25,7 +25,7 @@ corpus abstracts that no dev claim cites and none of any set's claims (its MODEL
 so every row is out of domain (the default, ``none``); its calibration was fitted on the
 SciTab claims this bench does not sample. The trees (``--config '{"reader": false}'``) saw
 SciFact train: ``--trained-on scifact`` for them. Leave-one-set-out models are trained by
-``bench.train.fit_reader train --leave-out SET`` and measured here with
+``training.fit_reader train --leave-out SET`` and measured here with
 ``--config '{"reader_file": "PATH"}'``.
 """
 
@@ -41,35 +41,12 @@ import time
 import typing
 
 from bench import common, machine
-from bench.quality import claims
+from evalsets import claims, scifact
 from citerun.pipeline import embed, judge, pdf
 from citerun.pipeline.judging import embedded
 
 LABELS = claims.LABELS
 BINS = (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
-
-
-def scifact_pairs(limit: int | None, split: str = "dev") -> list[claims.Pair]:
-    """Each claim of SciFact's ``split`` against each abstract it cites, with its gold label
-    (set name ``scifact`` for dev, ``scifact_<split>`` otherwise), sampled to ``limit``."""
-    data = common.evaldata() / "scifact"
-    corpus = {}
-    for line in (data / "corpus.jsonl").open(encoding="utf-8"):
-        doc = json.loads(line)
-        corpus[doc["doc_id"]] = doc["title"] + "\n\n" + " ".join(doc["abstract"])
-    pairs = []
-    name = "scifact" if split == "dev" else f"scifact_{split}"
-    for line in (data / f"claims_{split}.jsonl").open(encoding="utf-8"):
-        claim = json.loads(line)
-        for doc_id in claim["cited_doc_ids"]:
-            pairs.append(claims.Pair(name, f"{claim['id']}/{doc_id}", claim["claim"],
-                                     corpus[int(doc_id)], common.gold_label(claim, int(doc_id))))
-    return claims.sample(pairs, limit)
-
-
-def passages(text: str) -> list[judge.Passage]:
-    chunks = pdf.chunk_pages([pdf.Page(1, text)])
-    return [judge.Passage(i, c.text, c.page_start, c.page_end, 1.0) for i, c in enumerate(chunks)]
 
 
 def label_of(verdict: judge.Verdict) -> str:
@@ -130,7 +107,7 @@ def run(the_judge: typing.Any, sets: dict[str, list[claims.Pair]],
     rows = []
     for name, pairs in sets.items():
         started = time.process_time()
-        judgements = [the_judge.judge_sync(p.claim, passages(p.evidence)) for p in pairs]
+        judgements = [the_judge.judge_sync(p.claim, claims.passages(p.evidence)) for p in pairs]
         cpu_s = time.process_time() - started
         for p, j in zip(pairs, judgements) if dump else ():
             dump.write(json.dumps({"config": config, "set": name, "id": p.id, "claim": p.claim,
@@ -184,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     names = [n for n in args.sets.split(",") if n]
     sets = {}
     if "scifact" in names:
-        sets["scifact"] = scifact_pairs(args.limit)
+        sets["scifact"] = scifact.pairs(args.limit)
     sets.update(claims.load([n for n in names if n != "scifact"], limit=args.limit))
     embedder = embed.WordLlamaEmbedder()
     configs = [(name, json.loads(value)) for name, _, value in

@@ -47,7 +47,7 @@ import typing
 import numpy as np
 
 from bench.common import REPO, evaldata, f1_per_class, gold_label, macro_f1
-from bench.train import perturb
+from training import perturb
 from citerun import db, embedded, sql
 from citerun.pipeline import embed, judge, pdf, retrieval
 from citerun.pipeline.settings import RetrievalConfig

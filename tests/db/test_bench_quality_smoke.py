@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from bench.quality import claims
+from evalsets import claims
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = pathlib.Path(os.environ.get("CITERUN_EVALDATA", ROOT.parent / "shared" / "evaldata"))

@@ -15,7 +15,7 @@ from citerun.pipeline.judging import features, german, model
 
 Verdict = judge.Verdict
 
-# The sha256 of the shipped artifact, as bench.train.judge wrote it. A retrain changes
+# The sha256 of the shipped artifact, as training.judge wrote it. A retrain changes
 # it on purpose: update it together with docs/benchmarks.md and MODEL_CARD.md.
 ARTIFACT_SHA256 = "5238a726157623a91097bf605d6c79fa6bd894949bad85ba6b0ee96f617f591a"
 
@@ -47,7 +47,7 @@ def test_the_artifact_fits_the_features_and_has_its_card_and_licence() -> None:
     assert loaded.names == features.NAMES
     assert loaded.trees is not None and int(loaded.trees.feature.max()) < len(features.NAMES)
     card = (model.ARTIFACT.parent / "MODEL_CARD.md").read_text(encoding="utf-8")
-    assert "CC BY 4.0" in card and "ODC-By" in card and "bench.train.judge" in card
+    assert "CC BY 4.0" in card and "ODC-By" in card and "training.judge" in card
 
 
 def test_a_model_trained_on_other_features_is_refused(tmp_path: pathlib.Path) -> None:
@@ -214,10 +214,10 @@ async def test_a_claim_negated_inside_a_word_is_contradicted(trained: judge.Trai
 @pytest.mark.skipif(not (pathlib.Path("/usr/share/wordnet") / "data.adj").exists() and not os.environ.get("CI"),
                     reason="Debian's wordnet-base is not installed (scripts/test installs it)")
 def test_the_antonym_lexicon_is_what_wordnet_gives() -> None:
-    from bench.train import antonyms as make
+    from training import antonyms as make
 
     assert (features.ANTONYMS.read_text(encoding="utf-8")
-            == make.render(make.pairs())), "run python -m bench.train.antonyms"
+            == make.render(make.pairs())), "run python -m training.antonyms"
     assert features.ANTONYMS.with_suffix(".LICENSE").read_text(encoding="utf-8") == make.licence()
     rows = {(a, b): n for a, b, n in make.pairs()}
     assert rows[("effective", "ineffective")] == "ineffective" and rows[("decrease", "increase")] == ""
@@ -225,7 +225,7 @@ def test_the_antonym_lexicon_is_what_wordnet_gives() -> None:
 
 
 def test_the_perturbations_that_make_training_contradictions() -> None:
-    from bench.train import perturb
+    from training import perturb
 
     assert perturb.negate("Statins reduce the risk of stroke.") == "Statins do not reduce the risk of stroke."
     assert perturb.swap_group("Women with low birth weight develop cancer.") == (
@@ -238,7 +238,7 @@ def test_the_perturbations_that_make_training_contradictions() -> None:
 
 
 def test_the_cross_encoder_experiment_reads_a_claim_sentence_by_sentence() -> None:
-    from bench.train import cross_encoder
+    from training import cross_encoder
 
     claim = "Statin therapy reduces the risk of myocardial infarction."
     sentences = [f"Sentence {i} about statins." for i in range(6)]
@@ -253,7 +253,7 @@ def test_the_cross_encoder_experiment_reads_a_claim_sentence_by_sentence() -> No
 def test_the_cross_encoder_experiment_trains_on_rationale_sentences() -> None:
     import random
 
-    from bench.train import judge as train_judge
+    from training import judge as train_judge
 
     abstract = ["Background sentence.", "Statins reduced infarctions by 27%.", "Methods were used.",
                 "Funding came from grants.", "Tables are shown."]

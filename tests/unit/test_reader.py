@@ -15,7 +15,7 @@ from citerun.pipeline.judging import reader
 
 Verdict = judge.Verdict
 
-# The sha256 of the shipped reader, as bench.train.fit_reader wrote it. A retrain changes
+# The sha256 of the shipped reader, as training.fit_reader wrote it. A retrain changes
 # it on purpose: update it with the calibration, docs/benchmarks.md and MODEL_CARD.md.
 READER_SHA256 = "4821779e528877eecfcd383c3b936605d5ea15dfaa2947c478cf970110bb6107"
 
@@ -35,7 +35,7 @@ def test_the_shipped_reader_is_small_documented_and_the_one_trained() -> None:
     assert len(data) <= 30 * 1024 * 1024  # issue 23: model file <= 30 MB
     card = (reader.HERE / "MODEL_CARD.md").read_text(encoding="utf-8")
     for needed in ("reader.int8.onnx", "all-MiniLM-L6-v2", "Apache-2.0", "ODC-By", "SciTab", "MIT",
-                   "bench.train.fit_reader", "bench.train.reader_data"):
+                   "training.fit_reader", "training.reader_data"):
         assert needed in card, needed
     tokenizer = json.loads(reader.TOKENIZER.read_text(encoding="utf-8"))
     assert tokenizer["model"]["type"] == "WordPiece"

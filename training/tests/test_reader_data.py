@@ -8,8 +8,9 @@ import io
 import json
 import random
 
-from bench.quality import claims, out_of_domain
-from bench.train import reader_data
+from bench.quality import out_of_domain
+from evalsets import claims
+from training import reader_data
 from citerun.pipeline.judging import reader
 from citerun.pipeline.judging.types import Evidence, Judgement
 from citerun.verdicts import Verdict

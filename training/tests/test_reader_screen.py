@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy
 
-from bench.quality import claims
-from bench.train import screen_reader
+from evalsets import claims
+from training import screen_reader
 
 
 def _pairs(n: int) -> list[claims.Pair]:
@@ -49,7 +49,7 @@ def test_the_screen_scores_macro_f1_over_the_labels_a_set_has() -> None:
 
 
 def test_the_frozen_screen_splits_each_pair_into_its_two_sides_and_fits_a_regression() -> None:
-    from bench.train import screen_frozen
+    from training import screen_frozen
 
     # [CLS] c1 c2 [SEP] e1 e2 e3 [SEP] pad, as reader.encode lays a pair out.
     ids = numpy.array([[101, 11, 12, 102, 21, 22, 23, 102, 0]])

@@ -56,18 +56,18 @@ class TrainedJudgeConfig(pydantic.BaseModel):
     )
     reader_file: pathlib.Path | None = pydantic.Field(
         default=None,
-        description="A reader written by bench/train/fit_reader.py; None for the package's.",
+        description="A reader written by training/fit_reader.py; None for the package's.",
     )
     reader_calibration_file: pathlib.Path | None = pydantic.Field(
         default=None,
         description=(
-            "A calibration written by bench/train/fit_reader_calibration.py for `reader_file`; "
+            "A calibration written by training/fit_reader_calibration.py for `reader_file`; "
             "None for the package's (when the reader is the package's) or none."
         ),
     )
     model_file: pathlib.Path | None = pydantic.Field(
         default=None,
-        description="Trees written by bench/train/judge.py (with `reader` off); None for the package's.",
+        description="Trees written by training/judge.py (with `reader` off); None for the package's.",
     )
     calibrated: bool = pydantic.Field(
         default=True,
@@ -80,7 +80,7 @@ class TrainedJudgeConfig(pydantic.BaseModel):
     )
     calibration_file: pathlib.Path | None = pydantic.Field(
         default=None,
-        description="A calibration written by bench/train/fit_calibration.py for the model in use.",
+        description="A calibration written by training/fit_calibration.py for the model in use.",
     )
     supported_min: float = pydantic.Field(
         default=0.5,
@@ -218,7 +218,7 @@ class TrainedJudge:
 
     @property
     def trees(self) -> model.Model:
-        """The trees, before the calibration (``bench/train/fit_calibration.py`` fits it)."""
+        """The trees, before the calibration (``training/fit_calibration.py`` fits it)."""
         return self._model
 
     @property
@@ -238,7 +238,7 @@ class TrainedJudge:
         """What the verdict is decided from: the claim as read (a German one glossed into
         English), its ranked sentences, the trees' probabilities and the reader's raw
         logits of the claim against its best sentences; None when no sentence was found.
-        ``bench/train/fit_reader_calibration.py`` fits the calibration on these."""
+        ``training/fit_reader_calibration.py`` fits the calibration on these."""
         if german.is_german(claim):
             # The source's words choose among a German word's translations.
             context = frozenset(language.content_words(" ".join(p.text for p in passages)))

@@ -105,7 +105,7 @@ ANTONYMS = pathlib.Path(__file__).with_name("antonyms.tsv")
 
 @functools.cache
 def _lexicon() -> tuple[dict[str, frozenset[str]], frozenset[str]]:
-    """WordNet's direct antonyms (``antonyms.tsv``, written by bench/train/antonyms.py) as
+    """WordNet's direct antonyms (``antonyms.tsv``, written by training/antonyms.py) as
     stem -> the stems of its antonyms, and the stems of the words that are another word
     negated by an affix (ineffective, unrelated, harmless): they state an absence with no
     "not" for the negation cues to see."""

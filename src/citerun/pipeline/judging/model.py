@@ -1,7 +1,7 @@
 """The trained model of the embedded judge: its artifact, inference and its training step.
 
 The artifact (``judge_model.json`` beside this module, written by
-``bench/train/judge.py``; see ``MODEL_CARD.md``) holds the feature names it was trained
+``training/judge.py``; see ``MODEL_CARD.md``) holds the feature names it was trained
 on and the flattened trees of a gradient-boosted model (format 2, shipped) or the
 standardisation and the weights of a logistic regression or an MLP (format 1),
 the temperature that calibrates its probabilities and the per-class decision offsets.
@@ -91,7 +91,7 @@ class Model:
         if tuple(data["names"]) != features.NAMES:
             raise JudgeConfigError(
                 f"the judge model {str(path)!r} was trained on other features; "
-                "retrain it with bench/train/judge.py")
+                "retrain it with training/judge.py")
 
         def array(values: typing.Any) -> Array:
             return numpy.asarray(values, dtype=numpy.float32)
@@ -254,7 +254,7 @@ CALIBRATION = pathlib.Path(__file__).with_name("calibration.json")
 @dataclasses.dataclass(frozen=True)
 class Recalibration:
     """The trees' probabilities made to mean the same out of domain (issue 23):
-    ``softmax(weight * log p + bias)``, fitted by ``bench/train/fit_calibration.py`` on
+    ``softmax(weight * log p + bias)``, fitted by ``training/fit_calibration.py`` on
     claims of a set the trees never saw (SciTab's, none of those the benches measure).
     ``weight`` below 1 softens the trees' confidence, which on SciFact's own claims was
     right and elsewhere was 0.9 where they were right half the time; ``bias`` moves the
@@ -286,5 +286,5 @@ class Recalibration:
         if hashlib.sha256(model_path.read_bytes()).hexdigest() != sha:
             raise JudgeConfigError(
                 f"the judge calibration {str(path)!r} was fitted to another model than "
-                f"{str(model_path)!r}; refit it with bench/train/fit_calibration.py")
+                f"{str(model_path)!r}; refit it with training/fit_calibration.py")
         return cls(weight, bias, sha)

