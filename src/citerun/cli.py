@@ -21,7 +21,6 @@ import pydantic
 from citerun import db, errors, gate, localdb, settings as settings_mod
 from citerun.settings import Settings
 from citerun.states import RunState
-from citerun.verdicts import Verdict
 
 logger = logging.getLogger("citerun")
 
@@ -281,7 +280,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _fail_on(text: str) -> frozenset[Verdict]:
+def _fail_on(text: str) -> frozenset[str]:
     try:
         return gate.parse_fail_on(text)
     except ValueError as err:
@@ -327,9 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_seconds, default=3600,
                    help="seconds to wait for the run (then it is cancelled)")
     p.add_argument("--fail-on", nargs="?", type=_fail_on, metavar="VERDICT[,...]",
-                   const=frozenset(gate.CI_FAIL_ON),
-                   help="exit 3 when a citation has one of these verdicts (the report is "
-                   "still written); without a value: " + ",".join(gate.CI_FAIL_ON) +
+                   const=frozenset(v.value for v in gate.CI_FAIL_ON),
+                   help="exit 3 when a citation has one of these verdicts, or problems the "
+                   "report found (a wrong cited page, a changed quotation); the report is "
+                   "still written. Without a value: " + ",".join(gate.CI_FAIL_ON) +
                    ". Exit codes: 0 passed, 1 the run or the command failed, 2 bad "
                    "arguments, 3 a --fail-on verdict was found")
     p.set_defaults(func=cmd_verify)

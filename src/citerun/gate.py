@@ -1,8 +1,9 @@
 """``citerun verify --fail-on``: whether a thesis passed, as an exit code (issue 39).
 
 A thesis kept in a repository fails its build when a citation has a verdict it names
-(the vocabulary is :class:`citerun.verdicts.Verdict`'s); the report is written either
-way. Kept apart from :mod:`citerun.verify` so that the parser, which every command
+(:class:`citerun.verdicts.Verdict`'s names) or a problem the checks beyond the verdict
+found (:class:`citerun.pipeline.report.model.Problem`'s: a wrong cited page, a changed or
+missing quotation); the report is written either way. Kept apart from :mod:`citerun.verify` so that the parser, which every command
 builds, imports nothing heavy.
 """
 
@@ -26,47 +27,61 @@ CI_FAIL_ON: tuple[Verdict, ...] = (Verdict.CONTRADICTED, Verdict.UNRESOLVED_CITA
 FAIL_ON_LISTED = 20
 
 
-def parse_fail_on(text: str) -> frozenset[Verdict]:
-    """``--fail-on``'s value: verdict names (:class:`citerun.verdicts.Verdict`) joined by
-    commas. Raises ValueError naming what is not a verdict."""
-    names = [n.strip() for n in text.split(",")]
-    known = {v.value: v for v in Verdict}
-    unknown = [n for n in names if n not in known]
+def names() -> list[str]:
+    """What ``--fail-on`` takes: the verdicts, then the checks beyond the verdict
+    (:class:`citerun.pipeline.report.model.Problem`: ``wrong_page``, ``altered_quotation``,
+    ``quotation_not_found``), in their owners' order."""
+    from citerun.pipeline.report.model import Problem  # the report model: seconds to import
+
+    return [*(v.value for v in Verdict), *(p.value for p in Problem)]
+
+
+def parse_fail_on(text: str) -> frozenset[str]:
+    """``--fail-on``'s value: verdict or check names (:func:`names`) joined by commas.
+    Raises ValueError naming what is neither."""
+    given = [n.strip() for n in text.split(",")]
+    known = names()
+    unknown = [n for n in given if n not in known]
     if unknown or not text.strip():
         hint = ""
         if any("/" in n or "." in n for n in unknown):
             hint = " (--fail-on without a value goes after the thesis: it would take the next " \
                    "argument as its value)"
-        given = ", ".join(repr(n) for n in unknown) or repr(text)
-        raise ValueError(f"{given} is not a verdict; give one or more of "
+        shown = ", ".join(repr(n) for n in unknown) or repr(text)
+        raise ValueError(f"{shown} is not a verdict or check; give one or more of "
                          f"{', '.join(known)}, joined by commas{hint}")
-    return frozenset(known[n] for n in names)
+    return frozenset(given)
 
 
-def fail_on_citations(report_json: dict[str, Any], fail_on: frozenset[Verdict]
-                      ) -> list[dict[str, Any]]:
-    """The report's citations whose verdict is one of ``fail_on``, in reading order."""
-    citations: list[dict[str, Any]] = report_json.get("citations") or []
-    return [c for c in citations if c.get("verdict") in fail_on]
+def reasons(citation: dict[str, Any], fail_on: frozenset[str]) -> list[str]:
+    """Why ``citation`` (one of the report JSON's) fails ``fail_on``: its verdict and its
+    problems that ``fail_on`` names, in :func:`names` order (none: it passes)."""
+    found = [str(citation.get("verdict"))] if citation.get("verdict") in fail_on else []
+    if fail_on - {v.value for v in Verdict}:  # a check is named: ask the report's model
+        from citerun.pipeline.report.model import CitationEntry
+
+        entry = CitationEntry.model_validate(citation)
+        found += [p.value for p in entry.problems() if p.value in fail_on]
+    return found
 
 
-def fail_on_lines(report_json: dict[str, Any], fail_on: frozenset[Verdict]) -> list[str]:
+def fail_on_lines(report_json: dict[str, Any], fail_on: frozenset[str]) -> list[str]:
     """stderr lines for the citations that fail ``--fail-on`` (none: the thesis passed)."""
-    hits = fail_on_citations(report_json, fail_on)
+    citations: list[dict[str, Any]] = report_json.get("citations") or []
+    hits = [(c, why) for c in citations if (why := reasons(c, fail_on))]
     if not hits:
         return []
-    total = len(report_json.get("citations") or [])
-    counts = collections.Counter(str(c["verdict"]) for c in hits)
-    wanted = ",".join(v.value for v in Verdict if v in fail_on)
-    lines = [f"citerun verify: failed --fail-on {wanted}: {len(hits)} of {total} "
-             f"citation(s): " + ", ".join(f"{n} {verdict}" for verdict, n in
-                                          sorted(counts.items()))]
-    for c in hits[:FAIL_ON_LISTED]:
+    counts = collections.Counter(reason for _, why in hits for reason in why)
+    order = names()
+    wanted = ",".join(n for n in order if n in fail_on)
+    lines = [f"citerun verify: failed --fail-on {wanted}: {len(hits)} of {len(citations)} "
+             f"citation(s): " + ", ".join(f"{counts[n]} {n}" for n in order if counts[n])]
+    for c, why in hits[:FAIL_ON_LISTED]:
         source = (c.get("source") or {}).get("filename") or "no source"
         claim = " ".join(str(c.get("claim") or "").split())
         if len(claim) > 100:
             claim = claim[:99] + "…"
-        lines.append(f"  #{c.get('ordinal')} {c.get('verdict')}: {c.get('marker')} on page "
+        lines.append(f"  #{c.get('ordinal')} {', '.join(why)}: {c.get('marker')} on page "
                      f"{c.get('page')} ({source}): {claim}")
     if len(hits) > FAIL_ON_LISTED:
         lines.append(f"  ... and {len(hits) - FAIL_ON_LISTED} more (see the report)")

@@ -51,9 +51,9 @@ def verify(data_dir: pathlib.Path, *args: str, cwd: pathlib.Path) -> Run:
     return Run(done.returncode, done.stdout, done.stderr)
 
 
-def clean_thesis(path: pathlib.Path) -> list[str]:
-    """Write the demo thesis without the claims expected.json lets fail the gate; return
-    the claims dropped."""
+def clean_thesis(path: pathlib.Path, *, edit: Callable[[str], str] = str) -> list[str]:
+    """Write the demo thesis without the claims expected.json lets fail the gate (each
+    kept paragraph passed through ``edit``); return the claims dropped."""
     claims = EXPECTED["documents"]["thesis.pdf"]["claims"]
     dropped = [c["claim"] for c in claims if set(c["accept"]) & set(GATE)]
     missing = {c["citation"].split(",")[0] for c in claims if c["source"] is None}
@@ -63,7 +63,7 @@ def clean_thesis(path: pathlib.Path) -> list[str]:
             sentences = re.split(r"(?<=\.)\s+(?=[A-Z])", " ".join(block.text.split()))
             kept = [s for s in sentences if not any(claim in s for claim in dropped)]
             if kept:
-                blocks.append(pdfwriter.Block("paragraph", " ".join(kept)))
+                blocks.append(pdfwriter.Block("paragraph", edit(" ".join(kept))))
         elif block.kind == "reference" and any(block.text.startswith(m) for m in missing):
             continue
         else:
@@ -123,8 +123,28 @@ def test_the_demos_clean_subset_passes_the_default_gate(workspace: pathlib.Path)
     assert "failed --fail-on supported,partially_supported" in strict.stderr
 
 
+def test_a_wrong_cited_page_fails_a_gate_that_names_it(workspace: pathlib.Path) -> None:
+    """A check beyond the verdict: the clean subset with one locator that names a page the
+    passage is not on (the one-page source's page 9)."""
+    roofs = f"{make_examples.C_ROOFS} during heat waves than dark roofs did (Okafor, 2020)"
+    thesis = workspace / "wrong-page.pdf"
+    clean_thesis(thesis, edit=lambda text: text.replace(
+        roofs, roofs.replace("(Okafor, 2020)", "(Okafor, 2020, p. 9)")))
+    run = verify(workspace / "data", str(thesis), "--sources", str(EXAMPLES / "sources"),
+                 "--out", str(workspace / "wrong-page.html"), "--fail-on", "wrong_page",
+                 cwd=workspace)
+    assert run.returncode == 3, run.stderr
+    citations = run.report()["citations"]
+    assert isinstance(citations, list)
+    wrong = [c for c in citations if (c.get("page_check") or {}).get("status") == "mismatch"]
+    assert len(wrong) == 1 and make_examples.C_ROOFS in wrong[0]["claim"], citations
+    assert f"failed --fail-on wrong_page: 1 of {len(citations)} citation(s): 1 wrong_page" \
+        in run.stderr, run.stderr
+    assert f"#{wrong[0]['ordinal']} wrong_page: {wrong[0]['marker']}" in run.stderr
+
+
 @pytest.mark.parametrize(("value", "needle"), [
-    ("bogus", "'bogus' is not a verdict"),
+    ("bogus", "'bogus' is not a verdict or check"),
     ("contradicted,", "'' is not a verdict"),
 ])
 def test_a_bad_fail_on_is_a_usage_error(tmp_path: pathlib.Path, value: str, needle: str) -> None:
@@ -132,6 +152,7 @@ def test_a_bad_fail_on_is_a_usage_error(tmp_path: pathlib.Path, value: str, need
                  str(EXAMPLES / "sources"), f"--fail-on={value}", cwd=tmp_path)
     assert run.returncode == 2, run.stderr
     assert needle in run.stderr and "unresolved_citation" in run.stderr, run.stderr
+    assert "wrong_page" in run.stderr  # the checks are named beside the verdicts
     assert not (tmp_path / "data" / "postgres").exists()  # refused before any work
 
 
