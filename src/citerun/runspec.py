@@ -253,11 +253,24 @@ class JudgeProfile(_Model):
         "installation's key).")
     namespaces: list[str] | None = pydantic.Field(
         None, max_length=1000,
-        description="Namespaces whose runs may use this profile; null: every namespace.")
+        description="Namespaces whose runs may use this profile; [\"*\"]: every namespace; "
+        "null or empty: none (issue 41: a profile without a list was open to every "
+        "namespace). Local runs (citerun verify, the web service's local backend) are not "
+        "kept by it.")
+    max_tokens_per_namespace: int = pydantic.Field(
+        10_000_000, ge=1, alias="maxTokensPerNamespace",
+        description="Most tokens the runs of one namespace may spend on this profile's "
+        "endpoint in one budgetPeriod, on top of maxTokensPerRun (ten runs at the default "
+        "per-run cap a day); a run that finds it spent fails (judge_spend_exhausted).")
+    budget_period: Literal["day", "week", "month"] = pydantic.Field(
+        "day", alias="budgetPeriod",
+        description="The period maxTokensPerNamespace counts over (UTC, calendar): a run's "
+        "tokens count to the period it was created in.")
 
     def allows(self, namespace: str) -> bool:
         """Whether runs of ``namespace`` may use this profile."""
-        return self.namespaces is None or namespace in self.namespaces
+        return bool(self.namespaces) and ("*" in (self.namespaces or ())
+                                          or namespace in (self.namespaces or ()))
 
     def budget(self, asked: int | None) -> int:
         """The run's token budget: what it asked for, within the profile's cap."""

@@ -100,6 +100,7 @@ class Setup:
                 "judgeProfiles.default.model": "judge-model",
                 "judgeProfiles.default.apiKeySecret.name": "judge-key",
                 "judgeProfiles.default.apiKeySecret.key": "api-key",
+                "judgeProfiles.default.namespaces[0]": "*",  # issue 41: unset is none
                 # A second profile on the same endpoint with another model: the judge
                 # caches answers per (claim, passages, model), so a second run of the same
                 # documents must use another model to be judged again.
@@ -107,6 +108,7 @@ class Setup:
                 "judgeProfiles.other.model": "judge-model-2",
                 "judgeProfiles.other.apiKeySecret.name": "judge-key",
                 "judgeProfiles.other.apiKeySecret.key": "api-key",
+                "judgeProfiles.other.namespaces[0]": "*",
                 f"tenancy.priorities.{namespace}": 50,
                 "autoscaling.enabled": False})
         operator_env = _env_of(api, namespace, f"{release}-citerun-operator")

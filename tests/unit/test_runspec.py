@@ -99,9 +99,10 @@ def test_a_profile_may_be_kept_to_some_namespaces(monkeypatch: pytest.MonkeyPatc
     from citerun.operator import handlers
 
     monkeypatch.setenv(runspec.JUDGE_PROFILES_ENV, json.dumps({
-        "default": {"baseUrl": "https://judge.example.org", "model": "m"},
+        "default": {"baseUrl": "https://judge.example.org", "model": "m", "namespaces": ["*"]},
         "law": {"baseUrl": "https://judge.example.org", "model": "m",
-                "namespaces": ["law-faculty"]}}))
+                "namespaces": ["law-faculty"]},
+        "unlisted": {"baseUrl": "https://judge.example.org", "model": "m"}}))
     spec = runspec.RunSpec.model_validate(
         {**_example(), "judge": {"kind": "openai", "openai": {"profile": "law"}}})
     handlers._check_judge_profile(spec, "law-faculty")
@@ -115,6 +116,12 @@ def test_a_profile_may_be_kept_to_some_namespaces(monkeypatch: pytest.MonkeyPatc
     assert str(other.value).replace("'law'", "X") == str(missing.value).replace("'nope'", "X")
     handlers._check_judge_profile(runspec.RunSpec.model_validate(
         {**_example(), "judge": {"kind": "openai", "openai": {"profile": "default"}}}), "physics")
+    # Issue 41: a profile without a namespace list is open to none, not to every one.
+    with pytest.raises(handlers.InvalidRun) as unlisted:
+        handlers._check_judge_profile(runspec.RunSpec.model_validate(
+            {**_example(), "judge": {"kind": "openai", "openai": {"profile": "unlisted"}}}),
+            "law-faculty")
+    assert str(unlisted.value).replace("'unlisted'", "X") == str(missing.value).replace("'nope'", "X")
 
 
 def test_documents_come_from_one_secret_and_one_configmap_at_most() -> None:

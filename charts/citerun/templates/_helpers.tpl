@@ -247,6 +247,12 @@ CITERUN_JUDGE_PROFILE_KEY_<NAME> (upper case, - as _), filled from its Secret.
 {{- if $p.namespaces }}
 {{- $_ := set $entry "namespaces" $p.namespaces }}
 {{- end }}
+{{- if $p.maxTokensPerNamespace }}
+{{- $_ := set $entry "maxTokensPerNamespace" $p.maxTokensPerNamespace }}
+{{- end }}
+{{- if $p.budgetPeriod }}
+{{- $_ := set $entry "budgetPeriod" $p.budgetPeriod }}
+{{- end }}
 {{- $_ := set $out $name $entry }}
 {{- end }}
 {{- toJson $out }}

@@ -397,6 +397,33 @@ class JudgePayload(pydantic.BaseModel):
     citation_id: int
 
 
+class JudgeSpendExhausted(registry_mod.PermanentError):
+    """The run's namespace has spent its judge profile's tokens for the period."""
+
+
+async def _namespace_tokens_left(pool: asyncpg.Pool, spec: Any, tenant: str) -> int | None:
+    """Tokens the namespace ``tenant`` may still spend this period on the judge profile the
+    run names (``maxTokensPerNamespace`` per ``budgetPeriod``); None for a run without one
+    (the embedded judge, a local run). Raises :class:`JudgeSpendExhausted` when none are
+    left. Runs judging at once may each finish the request they started (the overshoot
+    is at most the worker's concurrency times one answer), as with a run's own cap."""
+    run = runspec.RunSpec.from_json(spec)
+    if run is None or run.judge is None or run.judge.kind != "openai":
+        return None
+    name = (run.judge.openai or runspec.OpenAISpec()).profile
+    profile = runspec.judge_profiles().get(name)
+    if profile is None:
+        return None  # _run_config refuses the run
+    spent = int(await pool.fetchval(_Q["tenant_profile_tokens"], tenant, name,
+                                    profile.budget_period))
+    left = profile.max_tokens_per_namespace - spent
+    if left <= 0:
+        raise JudgeSpendExhausted(
+            f"namespace {tenant!r} has spent {spent:,} tokens on judge profile {name!r} "
+            f"this {profile.budget_period}, its budget of {profile.max_tokens_per_namespace:,}")
+    return left
+
+
 def judge_scope(tenant: str, web_owner: str | None) -> str:
     """Whose the judge's answers and HTTP client are: the run's tenant (its namespace on a
     cluster), and within it the web user whose run it is: the web service files every
@@ -420,9 +447,13 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
     finder = retrieval.Retriever(the_embedder, retrieval_config, _bm25_cache)
     passages = await finder.search(ctx.pool, claim, [row["digest"]])
     scope = judge_scope(row["tenant"], row["web_owner"])
+    limit = judge_config.openai.token_budget
+    left = await _namespace_tokens_left(ctx.pool, row["spec"] or {}, row["tenant"])
+    if left is not None:  # the namespace's budget for the period, on top of the run's
+        limit = min(limit if limit is not None else left + row["tokens_spent"],
+                    left + row["tokens_spent"])
     the_judge = judge.make_judge(judge_config, the_embedder, client=_http_client(scope),
-                                 budget=judge.TokenBudget(judge_config.openai.token_budget,
-                                                          row["tokens_spent"]),
+                                 budget=judge.TokenBudget(limit, row["tokens_spent"]),
                                  cache=judge.PostgresAnswerCache(ctx.pool, scope))
     try:
         verdict = await the_judge.judge(claim, passages)

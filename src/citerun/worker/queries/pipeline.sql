@@ -88,6 +88,14 @@ WHERE v.citation_id = $1
   AND NOT EXISTS (SELECT 1 FROM verdicts w WHERE w.citation_id = o.id)
 ON CONFLICT (citation_id) DO NOTHING;
 
+-- name: tenant_profile_tokens --
+-- Tokens the runs of tenant $1 created in the current period $3 (day, week, month; UTC)
+-- spent on judge profile $2 (a run's tokens count to the period it was created in).
+SELECT coalesce(sum(tokens_spent), 0) FROM runs
+WHERE tenant = $1 AND spec #>> '{judge,kind}' = 'openai'
+  AND coalesce(spec #>> '{judge,openai,profile}', 'default') = $2
+  AND created_at >= date_trunc($3, now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
+
 -- name: run_unjudged_count --
 -- Citations of a run without a verdict yet.
 SELECT count(*) FROM citations AS c
