@@ -127,7 +127,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         keys = verify.parse_keys(args.key or [])
         out = verify.report_paths(
             Path(args.out) if args.out else Path.cwd() / f"{thesis_path.stem}.citerun.html",
-            [thesis_path, *sources, *(Path(b) for b in args.bib or [])])
+            verify.input_paths(thesis_path, sources, [Path(b) for b in args.bib or []]))
         thesis = verify.load_thesis(thesis_path, [Path(b) for b in args.bib or []])
     except verify.UsageError as err:
         print(f"citerun verify: error: {err}", file=sys.stderr)

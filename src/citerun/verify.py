@@ -281,6 +281,18 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def input_paths(thesis: Path, sources: list[Path], bibs: list[Path]) -> list[Path]:
+    """Every file a verify reads: the thesis, its sources and libraries, and for a .tex or
+    a LaTeX folder the folder's files its bundle takes (issue 41: ``--out
+    thesis/refs.html`` overwrote ``thesis/refs.json``, which the bundle had read)."""
+    paths = [thesis, *sources, *bibs]
+    root = thesis if thesis.is_dir() else (
+        thesis.parent if thesis.suffix.lower() == ".tex" else None)
+    if root is not None:
+        paths += [root / rel for rel in _folder_files(root)]
+    return paths
+
+
 def report_paths(out: Path, inputs: list[Path], option: str = "--out") -> ReportPaths:
     """Where the report goes: ``out`` in the format of its suffix, the other format
     beside it. Refused when either file would be one of ``inputs``."""
