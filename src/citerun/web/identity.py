@@ -170,6 +170,12 @@ class Authenticator:
         return address is not None and any(address in net for net in self.settings.trusted_proxies)
 
     async def identify(self, peer: str | None, headers: Mapping[str, str]) -> Identity:
+        # A header given twice is refused, never read first-wins: behind a proxy that
+        # appends its own line after the client's, the client would name itself (issue 41).
+        getall = getattr(headers, "getall", None)
+        for header in ("Authorization", self.settings.identity_header):
+            if getall is not None and len(getall(header, [])) > 1:
+                raise IdentityError(400, f"the {header} header came more than once")
         authorization = headers.get("Authorization")
         if authorization is not None:
             scheme, _, token = authorization.partition(" ")
