@@ -325,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="explicit citation key of a source, e.g. --key 3=smith2020.pdf")
     p.add_argument("--timeout", type=_seconds, default=3600,
                    help="seconds to wait for the run (then it is cancelled)")
-    p.add_argument("--fail-on", nargs="?", type=_fail_on, metavar="VERDICT[,...]",
+    p.add_argument("--fail-on", nargs="?", type=_fail_on, metavar="NAME[,...]",
                    const=frozenset(v.value for v in gate.CI_FAIL_ON),
                    help="exit 3 when a citation has one of these verdicts, or problems the "
                    "report found (a wrong cited page, a changed quotation); the report is "
