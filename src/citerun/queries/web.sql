@@ -42,8 +42,10 @@ SELECT w.run_id AS id, coalesce(w.name, r.name) AS name,
        coalesce(r.error, w.closed_error) AS error,
        coalesce(r.created_at, w.created_at) AS created_at, r.finished_at,
        r.id IS NULL AS pending,
-       (SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
-        WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS title,
+       coalesce((SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
+                 WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1),
+                (SELECT p.json -> 'thesis' ->> 'title' FROM reports AS p
+                 WHERE p.run_id = w.run_id)) AS title,
        (SELECT s.filename FROM run_sources AS s
         WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS filename,
        (SELECT count(*) FROM run_sources AS s WHERE s.run_id = w.run_id) AS documents,
@@ -55,9 +57,17 @@ ORDER BY w.created_at DESC, w.run_id
 LIMIT $2;
 
 -- name: web_run_documents --
--- The documents of one run (thesis first), with their state.
-SELECT s.digest, s.role, s.filename, d.state, s.error_reason
-FROM run_sources AS s JOIN documents AS d USING (digest)
+-- The documents of one run (thesis first), with their state. A finished run's uploads
+-- are erased (back to 'staged', documents_erase_unowned), so read_for_run says whether
+-- this run read it: the run succeeded (a document it could not read has error_reason),
+-- or its parse task for this run succeeded.
+SELECT s.digest, s.role, s.filename, d.state, s.error_reason,
+       s.error_reason IS NULL AND (r.state = 'succeeded' OR EXISTS (
+           SELECT 1 FROM tasks AS t
+           WHERE t.run_id = s.run_id AND t.kind = 'parse_document'
+             AND t.state = 'succeeded' AND t.payload ->> 'digest' = s.digest))
+           AS read_for_run
+FROM run_sources AS s JOIN documents AS d USING (digest) JOIN runs AS r ON r.id = s.run_id
 WHERE s.run_id = $1
 ORDER BY s.role DESC, s.filename;
 
@@ -171,8 +181,10 @@ SELECT w.run_id AS id, coalesce(w.name, r.name) AS name, w.owner,
        coalesce(r.error, w.closed_error) AS error,
        coalesce(r.created_at, w.created_at) AS created_at, r.finished_at,
        r.id IS NULL AS pending,
-       (SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
-        WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS title,
+       coalesce((SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
+                 WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1),
+                (SELECT p.json -> 'thesis' ->> 'title' FROM reports AS p
+                 WHERE p.run_id = w.run_id)) AS title,
        (SELECT s.filename FROM run_sources AS s
         WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS filename,
        (SELECT count(*) FROM run_sources AS s WHERE s.run_id = w.run_id) AS documents,
@@ -194,6 +206,9 @@ FROM tasks WHERE run_id = $1 AND state IN ('queued', 'running')
 GROUP BY kind;
 
 -- name: web_thesis_title --
--- The title read from a run's thesis (NULL until it is read, or when it has none).
-SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
-WHERE s.run_id = $1 AND s.role = 'thesis' LIMIT 1;
+-- The title read from a run's thesis (NULL until it is read, or when it has none), or
+-- the one its report kept.
+SELECT coalesce((SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
+                 WHERE s.run_id = $1 AND s.role = 'thesis' LIMIT 1),
+                (SELECT p.json -> 'thesis' ->> 'title' FROM reports AS p
+                 WHERE p.run_id = $1));

@@ -280,8 +280,8 @@ async def run_status(pool: asyncpg.Pool, run: asyncpg.Record,
     shown = [{"digest": d["digest"], "role": d["role"], "filename": d["filename"],
               "state": d["state"], "error_reason": d["error_reason"],
               "stateLabel": pages.document_label(d, state)} for d in documents]
-    done = sum(1 for d in documents
-               if d["state"] in FINISHED_DOCUMENT or d["error_reason"] is not None)
+    done = sum(1 for d in documents if d["state"] in FINISHED_DOCUMENT
+               or d["error_reason"] is not None or d["read_for_run"])
     judged = progress["judged"] if progress else 0
     stage = None
     if state == RunState.RUNNING:

@@ -264,7 +264,7 @@ def document_label(document: Mapping[str, Any], run_state: str) -> str:
     if document.get("error_reason"):
         return f"could not be read: {document['error_reason']}"
     state = document.get("state")
-    if state == "parsed":
+    if state == "parsed" or document.get("read_for_run"):
         return "read"
     if state == "failed":
         return "could not be read"
@@ -512,7 +512,8 @@ def report_bar(run_id: str, *, csrf: str, owner: bool, owner_name: str,
             "</button></form></li>" for r in readers)
         listed = (f"<p class=\"hint\">Who may read it:</p><ul>{items}</ul>" if readers
                   else '<p class="hint">Nobody else can see this report.</p>')
-        share = (f'<details><summary>Share with a supervisor</summary>'
+        share = (f'<details{" open" if readers else ""}>'
+                 f'<summary>Share with a supervisor</summary>'
                  f'<form method="post" action="/runs/{_e(run_id)}/shares">'
                  f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
                  f'<label for="reader">Their user name (as they sign in)</label>'
