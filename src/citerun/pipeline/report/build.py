@@ -133,6 +133,11 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
             quotations=quoted,
             page_check=checker.page_check(r["locator"], verdict, found, evidence,
                                           labels.get(r["digest"] or "", {}))))
+    not_checked = ([SkippedEntry(
+        where="report", text=f"{checker.unchecked:,} citation(s)",
+        reason=f"their quotations were not searched for in their sources: a report searches "
+               f"those of {checks.MAX_QUOTE_CHECKS:,} distinct claim and source pairs")]
+        if checker.unchecked else [])
     cited = collections.Counter(e.source.document_id for e in entries if e.source)
     sources = [SourceEntry(
         document_id=d["digest"], filename=d["filename"], title=d["title"],
@@ -143,6 +148,7 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
         thesis=ThesisInfo(filename=thesis["filename"], title=thesis["title"],
                           pages=thesis["page_count"] or 0,
                           format=_format_of(thesis),
-                          skipped=[SkippedEntry(**s) for s in _get(run, "skipped") or []]),
+                          skipped=[SkippedEntry(**s) for s in _get(run, "skipped") or []]
+                          + not_checked),
         sources=sources, summary=summarize(entries), citations=entries,
         unused_sources=unused(sources), judge_tokens=int(run["tokens_spent"] or 0))
