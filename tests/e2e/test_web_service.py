@@ -415,8 +415,8 @@ async def test_upload_answers_in_words_and_pages(pool: asyncpg.Pool, tmp_path: P
     its script gets pages (the form again with the error as an alert), never JSON."""
     async with served(pool, max_upload_bytes=400_000, max_active_runs=1) as base, \
             users(base, "alice") as (alice,):
-        long_name = "Masterarbeit_" + "x" * 216 + ".pdf"
-        assert len(long_name) == 233
+        long_name = "Masterarbeit_" + "x" * 217 + ".pdf"
+        assert len(long_name) == 234
         named = tmp_path / long_name
         named.write_bytes(THESIS.read_bytes())
         status, body = await alice.upload(thesis=named)
@@ -489,6 +489,9 @@ async def test_a_shared_run_is_read_only_for_its_reader_and_hidden_from_others(
         # Bob reads it (status, page, "Shared with me"), read-only.
         status, seen = await bob.get(f"/api/runs/{run_id}")
         assert status == 200 and seen["runId"] == run_id
+        # No worker runs here: what the run waits for is said, document by document.
+        assert seen["stage"] == f"Reading the documents: 0 being read, {1 + len(SOURCES)} waiting."
+        assert {d["stateLabel"] for d in seen["documents"]} == {"waiting to be read"}
         async with bob.http.get(f"/runs/{run_id}", headers={"Accept": "text/html"}) as page:
             text = await page.text()
             assert page.status == 200 and "Shared with you by alice" in text
