@@ -24,7 +24,7 @@ from joserfc.jwk import KeySet, RSAKey
 
 from citerun import db, runs
 from citerun.settings import Settings
-from citerun.web import service
+from citerun.web import service, store
 from citerun.web.settings import WebSettings
 from citerun.web.units import human_bytes
 
@@ -534,6 +534,15 @@ async def test_a_shared_run_is_read_only_for_its_reader_and_hidden_from_others(
                                      headers=alice.post_headers()) as response:
             assert (await response.json())["readers"] == []
         assert (await carol.get(f"/api/runs/{run_id}"))[0] == 404
+        # At most MAX_READERS readers, each named once.
+        for n in range(store.MAX_READERS + 1):
+            async with alice.http.post(f"/api/runs/{run_id}/shares",
+                                       json={"reader": f"reader{n}"},
+                                       headers=alice.post_headers()) as response:
+                assert response.status == (200 if n < store.MAX_READERS else 409), n
+        async with alice.http.post(f"/api/runs/{run_id}/shares", json={"reader": "reader0"},
+                                   headers=alice.post_headers()) as response:
+            assert response.status == 200  # already a reader
         # The owner still cancels it; the grants go with the run.
         assert (await alice.post(f"/api/runs/{run_id}/cancel"))[0] == 200
 

@@ -158,9 +158,13 @@ WHERE w.run_id = $1 AND (w.owner = $2 OR EXISTS (
     SELECT 1 FROM web_shares AS g WHERE g.run_id = w.run_id AND g.reader = $2));
 
 -- name: web_share_insert --
--- Grant a reader access to a run of this owner ($2); no row: not the owner's run.
+-- Grant a reader access to a run of this owner ($2) that has fewer than $4 readers (or
+-- has this one already); no row: not the owner's run, or too many readers.
 INSERT INTO web_shares (run_id, reader)
-SELECT w.run_id, $3 FROM web_runs AS w WHERE w.run_id = $1 AND w.owner = $2
+SELECT w.run_id, $3 FROM web_runs AS w
+WHERE w.run_id = $1 AND w.owner = $2
+  AND ((SELECT count(*) FROM web_shares AS g WHERE g.run_id = $1) < $4
+       OR EXISTS (SELECT 1 FROM web_shares AS g WHERE g.run_id = $1 AND g.reader = $3))
 ON CONFLICT (run_id, reader) DO UPDATE SET reader = excluded.reader
 RETURNING reader;
 

@@ -707,7 +707,9 @@ async def _share_change(request: web.Request, grant: bool,
     if grant:
         if reader == _user(request):
             return _error(request, 400, "this run is yours already: name another user")
-        await store.share(pool, run["id"], _user(request), reader)
+        if not await store.share(pool, run["id"], _user(request), reader):
+            return _error(request, 409, f"this run is shared with {store.MAX_READERS} users "
+                          "already: stop sharing it with one first")
         logger.info("run %s of %s shared with %s", run["id"], _user(request), reader)
     else:
         await store.unshare(pool, run["id"], _user(request), reader)

@@ -78,10 +78,16 @@ async def run_readable(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUI
     return await conn.fetchrow(_Q["web_run_readable"], run_id, user)
 
 
+#: How many users one run may be shared with.
+MAX_READERS = 20
+
+
 async def share(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, owner: str,
                 reader: str) -> bool:
-    """Let ``reader`` read ``owner``'s run; False: it is not ``owner``'s run."""
-    return await conn.fetchval(_Q["web_share_insert"], run_id, owner, reader) is not None
+    """Let ``reader`` read ``owner``'s run; False: it is not ``owner``'s run, or it has
+    MAX_READERS readers already."""
+    return await conn.fetchval(_Q["web_share_insert"], run_id, owner, reader,
+                               MAX_READERS) is not None
 
 
 async def unshare(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, owner: str,
