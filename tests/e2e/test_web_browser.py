@@ -360,7 +360,7 @@ async def test_cancel_from_the_run_page_and_from_my_runs(
         assert "2 active run(s)" in await alert.inner_text()
         colour = await alert.evaluate("e => getComputedStyle(e).color")
         assert colour == "rgb(176, 0, 32)", colour  # the error colour, not body text
-        await tab.get_by_role("link", name="My runs").first.click()
+        await alert.get_by_role("link", name="Open My runs to cancel a run.").click()
         await tab.wait_for_url(f"{base}/runs")
 
         # Each button is named for its run; at 375 px the list fits and Cancel is on screen.

@@ -107,6 +107,13 @@ APP_JS = """
       var button = form.querySelector("button");
       var fail = function (text) {
         failure.textContent = text;
+        if (text.indexOf("cancel one") >= 0) {
+          var link = document.createElement("a");
+          link.href = "/runs";
+          link.textContent = "Open My runs to cancel a run.";
+          failure.appendChild(document.createTextNode(" "));
+          failure.appendChild(link);
+        }
         failure.hidden = false;
         status.textContent = "";
         bar.hidden = true;
