@@ -500,6 +500,9 @@ align-items:center}
 .citerun-bar ul{margin:.3rem 0;padding-left:1.2rem}
 .citerun-bar .hint{color:#59636e;margin:.2rem 0}
 .citerun-bar form{margin:0;display:inline}
+@media (prefers-color-scheme:dark){.citerun-bar{color:#e6edf3;background:#161b22;
+border-bottom-color:#30363d}.citerun-bar a,.citerun-bar summary{color:#79c0ff}
+.citerun-bar .hint{color:#9198a1}}
 """
 
 
