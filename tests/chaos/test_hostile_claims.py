@@ -62,7 +62,10 @@ async def _report(pool: asyncpg.Pool, run_id: uuid.UUID) -> tuple[dict[str, Any]
 async def test_hostile_claims_are_bounded_judged_once_and_finish_under_the_charts_limits(
         pool: asyncpg.Pool, spawn_worker: Any) -> None:
     sources = hostile_claims.demo_sources()
-    env = {"CITERUN_WORKER__CONCURRENCY": "4"}  # the chart's worker: 4 tasks, 2 GiB
+    # The chart's worker: 4 tasks at once, 2 GiB; a 5 s lease renewed every second (as in
+    # test_big_runs), so a blocked event loop shows as an expired lease.
+    env = {"CITERUN_WORKER__CONCURRENCY": "4", "CITERUN_QUEUE__LEASE_S": "5",
+           "CITERUN_QUEUE__HEARTBEAT_S": "1"}
     worker = spawn_worker("w-claims", env=env, tasks="citerun.worker.tasks:registry")
     started = time.monotonic()
     inputs = {
@@ -117,3 +120,6 @@ async def test_hostile_claims_are_bounded_judged_once_and_finish_under_the_chart
     assert len({json.dumps(c["quotations"]) for c in quoted}) == 1  # checked once, shared
     assert max(ended.values()) < 240, ended
     assert rss < WORKER_LIMIT_MIB, rss
+    # No lease expired while the judge and the extraction ran: no task ran twice.
+    retried = await pool.fetch("SELECT kind, attempt, last_error FROM tasks WHERE attempt <> 1")
+    assert not retried, [dict(r) for r in retried]
