@@ -123,7 +123,11 @@ def train(args: argparse.Namespace) -> None:
     lengths = mask_all[rows].sum(1)
     for epoch in range(args.epochs):
         total = 0.0
-        for pick in batches(rng, lengths, args.batch, args.bucket):
+        plan = batches(rng, lengths, args.batch, args.bucket)
+        for step, pick in enumerate(plan, 1):
+            if step % 100 == 0:
+                print(f"  epoch {epoch + 1}: batch {step} of {len(plan)} ({time.perf_counter() - started:.0f} s)",
+                      file=sys.stderr, flush=True)
             batch = rows[pick]
             length = int(mask_all[batch].sum(1).max())
 

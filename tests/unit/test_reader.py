@@ -173,3 +173,20 @@ def test_a_claim_not_stated_shows_the_close_sentence_that_states_the_opposite(sh
     assert made.verdict == Verdict.UNSUPPORTED
     assert "rose by 12 percent" in made.evidence[0].quote
     assert "may say the opposite" in made.rationale and "check this citation" in made.rationale
+
+
+def test_every_trained_file_of_the_package_is_in_its_manifest_as_it_is() -> None:
+    """MANIFEST.json names every file training wrote into the judge's package with its
+    sha256 and the command that made it (issue 38); a file changed without the manifest, or
+    a packaged file the manifest does not name, fails here."""
+    import tomllib
+
+    here = pathlib.Path(reader.__file__).parent
+    manifest = json.loads((here / "MANIFEST.json").read_text(encoding="utf-8"))["files"]
+    for name, entry in manifest.items():
+        data = (here / name).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{name} differs from MANIFEST.json"
+        assert len(data) == entry["bytes"] and entry["made_by"]
+    pyproject = tomllib.loads((pathlib.Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    shipped = set(pyproject["tool"]["setuptools"]["package-data"]["citerun.pipeline.judging"])
+    assert shipped - {"MODEL_CARD.md", "antonyms.LICENSE", "MANIFEST.json"} == set(manifest)
