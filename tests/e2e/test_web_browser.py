@@ -276,13 +276,21 @@ async def test_upload_progress_report_downloads_and_sharing(
         assert report["run_id"] == run_id and len(report["citations"]) == total
         rows = list(csv.DictReader(io.StringIO(downloads["thesis-citations-to-fix.csv"]
                                                .decode("utf-8-sig"))))
-        not_supported = [c for c in report["citations"] if c["verdict"] != "supported"]
-        assert len([r for r in rows if r["verdict"] != "supported"]) == len(not_supported)
-        assert {r["cited_key"] for r in rows} >= {c["key"] for c in not_supported}
+        # One row per citation not plainly supported: any other verdict, or a wrong page
+        # or quotation (the report's problems) under a supported one.
+        def problem(c: dict[str, Any]) -> bool:
+            return (c.get("page_check") or {}).get("status") == "mismatch" or any(
+                q["status"] in ("altered", "not_found") for q in c.get("quotations") or [])
+
+        to_fix = [c for c in report["citations"]
+                  if c["verdict"] != "supported" or problem(c)]
+        assert to_fix and len(rows) == len(to_fix), (rows, to_fix)
+        assert {r["citation"] for r in rows} == {str(c["ordinal"]) for c in to_fix}
         for row in rows:
-            assert row["thesis_page"].isdigit() and row["claim"] and row["reason"], row
-            if row["verdict"] == "supported":  # listed only for a wrong page or quotation
-                assert "wrong page" in row["reason"] or "quotation" in row["reason"], row
+            assert row["where_in_thesis"] and row["claim"] and row["verdict"], row
+            assert row["why"] and row["what_to_do"], row
+            if row["verdict"] == "Supported":  # listed only for a problem
+                assert row["problems"], row
 
         # Share with the supervisor, by the bar's form (a real POST of the page).
         await tab.get_by_text("Share with a supervisor").click()

@@ -26,11 +26,13 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import asyncpg
+import pydantic
 from aiohttp import BodyPartReader, web
 
 from citerun import pdfmagic, runs
+from citerun.pipeline import report as report_model
 from citerun.states import FINISHED_DOCUMENT, RunState
-from citerun.web import fixes, identity, intake, pages, store
+from citerun.web import identity, intake, pages, store
 from citerun.web.backend import Backend, Upload
 from citerun.web.settings import WebSettings
 from citerun.web.units import human_bytes
@@ -566,17 +568,25 @@ async def api_report_html(request: web.Request) -> web.StreamResponse:
 
 
 async def api_citations_csv(request: web.Request) -> web.StreamResponse:
-    """The citations to fix, one row each, for a spreadsheet (:mod:`citerun.web.fixes`)."""
+    """The citations to fix, one row each, for a spreadsheet: the report's own rows
+    (``report.to_fix_csv``: every citation but a supported one without problems, most
+    doubtful first, with where it stands, the claim, the verdict, the problems, why and
+    what to do), from the stored JSON read back into the report's model."""
     row, refusal = await _report(request)
     if refusal is not None:
         return refusal
     assert row is not None
-    report = row["json"]
+    try:
+        stored = report_model.Report.model_validate(row["json"])
+    except pydantic.ValidationError:
+        logger.warning("run %s: its stored report does not read as this version's model",
+                       row["json"].get("run_id"))
+        return _error(request, 409, "this report was written by another version of "
+                      "citerun and has no list of citations to fix: download its JSON")
     return web.Response(
-        body=fixes.citations_to_fix_csv(report).encode("utf-8-sig"),
+        body=report_model.to_fix_csv(stored).encode("utf-8-sig"),
         content_type="text/csv", charset="utf-8",
-        headers={"Content-Disposition": _download_name(str(report.get("name", "")),
-                                                        "citations-to-fix.csv")})
+        headers={"Content-Disposition": _download_name(stored.name, "citations-to-fix.csv")})
 
 
 def _report_response(document: str, bar: str = "") -> web.Response:
