@@ -41,7 +41,7 @@ import asyncpg
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from citerun import db, errors
+from citerun import db, errors, runspec
 from citerun.operator import kube
 from citerun.operator import spec as specs
 
@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 #: The annotation that marks the operator's probe; the policy refuses any CitationRun
 #: that carries it (templates/access-policy.yaml), so a refusal shows it is enforced.
-PROBE_ANNOTATION = "citerun.dev/access-policy-probe"
+PROBE_ANNOTATION = f"{runspec.GROUP}/access-policy-probe"
 #: The policy's message for the probe, whose annotation names the policy asked about (the
 #: chart writes the same words; a test checks), so another release's policy refusing it
 #: does not answer for this one.

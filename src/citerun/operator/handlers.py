@@ -38,7 +38,7 @@ from citerun.settings import Settings
 logger = logging.getLogger(__name__)
 
 CONFIG = op_settings.OperatorSettings()
-FINALIZER = "citerun.dev/finalizer"
+FINALIZER = f"{runspec.GROUP}/finalizer"
 DB_ERRORS = db.UNAVAILABLE
 # The finalizer's waits while the database is down (kopf counts the attempts).
 FINALIZER_RETRY = retry.RetryPolicy(base_s=1.0, cap_s=30.0)
@@ -47,9 +47,9 @@ FINALIZER_RETRY = retry.RetryPolicy(base_s=1.0, cap_s=30.0)
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.finalizer = FINALIZER
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="citerun.dev")
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=runspec.GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix="citerun.dev", key="last-handled-configuration")
+        prefix=runspec.GROUP, key="last-handled-configuration")
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 30

@@ -19,7 +19,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from citerun import errors
+from citerun import errors, runspec
 from citerun.operator import spec as specs
 
 logger = logging.getLogger(__name__)
@@ -150,7 +150,7 @@ async def post_event(obj: dict[str, Any], *, type_: str, reason: str, message: s
             resource_version=meta.get("resourceVersion")),
         type=type_, reason=reason, message=message[:1024], first_timestamp=now,
         last_timestamp=now, count=1, source=kubernetes.client.V1EventSource(component="citerun"),
-        reporting_component="citerun.dev/operator", reporting_instance=socket.gethostname())
+        reporting_component=f"{runspec.GROUP}/operator", reporting_instance=socket.gethostname())
     try:
         await asyncio.to_thread(core().create_namespaced_event, namespace, event)
     except ApiException as err:  # an event is best effort; never fail the caller for it

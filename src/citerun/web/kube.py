@@ -51,8 +51,8 @@ logger = logging.getLogger(__name__)
 #: create in flight (another request of the same user) takes at most a few API timeouts.
 SETTLE_AFTER_S = 120.0
 #: Who made a CitationRun, and which submission it is (checked before adopting one).
-SUBMISSION_ANNOTATION = "citerun.dev/web-submission"
-OWNER_ANNOTATION = "citerun.dev/web-owner"
+SUBMISSION_ANNOTATION = f"{runspec.GROUP}/web-submission"
+OWNER_ANNOTATION = f"{runspec.GROUP}/web-owner"
 WAITING = "waiting for the operator to admit the run"
 
 _NOT_LABEL = re.compile(r"[^a-z0-9-]+")

@@ -1,0 +1,53 @@
+"""Issue 42, item 4: facts that were kept twice, each with one owner. A copy that can
+import the owner does; a copy that cannot (YAML, a chart template) is read here and
+compared with the owner, so a change to one fails until every copy follows. See
+``docs/architecture.md`` ("One owner per fact")."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from citerun import runspec
+from citerun.operator import access
+
+REPO = Path(__file__).resolve().parents[2]
+SRC = REPO / "src" / "citerun"
+YAML_DIRS = (REPO / "crds", REPO / "charts", REPO / "examples")
+
+
+def _python_files() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def _yaml_files() -> list[Path]:
+    return sorted(p for d in YAML_DIRS for p in d.rglob("*.yaml"))
+
+
+# -- the API group: runspec.GROUP ------------------------------------------------------
+
+def test_only_runspec_spells_the_api_group() -> None:
+    spelled = [str(p.relative_to(REPO)) for p in _python_files()
+               if runspec.GROUP in p.read_text(encoding="utf-8")]
+    assert spelled == ["src/citerun/runspec.py"]
+
+
+def test_the_yaml_names_the_api_group_of_runspec() -> None:
+    """The CRDs, the chart's RBAC, access policy and Chart.yaml, and the example cannot
+    import: every place they name the group holds runspec.GROUP."""
+    places = [
+        r"apiGroups:\s*\[(?P<g>[^\]]+)\]\s*\n\s*(?:apiVersions:[^\n]*\n\s*)?resources:\s*\[citationruns",
+        r"\bcitationruns\.(?P<g>[\w.-]+)",
+        r"apiVersion:\s*(?P<g>[\w.-]+)/v1alpha1\s*\nkind:\s*CitationRun",
+        r"^\s*group:\s*(?P<g>[\w.-]+)\s*$",
+        r"'(?P<g>[\w.-]+)/access-policy-probe'",
+    ]
+    groups: set[str] = set()
+    for pattern in places:
+        hits = [match["g"].strip() for path in _yaml_files()
+                for match in re.finditer(pattern, path.read_text(encoding="utf-8"), re.MULTILINE)]
+        # A pattern that finds nothing would let its copies drift unseen.
+        assert hits, pattern
+        groups.update(hits)
+    assert groups == {runspec.GROUP}
+    assert access.PROBE_ANNOTATION == f"{runspec.GROUP}/access-policy-probe"
