@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from citerun import runspec, verdicts
+from citerun.operator import status as operator_status
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 OUTPUTS = (REPO / "crds" / "citationrun.yaml", REPO / "charts" / "citerun" / "crds" / "citationrun.yaml")
@@ -41,7 +42,7 @@ STATUS: dict[str, Any] = {
     "description": "Written by the operator only, through the status subresource.",
     "properties": {
         "phase": {"type": "string",
-                  "enum": ["Pending", "Admitted", "Running", "Succeeded", "Failed", "Cancelled"]},
+                  "enum": list(operator_status.ALL_PHASES)},
         "observedGeneration": {"type": "integer", "format": "int64"},
         "runId": {"type": "string"},
         "progress": {"type": "string",

@@ -5,11 +5,16 @@ compared with the owner, so a change to one fails until every copy follows. See
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
+import yaml
+
 from citerun import runspec
 from citerun.operator import access
+from citerun.operator import status as operator_status
+from citerun.states import RunState
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "citerun"
@@ -51,3 +56,33 @@ def test_the_yaml_names_the_api_group_of_runspec() -> None:
         groups.update(hits)
     assert groups == {runspec.GROUP}
     assert access.PROBE_ANNOTATION == f"{runspec.GROUP}/access-policy-probe"
+
+
+# -- the CitationRun phases: citerun.operator.status.ALL_PHASES --------------------------
+
+CRDS = (REPO / "crds" / "citationrun.yaml", REPO / "charts" / "citerun" / "crds" / "citationrun.yaml")
+
+
+def test_the_crd_phase_enum_is_the_operators_list() -> None:
+    for path in CRDS:
+        crd = yaml.safe_load(path.read_text(encoding="utf-8"))
+        status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+        assert status["properties"]["phase"]["enum"] == list(operator_status.ALL_PHASES), path
+
+
+def test_every_phase_is_written_and_none_is_spelled_by_hand() -> None:
+    """Each phase of the list is one the operator writes (Pending while a run waits, one
+    per run state after), and no module writes a ``"phase": "<literal>"`` of its own: a
+    phase nothing writes (the old "Admitted") or one the CRD refuses cannot come back."""
+    assert operator_status.ALL_PHASES == (
+        "Pending", *(operator_status.PHASES[s.value] for s in RunState))
+    literal = []
+    for path in _python_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values):
+                    if (isinstance(key, ast.Constant) and key.value == "phase"
+                            and isinstance(value, ast.Constant)):
+                        literal.append(f"{path.relative_to(REPO)}:{value.lineno}")
+    assert literal == []

@@ -34,6 +34,7 @@ from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
 from citerun.operator import spec as specs
 from citerun.settings import Settings
+from citerun.states import RunState
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +193,8 @@ async def _fail(body: kopf.Body, namespace: str, name: str, previous: dict[str, 
     """The run fails for good with ``reason``: the user must change the spec or create the
     run again."""
     await _write_status(namespace, name, {
-        "phase": "Failed", "observedGeneration": generation, "message": message,
+        "phase": status.PHASES[RunState.FAILED], "observedGeneration": generation,
+        "message": message,
         "conditions": status.merge_conditions(previous.get("conditions") or [], [
             status.condition("Admitted", False, reason, message, generation,
                              previous.get("conditions")),
@@ -290,7 +292,7 @@ async def _hold(body: kopf.Body, namespace: str, name: str, previous: dict[str, 
     if not waiting_already:
         kopf.info(body, reason="Waiting", message=message)
     await _write_status(namespace, name, {
-        "phase": "Pending", "observedGeneration": generation, "message": message,
+        "phase": status.PENDING, "observedGeneration": generation, "message": message,
         "conditions": status.merge_conditions(previous.get("conditions") or [], [
             status.condition("Admitted", False, reason, message, generation,
                              previous.get("conditions"))])})

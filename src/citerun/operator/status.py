@@ -14,9 +14,16 @@ import asyncpg
 from citerun import verdicts
 from citerun.states import RunState
 
-#: The CitationRun phase of each run state (Pending is the phase of a run not admitted
-#: yet, which has no row).
-PHASES = {state.value: state.value.capitalize() for state in RunState}
+#: The phase of a CitationRun whose run is not admitted yet (it has no row).
+PENDING = "Pending"
+#: The CitationRun phase of each run state.
+PHASES: dict[str, str] = {state.value: state.value.capitalize() for state in RunState}
+#: Every phase a CitationRun can be in: the one list the CRD's ``status.phase`` enum is
+#: generated from (scripts/gen_crd.py; tests/unit/test_facts_owned.py compares them).
+ALL_PHASES: tuple[str, ...] = (PENDING, *PHASES.values())
+#: The phases a run never leaves.
+FINISHED_PHASES: frozenset[str] = frozenset(
+    PHASES[s] for s in (RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED))
 
 
 
@@ -76,7 +83,7 @@ def from_progress(row: asyncpg.Record, *, name: str, namespace: str, run_id: str
                     f"judged, {row['documents_done']}/{row['documents']} documents read"),
     }
     status["startedAt"] = previous.get("startedAt") or now()
-    if phase in ("Succeeded", "Failed", "Cancelled"):
+    if phase in FINISHED_PHASES:
         status["finishedAt"] = previous.get("finishedAt") or now()
     return status
 

@@ -22,10 +22,13 @@ import asyncpg
 from citerun import listener, queue, runs
 from citerun.operator import kube, status
 from citerun.operator.settings import OperatorConfig
+from citerun.states import RunState
 
 logger = logging.getLogger(__name__)
 
-_TERMINAL = {"Succeeded": "Normal", "Failed": "Warning", "Cancelled": "Normal"}
+# The event type posted when a run reaches a finished phase.
+_TERMINAL = {phase: "Warning" if phase == status.PHASES[RunState.FAILED] else "Normal"
+             for phase in status.FINISHED_PHASES}
 
 
 class StatusSyncer:
