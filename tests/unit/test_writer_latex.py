@@ -16,7 +16,7 @@ import zipfile
 
 import pytest
 
-from citerun.pipeline.writer import archive, bib, latex
+from citerun.pipeline.writer import archive, bib, latex, latex_tables, latex_text
 from citerun.pipeline.writer.model import (
     LibraryItem,
     WriterFileError,
@@ -207,7 +207,7 @@ def test_zip_bundle_through_archive() -> None:
     ("Rn. 12", "Rn. 12"),
 ])
 def test_locators(postnote: str, locator: str) -> None:
-    assert latex.locator_of(latex.note_text(postnote)) == locator
+    assert latex_text.locator_of(latex_text.note_text(postnote)) == locator
 
 
 def test_natbib_forms_and_sentence_placement() -> None:
@@ -285,7 +285,7 @@ def test_unclosed_arguments_cost_one_pass() -> None:
     for unit in ("\\cite[", "\\section[", "\\verb|", "\\label{", "$", "\\begin{verbatim}"):
         thesis, seconds = _timed(_doc(unit * 100_000))
         assert seconds < 20, unit
-        assert len(thesis.skipped) <= latex.MAX_SKIPPED + 1
+        assert len(thesis.skipped) <= latex_tables.MAX_SKIPPED + 1
 
 
 def test_macro_bombs_are_refused_or_skipped() -> None:
