@@ -9,11 +9,13 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
-from citerun import runspec
+from citerun import runspec, verdicts
 from citerun.operator import access
 from citerun.operator import status as operator_status
+from citerun.pipeline.report import meaning
 from citerun.states import RunState
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,3 +88,18 @@ def test_every_phase_is_written_and_none_is_spelled_by_hand() -> None:
                             and isinstance(value, ast.Constant)):
                         literal.append(f"{path.relative_to(REPO)}:{value.lineno}")
     assert literal == []
+
+
+# -- the risk order: citerun.pipeline.report.meaning._RISK -------------------------------
+
+def test_the_risk_order_ranks_every_verdict_once_and_its_guard_bites(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The order is keyed by the Verdict members (no strings); the import-time check
+    refuses a table that misses one, so a new verdict cannot go unranked."""
+    assert set(meaning._RISK) == set(verdicts.Verdict)
+    assert all(isinstance(v, verdicts.Verdict) for v in meaning._RISK)
+    fewer = dict(meaning._RISK)
+    del fewer[verdicts.Verdict.SOURCE_UNAVAILABLE]
+    monkeypatch.setattr(meaning, "_RISK", fewer)
+    with pytest.raises(RuntimeError, match="risk order"):
+        meaning._complete()
