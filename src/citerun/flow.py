@@ -25,9 +25,9 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import asyncpg
+import pydantic
 
 from citerun import errors, queue, runs
 from citerun.states import RunState
@@ -44,6 +44,43 @@ FINALIZE_RUN = "finalize_run"
 #: Every kind of the pipeline, in stage order.
 KINDS: tuple[str, ...] = (FETCH_DOCUMENT, PARSE_DOCUMENT, EXTRACT_CITATIONS, JUDGE_CITATION,
                           FINALIZE_RUN)
+
+
+# -- payloads: what each kind's task carries (the worker's handlers import these) ---------
+
+class FetchPayload(pydantic.BaseModel):
+    """Download one document named by URL in a run's spec."""
+
+    run_id: uuid.UUID
+    url: str
+    filename: str
+    role: str = pydantic.Field(pattern="^(thesis|source)$")
+    keys: list[str] = []
+
+
+class ParsePayload(pydantic.BaseModel):
+    """Parse one staged document (for every run that uses it)."""
+
+    digest: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class RunPayload(pydantic.BaseModel):
+    """A stage of one whole run (extract its citations, finalize it)."""
+
+    run_id: uuid.UUID
+
+
+class JudgePayload(pydantic.BaseModel):
+    """Judge one citation."""
+
+    citation_id: int
+
+
+#: The payload model of each kind: the flow builds its tasks' payloads with it, the
+#: worker registers its handlers with it (tests/unit/test_facts_owned.py).
+PAYLOADS: dict[str, type[pydantic.BaseModel]] = {
+    FETCH_DOCUMENT: FetchPayload, PARSE_DOCUMENT: ParsePayload, EXTRACT_CITATIONS: RunPayload,
+    JUDGE_CITATION: JudgePayload, FINALIZE_RUN: RunPayload}
 
 
 # -- dedupe keys: one task per (stage, subject) ------------------------------------------
@@ -76,10 +113,15 @@ class Flow:
 
     settings: QueueSettings
 
-    def task(self, kind: str, payload: dict[str, Any], *, run_id: uuid.UUID, priority: int,
-             dedupe_key: str) -> queue.NewTask:
-        """A task of ``kind`` for ``run_id`` with the attempts the settings give it."""
-        return queue.NewTask(kind, payload, priority=priority, run_id=run_id,
+    def task(self, kind: str, payload: pydantic.BaseModel, *, run_id: uuid.UUID,
+             priority: int, dedupe_key: str) -> queue.NewTask:
+        """A task of ``kind`` for ``run_id`` with the attempts the settings give it; its
+        payload is the kind's model (:data:`PAYLOADS`), stored as JSON."""
+        if type(payload) is not PAYLOADS[kind]:
+            raise TypeError(f"a {kind} task carries a {PAYLOADS[kind].__name__}, "
+                            f"not a {type(payload).__name__}")
+        return queue.NewTask(kind, payload.model_dump(mode="json"), priority=priority,
+                             run_id=run_id,
                              dedupe_key=dedupe_key,
                              max_attempts=self.settings.attempts_for(kind))
 
@@ -87,9 +129,9 @@ class Flow:
         """The first tasks of a new run (the run's row is locked): its downloads, the
         parses of its documents, or its extraction if every document is parsed."""
         await queue.enqueue(conn, [
-            self.task(FETCH_DOCUMENT, {"run_id": str(request.id), "url": f.url,
-                                       "filename": f.filename, "role": f.role,
-                                       "keys": list(f.keys)},
+            self.task(FETCH_DOCUMENT, FetchPayload(run_id=request.id, url=f.url,
+                                                   filename=f.filename, role=f.role,
+                                                   keys=list(f.keys)),
                       run_id=request.id, priority=request.priority,
                       dedupe_key=fetch_key(request.id, f.role, f.filename))
             for f in request.fetches])
@@ -111,13 +153,13 @@ class Flow:
         pending = await runs.documents_pending(conn, run_id)
         if pending and parse_pending:
             await queue.enqueue(conn, [
-                self.task(PARSE_DOCUMENT, {"digest": digest}, run_id=run_id,
+                self.task(PARSE_DOCUMENT, ParsePayload(digest=digest), run_id=run_id,
                           priority=priority, dedupe_key=parse_key(digest, run_id))
                 for digest in pending])
         if pending or await runs.tasks_open(conn, run_id, [FETCH_DOCUMENT]):
             return
         await queue.enqueue(conn, [self.task(
-            EXTRACT_CITATIONS, {"run_id": str(run_id)}, run_id=run_id, priority=priority,
+            EXTRACT_CITATIONS, RunPayload(run_id=run_id), run_id=run_id, priority=priority,
             dedupe_key=extract_key(run_id))])
 
     async def advance_for_documents(self, conn: asyncpg.Connection,
@@ -130,7 +172,7 @@ class Flow:
                     citation_ids: Sequence[int], *, priority: int) -> None:
         """After extraction: one judge task per citation, or the finalize if none."""
         await queue.enqueue(conn, [
-            self.task(JUDGE_CITATION, {"citation_id": i}, run_id=run_id, priority=priority,
+            self.task(JUDGE_CITATION, JudgePayload(citation_id=i), run_id=run_id, priority=priority,
                       dedupe_key=judge_key(i)) for i in citation_ids])
         if not citation_ids:
             await self.finalize(conn, run_id, priority=priority)
@@ -139,7 +181,7 @@ class Flow:
                        priority: int) -> None:
         """Every citation has its verdict: build the report."""
         await queue.enqueue(conn, [self.task(
-            FINALIZE_RUN, {"run_id": str(run_id)}, run_id=run_id, priority=priority,
+            FINALIZE_RUN, RunPayload(run_id=run_id), run_id=run_id, priority=priority,
             dedupe_key=finalize_key(run_id))])
 
     async def fail_for_run(self, conn: asyncpg.Connection, run_id: uuid.UUID, digest: str,

@@ -6,17 +6,19 @@ compared with the owner, so a change to one fails until every copy follows. See
 from __future__ import annotations
 
 import ast
+import uuid
 import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from citerun import runspec, verdicts
+from citerun import flow, runspec, verdicts
 from citerun.operator import access
 from citerun.operator import status as operator_status
 from citerun.pipeline.report import meaning
 from citerun.states import RunState
+from citerun.worker import tasks
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "citerun"
@@ -103,3 +105,28 @@ def test_the_risk_order_ranks_every_verdict_once_and_its_guard_bites(
     monkeypatch.setattr(meaning, "_RISK", fewer)
     with pytest.raises(RuntimeError, match="risk order"):
         meaning._complete()
+
+
+# -- task payloads: citerun.flow.PAYLOADS ------------------------------------------------
+
+def test_the_worker_handles_each_kind_with_the_flows_payload_model() -> None:
+    assert set(flow.PAYLOADS) == set(flow.KINDS)
+    assert tasks.registry.kinds == tuple(sorted(flow.KINDS))
+    for kind in flow.KINDS:
+        spec = tasks.registry.get(kind)
+        assert spec is not None and spec.payload_model is flow.PAYLOADS[kind], kind
+
+
+def test_a_task_carries_its_kinds_model_as_json_and_nothing_else() -> None:
+    run_id = uuid.uuid4()
+    made = flow.of().task(flow.FETCH_DOCUMENT,
+                          flow.FetchPayload(run_id=run_id, url="https://x.test/a.pdf",
+                                            filename="a.pdf", role="source", keys=["k"]),
+                          run_id=run_id, priority=0, dedupe_key="d")
+    assert made.payload == {"run_id": str(run_id), "url": "https://x.test/a.pdf",
+                            "filename": "a.pdf", "role": "source", "keys": ["k"]}
+    # What the flow stores is what the worker's model reads back.
+    assert flow.FetchPayload.model_validate(made.payload).run_id == run_id
+    with pytest.raises(TypeError, match="FetchPayload"):
+        flow.of().task(flow.FETCH_DOCUMENT, flow.RunPayload(run_id=run_id), run_id=run_id,
+                       priority=0, dedupe_key="d")

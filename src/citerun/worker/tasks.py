@@ -27,6 +27,7 @@ import numpy as np
 import pydantic
 
 from citerun import flow, pdfmagic, runs, runspec, sql
+from citerun.flow import FetchPayload, JudgePayload, ParsePayload, RunPayload
 from citerun.worker import registry as registry_mod
 from citerun.worker import sandbox
 from citerun.pipeline import (citations, embed, fetch, judge, layout, pdf, report,
@@ -115,10 +116,6 @@ def _run_config(spec: Any, api_key: str | None = None) -> tuple[judge.JudgeConfi
 
 # -- parse_document ----------------------------------------------------------------------
 
-class ParsePayload(pydantic.BaseModel):
-    digest: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
-
-
 @registry.task(flow.PARSE_DOCUMENT, payload=ParsePayload)
 async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -> None:
     """Parse, chunk and embed one document; store pages and chunks; advance its runs."""
@@ -178,14 +175,6 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
 
 
 # -- fetch_document ----------------------------------------------------------------------
-
-class FetchPayload(pydantic.BaseModel):
-    run_id: uuid.UUID
-    url: str
-    filename: str
-    role: str = pydantic.Field(pattern="^(thesis|source)$")
-    keys: list[str] = []
-
 
 class FetchError(registry_mod.PermanentError):
     """The document cannot be downloaded."""
@@ -260,10 +249,6 @@ async def _record_fetch_failure(ctx: registry_mod.TaskContext, payload: FetchPay
 
 #: What a report lists of the markers not taken (the first ones, in reading order).
 MAX_SKIPPED = 1000
-
-class RunPayload(pydantic.BaseModel):
-    run_id: uuid.UUID
-
 
 @registry.task(flow.EXTRACT_CITATIONS, payload=RunPayload)
 async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
@@ -392,10 +377,6 @@ def _evidence_rows(judgement: judge.Judgement) -> list[dict[str, Any]]:
 
 
 # -- judge_citation ----------------------------------------------------------------------
-
-class JudgePayload(pydantic.BaseModel):
-    citation_id: int
-
 
 class JudgeSpendExhausted(registry_mod.PermanentError):
     """The run's namespace has spent its judge profile's tokens for the period."""
