@@ -22,7 +22,7 @@ import unicodedata
 import pymupdf
 
 from citerun.pipeline import pdf
-from citerun.pipeline.citations import quotations
+from citerun.pipeline.citations import quotation_source, quotations
 from citerun.pipeline.pdf import labels as page_labels
 from citerun.pipeline.pdf import splitting
 
@@ -63,8 +63,8 @@ class Source:
     pages: tuple[tuple[str, str], ...]
 
     @functools.cached_property
-    def prepared(self) -> quotations.SourceText:
-        return quotations.prepare_source(self.pages)
+    def prepared(self) -> quotation_source.SourceText:
+        return quotation_source.prepare_source(self.pages)
 
     @property
     def labels(self) -> tuple[str, ...]:

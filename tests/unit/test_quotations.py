@@ -15,7 +15,7 @@ import time
 import pymupdf
 import pytest
 
-from citerun.pipeline.citations import locators, quotations
+from citerun.pipeline.citations import locators, quotation_check, quotation_source, quotations
 from citerun.pipeline.pdf import labels as page_labels
 from tests.support import quotation_set as qs
 
@@ -43,7 +43,7 @@ def _case(name: str) -> qs.QuoteCase:
 
 
 def _check(case: qs.QuoteCase) -> quotations.QuotationCheck:
-    return quotations.check_quotation(case.quote, qs.source(case.source, raw=case.raw).prepared)
+    return quotation_check.check_quotation(case.quote, qs.source(case.source, raw=case.raw).prepared)
 
 
 def _sentence(name: str = "papermage_lo2023.pdf") -> tuple[qs.Source, str, str]:
@@ -99,7 +99,7 @@ def test_a_quotation_written_with_the_ligature_matches_the_unfolded_page() -> No
     src, sentence, label = _sentence()
     word = next(w for w in sentence.split() if "fi" in w)
     quote = sentence.replace(word, word.replace("fi", "ﬁ"), 1)
-    result = quotations.check_quotation(quote, src.prepared)
+    result = quotation_check.check_quotation(quote, src.prepared)
     assert (result.status, result.labels) == ("exact", (label,))
 
 
@@ -113,10 +113,10 @@ def test_a_word_hyphenated_over_a_page_break_is_one_word() -> None:
     # The sentence set over two pages, its long word broken at the foot of the first.
     pages = [("41", " ".join(words[:long_word] + [word[:3] + "-"])),
              ("42", " ".join([word[3:]] + words[long_word + 1:]))]
-    result = quotations.check_quotation(sentence, pages)
+    result = quotation_check.check_quotation(sentence, pages)
     assert (result.status, result.labels) == ("exact", ("41", "42"))
     altered = " ".join(words[:long_word] + ["remarkably"] + words[long_word + 1:])
-    changed = quotations.check_quotation(altered, pages)
+    changed = quotation_check.check_quotation(altered, pages)
     assert changed.status == "altered"
     assert [(d.kind, d.thesis, d.source) for d in changed.differences] == [("changed", "remarkably", word)]
 
@@ -130,7 +130,7 @@ def test_every_ellipsis_form_stands_for_the_omitted_words(ellipsis: str) -> None
     src, sentence, label = _sentence()
     words = sentence.split()
     quote = " ".join(words[:4] + [ellipsis] + words[-4:])
-    result = quotations.check_quotation(quote, src.prepared)
+    result = quotation_check.check_quotation(quote, src.prepared)
     assert (result.status, result.labels) == ("exact", (label,))
     assert result.marked and result.found.split()[0] == words[0].strip(",;:")
 
@@ -141,7 +141,7 @@ def test_an_ellipsis_does_not_stand_for_a_whole_chapter() -> None:
     found = qs.sentences(src)
     (p1, first), (p2, last) = found[0], next((p, s) for p, s in found if p >= found[0][0] + 6)
     quote = " ".join(first.split()[:5] + ["[…]"] + last.split()[-5:])
-    assert quotations.check_quotation(quote, src.prepared).status == "not_found"
+    assert quotation_check.check_quotation(quote, src.prepared).status == "not_found"
 
 
 def test_sic_and_bracketed_insertions_are_marked_changes_not_alterations() -> None:
@@ -150,14 +150,14 @@ def test_sic_and_bracketed_insertions_are_marked_changes_not_alterations() -> No
     words = sentence.split()
     replaced = len(words) // 2
     inserted = " ".join(words[:replaced] + ["[the toolkit]"] + words[replaced + 1:])
-    result = quotations.check_quotation(inserted, src.prepared)
+    result = quotation_check.check_quotation(inserted, src.prepared)
     assert (result.status, result.labels, result.marked) == ("exact", (label,), ("[the toolkit]",))
     with_sic = " ".join(words[:3] + ["[sic]"] + words[3:])
-    result = quotations.check_quotation(with_sic, src.prepared)
+    result = quotation_check.check_quotation(with_sic, src.prepared)
     assert (result.status, result.marked) == ("exact", ("[sic]",))
     # "[t]ypically" for "Typically": the writer's lower case, marked.
     lowered = f"[{words[0][0].lower()}]{words[0][1:]} " + " ".join(words[1:])
-    assert quotations.check_quotation(lowered, src.prepared).status == "exact"
+    assert quotation_check.check_quotation(lowered, src.prepared).status == "exact"
 
 
 def test_case_added_and_left_out_words_are_named() -> None:
@@ -166,19 +166,19 @@ def test_case_added_and_left_out_words_are_named() -> None:
     words = sentence.split()
     at = next(i for i in range(4, len(words)) if words[i].isalpha() and words[i].islower())
     upper = " ".join(words[:at] + [words[at].upper()] + words[at + 1:])
-    result = quotations.check_quotation(upper, src.prepared)
+    result = quotation_check.check_quotation(upper, src.prepared)
     assert result.status == "altered"
     assert [(d.kind, d.thesis, d.source) for d in result.differences] == [("case", words[at].upper(), words[at])]
     added = " ".join(words[:at] + ["very"] + words[at:])
-    result = quotations.check_quotation(added, src.prepared)
+    result = quotation_check.check_quotation(added, src.prepared)
     assert [(d.kind, d.thesis) for d in result.differences] == [("added", "very")]
     assert result.status == "altered" and result.difference == 'added "very"'
     left_out = " ".join(words[:at] + words[at + 1:])
-    result = quotations.check_quotation(left_out, src.prepared)
+    result = quotation_check.check_quotation(left_out, src.prepared)
     assert result.status == "altered"
     assert [(d.kind, d.source) for d in result.differences] == [("omitted", words[at].strip(".,;:"))]
     # The first word's capital is the writer's sentence, not an alteration.
-    assert quotations.check_quotation(words[0].lower() + " " + " ".join(words[1:]), src.prepared).status == "exact"
+    assert quotation_check.check_quotation(words[0].lower() + " " + " ".join(words[1:]), src.prepared).status == "exact"
 
 
 def test_too_many_changes_is_not_found() -> None:
@@ -186,7 +186,7 @@ def test_too_many_changes_is_not_found() -> None:
     src, sentence, _ = _sentence()
     words = sentence.split()
     mangled = [("remarkably" if i % 3 == 1 else w) for i, w in enumerate(words)]
-    assert quotations.check_quotation(" ".join(mangled), src.prepared).status == "not_found"
+    assert quotation_check.check_quotation(" ".join(mangled), src.prepared).status == "not_found"
 
 
 # --- finding quotations in a thesis sentence -------------------------------------------------
@@ -207,7 +207,7 @@ def test_german_and_french_quote_marks_and_scare_quotes() -> None:
         found = quotations.find_quotations(claim)
         assert [(q.text, q.opening) for q in found] == [(sentence, opening)], claim
         assert claim[found[0].start:found[0].end] == sentence
-        result = quotations.check_quotation(found[0].text, src.prepared)
+        result = quotation_check.check_quotation(found[0].text, src.prepared)
         assert (result.status, result.labels) == ("exact", (label,))
     scare = "Diese „sogenannte“ Methode ist »neu« und ‘smart’, so Lo et al."
     assert quotations.find_quotations(scare) == []
@@ -227,7 +227,7 @@ def test_a_block_quotation_is_the_paragraph_without_its_citation() -> None:
     paragraph = f"\n  “{sentence}” (Lo et al., 2023, p. {label})\n"
     block = quotations.block_quotation(paragraph)
     assert block is not None and block.block and block.text == sentence
-    assert quotations.check_quotation(block.text, src.prepared).labels == (label,)
+    assert quotation_check.check_quotation(block.text, src.prepared).labels == (label,)
     assert quotations.block_quotation("(Lo et al., 2023)") is None
 
 
@@ -262,7 +262,7 @@ def test_locators_of_the_relabelled_paper_are_checked_against_printed_labels() -
     _need_data()
     src = qs.source(qs.RELABELLED_PAPER, relabelled=True)
     for case in qs.locator_cases():
-        found = quotations.check_quotation(case.quote, src.prepared)
+        found = quotation_check.check_quotation(case.quote, src.prepared)
         assert found.status == "exact", case
         check = locators.check_locator(locators.parse_locator(case.locator), found.labels)
         assert (check.status, check.actual) == (case.status, case.actual), (case, check)
@@ -312,24 +312,24 @@ LIMIT_S = 3.0  # the brief: "within a second or two"; headroom for a loaded mach
 
 
 @pytest.fixture(scope="module")
-def long_source() -> quotations.SourceText:
+def long_source() -> quotation_source.SourceText:
     """2,000 pages: the real papers' pages over and over (every sentence many times)."""
     _need_data()
     texts = [text for name in sorted(p.name for p in qs.PDFS.glob("*.pdf")) for _, text in qs.source(name).pages]
     pages = [(str(i + 1), texts[i % len(texts)]) for i in range(2000)]
     started = time.perf_counter()
-    prepared = quotations.prepare_source(pages)
+    prepared = quotation_source.prepare_source(pages)
     assert time.perf_counter() - started < LIMIT_S
     return prepared
 
 
-def _timed(quote: str, source: quotations.SourceText) -> tuple[quotations.QuotationCheck, float]:
+def _timed(quote: str, source: quotation_source.SourceText) -> tuple[quotations.QuotationCheck, float]:
     started = time.perf_counter()
-    result = quotations.check_quotation(quote, source)
+    result = quotation_check.check_quotation(quote, source)
     return result, time.perf_counter() - started
 
 
-def test_a_10000_word_quotation_in_a_2000_page_source_is_bounded(long_source: quotations.SourceText) -> None:
+def test_a_10000_word_quotation_in_a_2000_page_source_is_bounded(long_source: quotation_source.SourceText) -> None:
     words = long_source.exact(50_000, 60_000)
     assert len(words) == 10_000
     result, seconds = _timed(" ".join(words), long_source)
@@ -343,7 +343,7 @@ def test_a_10000_word_quotation_in_a_2000_page_source_is_bounded(long_source: qu
     assert result.status == "not_found" and seconds < LIMIT_S
 
 
-def test_a_sentence_in_a_2000_page_source_is_bounded(long_source: quotations.SourceText) -> None:
+def test_a_sentence_in_a_2000_page_source_is_bounded(long_source: quotation_source.SourceText) -> None:
     _, sentence, _ = _sentence("cermine_test5.pdf")
     result, seconds = _timed(sentence, long_source)
     assert result.status == "exact" and seconds < 0.5
@@ -354,16 +354,16 @@ def test_a_sentence_in_a_2000_page_source_is_bounded(long_source: quotations.Sou
 
 def test_hostile_quotations_are_refused_or_bounded() -> None:
     with pytest.raises(quotations.QuotationError):
-        quotations.check_quotation("[…] — “ ” […]", [("1", "some text of a page")])
+        quotation_check.check_quotation("[…] — “ ” […]", [("1", "some text of a page")])
     with pytest.raises(quotations.QuotationError):
-        quotations.check_quotation("word " * (quotations.MAX_QUOTE_WORDS + 1), [("1", "word")])
+        quotation_check.check_quotation("word " * (quotations.MAX_QUOTE_WORDS + 1), [("1", "word")])
     with pytest.raises(quotations.QuotationError):
-        quotations.prepare_source([("1", "a" * (quotations.MAX_SOURCE_CHARS + 1))])
+        quotation_source.prepare_source([("1", "a" * (quotations.MAX_SOURCE_CHARS + 1))])
     # One word repeated: every anchor stands everywhere, and the search stays bounded.
     pages = [(str(i), "the " * 2000) for i in range(200)]
     started = time.perf_counter()
-    assert quotations.check_quotation("the the the the the the the the model", pages).status in {"altered", "not_found"}
-    assert quotations.check_quotation("[…] the […] the […] the […] the […] x", pages).status in {"altered", "not_found"}
+    assert quotation_check.check_quotation("the the the the the the the the model", pages).status in {"altered", "not_found"}
+    assert quotation_check.check_quotation("[…] the […] the […] the […] the […] x", pages).status in {"altered", "not_found"}
     assert time.perf_counter() - started < LIMIT_S
     started = time.perf_counter()
     assert quotations.find_quotations("„" * 200_000 + "“" * 200_000 + '"' * 200_001) is not None

@@ -484,7 +484,7 @@ def test_a_comment_inside_the_bibliography_list_keeps_every_library() -> None:
     '"`Ein Netz ist ein Graph mit Gewichten. Es dient dem Transport von Energie."\'',
 ])
 def test_a_quotation_of_two_sentences_is_checked_whole(quoted: str) -> None:
-    from citerun.pipeline.citations import quotations
+    from citerun.pipeline.citations import quotation_check, quotations
 
     body = (f"Zuerst kommt die Einleitung. Nach Meier gilt: {quoted} \\cite[S.~7]{{k}} "
             "Danach folgt mehr Text.")
@@ -496,7 +496,7 @@ def test_a_quotation_of_two_sentences_is_checked_whole(quoted: str) -> None:
     assert citation.claim.startswith("Nach Meier gilt: ") and "Danach" not in citation.claim
     source = [("7", "Vorher. Ein Netz ist ein Graph mit Gewichten. Es dient dem Transport "
                     "von Energie. Nachher.")]
-    checked = quotations.check_quotation(quotation.text, source)
+    checked = quotation_check.check_quotation(quotation.text, source)
     assert (checked.status, checked.labels) == ("exact", ("7",))
 
 

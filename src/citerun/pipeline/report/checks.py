@@ -13,7 +13,7 @@ from __future__ import annotations
 import collections.abc
 
 from citerun.pipeline import judge
-from citerun.pipeline.citations import locators, quotations
+from citerun.pipeline.citations import locators, quotation_check, quotation_source, quotations
 from citerun.pipeline.report.model import EvidenceEntry, PageCheck, QuotationResult
 
 #: Source pages as (printed label, text), in order.
@@ -40,7 +40,7 @@ class Checker:
 
     def __init__(self, sources: collections.abc.Mapping[str, SourcePages]) -> None:
         self._pages = sources
-        self._prepared: dict[str, quotations.SourceText] = {}
+        self._prepared: dict[str, quotation_source.SourceText] = {}
         # A sentence cited K times is checked once (issue 41).
         self._checked: dict[tuple[str, str | None],
                             tuple[list[QuotationResult], list[quotations.QuotationCheck]]] = {}
@@ -48,12 +48,12 @@ class Checker:
         #: Citations whose quotations were not searched for (over MAX_QUOTE_CHECKS).
         self.unchecked = 0
 
-    def _source(self, digest: str) -> quotations.SourceText | None:
+    def _source(self, digest: str) -> quotation_source.SourceText | None:
         if digest not in self._prepared:
             pages = self._pages.get(digest)
             if not pages:
                 return None
-            self._prepared[digest] = quotations.prepare_source(pages)
+            self._prepared[digest] = quotation_source.prepare_source(pages)
         return self._prepared[digest]
 
     def check_quotes(self, claim: str, digest: str | None
@@ -80,7 +80,7 @@ class Checker:
         results, checks = [], []
         for quote in found:
             try:
-                check = quotations.check_quotation(quote.text, source)
+                check = quotation_check.check_quotation(quote.text, source)
             except quotations.QuotationError:
                 continue  # empty or over the limits: nothing to report
             checks.append(check)
