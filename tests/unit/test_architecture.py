@@ -44,12 +44,9 @@ MAX_MODULE_LINES = 500
 # They are left whole for now because other work is changing them (issue 42, item 3):
 OVERSIZE_CEILINGS: dict[str, int] = {
     # the web service, being changed by the web and security work
-    "citerun/web/app.py": 822,
+    "citerun/web/app.py": 744,
     "citerun/web/pages.py": 606,
-    # the worker's tasks, being changed by the security work (judge task bounds)
-    "citerun/worker/tasks.py": 519,
     # not yet cut (issue 42, item 3)
-    "citerun/pipeline/citations/mapping.py": 637,
     "citerun/pipeline/writer/docx.py": 633,
     "citerun/pipeline/layout.py": 625,
     "citerun/verify.py": 578,

@@ -3,7 +3,7 @@
 A 201-page thesis with 3,000 references and 6,000 markers against 500 sources made
 ``map_citations`` score all 1.5 million (entry, source) pairs and scan every entry per
 citation: 16 minutes of CPU on the worker's loop. These tests count the work done
-(calls of :func:`mapping.match` and :func:`mapping._same_surname`, each raising once over
+(calls of :func:`mapping.match` and :func:`mapping_lookup._same_surname`, each raising once over
 its budget so the old code fails fast), check the caps, and compare the indexed
 matching with scoring every pair on varied inputs and configs.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from citerun.pipeline import citations, normalize, pdf
-from citerun.pipeline.citations import mapping, model
+from citerun.pipeline.citations import mapping, mapping_lookup, model
 from citerun.pipeline.settings import LimitSettings
 from citerun.worker import sandbox
 from tests.support import hostile_theses, loop
@@ -76,9 +76,9 @@ def test_a_big_bibliography_is_matched_with_a_few_comparisons_per_entry(
     # Scoring every pair made 1,500,000 calls of match and scanning every entry per
     # citation 36 million of _same_surname.
     scores = _Budget(mapping.match, 3 * entries)
-    surnames = _Budget(mapping._same_surname, 20 * (entries + cited))
+    surnames = _Budget(mapping_lookup._same_surname, 20 * (entries + cited))
     monkeypatch.setattr(mapping, "match", scores)
-    monkeypatch.setattr(mapping, "_same_surname", surnames)
+    monkeypatch.setattr(mapping_lookup, "_same_surname", surnames)
     mapped = citations.map_citations(big_thesis, sources)
     # Source k is reference 6k (entry index 6k + 1): every citation of it maps there,
     # every other citation keeps its entry and stays unresolved.
@@ -192,14 +192,14 @@ def _every_pair(extraction: citations.Extraction, sources: list[citations.Source
         else:
             same = [e for e in extraction.references
                     if e.authors and e.year == c.year and any(
-                        mapping._same_surname(part, c.authors[0], config)
+                        mapping_lookup._same_surname(part, c.authors[0], config)
                         for part in [e.authors[0], *normalize.fold_words(e.authors[0]).split()])]
             suffix = c.key[len(model.normalize_key(c.authors[0])) + 4:]
             same = [e for e in same if e.year_suffix == suffix] or [
                 e for e in same if not e.year_suffix or not suffix]
             if len(same) > 1 and len(c.authors) > 1:
                 same = [e for e in same if len(e.authors) > 1
-                        and mapping._same_surname(e.authors[1], c.authors[1], config)] or same
+                        and mapping_lookup._same_surname(e.authors[1], c.authors[1], config)] or same
             if len(same) > 1:
                 same = [e for e in same if e.index in entry_source] or same
             named = same[0] if same else None
@@ -211,7 +211,7 @@ def _every_pair(extraction: citations.Extraction, sources: list[citations.Source
             out.append((c.ordinal, found[0].document_id if found else None,
                         found[1] if found else None, found[2] if found else None))
         else:
-            best = max(((mapping._marker_score(c, s, config), s) for s in sources),
+            best = max(((mapping_lookup._marker_score(c, s, config), s) for s in sources),
                        key=lambda item: item[0], default=None)
             if best is None or best[0] < config.threshold:
                 out.append((c.ordinal, None, None, None))

@@ -38,7 +38,8 @@ from __future__ import annotations
 from citerun.pipeline.citations.claims import bound_claims, claims_over, cut_claim, long_claim_note
 from citerun.pipeline.citations.entries import parse_entry
 from citerun.pipeline.citations.extraction import extract
-from citerun.pipeline.citations.mapping import check_size, map_citations, match, match_score
+from citerun.pipeline.citations.mapping import check_size, map_citations
+from citerun.pipeline.citations.mapping_score import match, match_score
 from citerun.pipeline.citations.model import (
     DuplicateKeyError,
     ExtractedCitation,

@@ -1,0 +1,178 @@
+"""How well one reference entry describes one source (:func:`match`, 0-100, and why):
+DOI or arXiv id, a file name that is the entry's key, title, authors and year; and the
+folded surnames, titles and file-name keys of a source that the indexes share."""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import re
+
+import rapidfuzz.fuzz
+
+from citerun.pipeline import normalize
+from citerun.pipeline.citations import authors, model, patterns
+
+
+# rapidfuzz's cutoffs run this far under the score needed; what they keep is rescored
+# exactly, so the slack only admits a few more candidates, never loses one.
+_SLACK = 0.5
+_EPS = 1e-6
+_CELLS = 1 << 22  # cells of one cdist block (4 MiB of float32)
+
+# An entry is scored against several sources and its words looked up often: the folded
+# forms are kept (normalize's folding is pure, so the answers are the same).
+_fold = functools.lru_cache(maxsize=1 << 16)(normalize.fold)
+_fold_words = functools.lru_cache(maxsize=1 << 16)(normalize.fold_words)
+
+
+def _source_surnames(source: model.SourceInfo, config: model.MatchConfig) -> list[str]:
+    """The folded surnames of the source's first ``config.max_source_authors`` authors."""
+    folded = (_fold(authors.written_surname(author))
+              for author in source.authors[:config.max_source_authors])
+    return [name for name in folded if name]
+
+
+
+def _filename_words(filename: str) -> str:
+    stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", filename)
+    return _fold_words(re.sub(r"[_\-.]+", " ", stem))
+
+
+def _filename_key(source: model.SourceInfo) -> str:
+    return model.normalize_key(_filename_words(source.filename))
+
+
+_FILE_YEAR = re.compile(rf"^{patterns.YEAR}[a-z]?$")
+
+
+def _filename_author_year(source: model.SourceInfo) -> str | None:
+    """The ``smith2020a`` key a file name names by its first word and a year among its
+    next words, as writers and reference managers name PDFs: "Hammer_2010.pdf",
+    "Hammer et al. - 2010 - Tool use.pdf" (Zotero's and Mendeley's default),
+    "Hammer_Li_2010_corvids.pdf". None where the name does not open with a surname
+    followed by a year."""
+    words = _filename_words(source.filename).split()
+    if len(words) < 2 or not words[0].isalpha() or len(words[0]) < 2:
+        return None
+    for word in words[1:6]:
+        if _FILE_YEAR.match(word):
+            return model.normalize_key(f"{words[0]}{word}")
+        if not word.isalpha():
+            return None
+    return None
+
+
+def _file_keys(source: model.SourceInfo) -> set[str]:
+    """The keys a source's file name gives: its whole stem, and its author and year."""
+    keys = {_filename_key(source)}
+    author_year = _filename_author_year(source)
+    if author_year:
+        keys.add(author_year)
+    return keys
+
+
+def _et_al(citation: model.ExtractedCitation) -> bool:
+    """Whether the marker names its first author with "et al." ("Eaton et al., 2006")."""
+    if not citation.authors:
+        return False
+    return re.search(rf"{re.escape(citation.authors[0])}\s*,?\s*{patterns.ET_AL}",
+                     citation.marker) is not None
+
+
+def _fits_count(citation: model.ExtractedCitation, count: int) -> bool:
+    """Whether a work of ``count`` authors can be cited as the marker cites it: "et al."
+    stands for three or more (two where a style abbreviates two), one surname alone for
+    one author, two surnames for two."""
+    if _et_al(citation):
+        return count >= 2
+    return count == len(citation.authors)
+
+
+def _by_count(citation: model.ExtractedCitation, counts: collections.abc.Sequence[int],
+              ) -> list[int]:
+    """The positions whose author count fits the marker, the best fit first; all of them
+    where none fits (a list written differently is still the writer's list)."""
+    fitting = [i for i, count in enumerate(counts) if _fits_count(citation, count)]
+    if _et_al(citation):
+        fitting.sort(key=lambda i: counts[i] < 3)  # three or more first
+    return fitting or list(range(len(counts)))
+
+
+def _title_text(source: model.SourceInfo) -> str:
+    """The title a source is compared by: its own, or its file name's words."""
+    title = _fold_words(source.title or "")
+    from_filename = _filename_words(source.filename)
+    if len(title.split()) < 2 and len(from_filename.split()) >= 3:
+        title = from_filename  # "deep_learning_for_theses.pdf" says more than no title
+    return title
+
+
+def match_score(
+    entry: model.ReferenceEntry, source: model.SourceInfo, config: model.MatchConfig
+) -> float:
+    """How well a reference entry describes a source, 0-100 (see :func:`match`)."""
+    return match(entry, source, config)[0]
+
+
+def match(
+    entry: model.ReferenceEntry, source: model.SourceInfo, config: model.MatchConfig
+) -> tuple[float, str]:
+    """How well a reference entry describes a source, 0-100, and why.
+
+    A DOI or arXiv id printed in the entry that equals the source's wins outright (100).
+    Otherwise a weighted mean over what both sides know: title similarity (the parsed
+    title, or the source title found inside the entry's text), authors (the first
+    author's surname, else the share of the source's surnames found in the entry), and
+    the year (equal, or one apart: a preprint and its publication). A source named
+    like the entry's key ("smith2020.pdf" for Smith 2020) scores 100. Without a title or
+    authors to compare, the score is 0: a year alone proves nothing.
+    """
+    if entry.doi and source.doi and entry.doi.casefold() == source.doi.casefold():
+        return 100.0, "doi equal"
+    if entry.arxiv_id and source.arxiv_id and entry.arxiv_id == source.arxiv_id:
+        return 100.0, "arxiv id equal"
+    if entry.author_year_key and entry.author_year_key in _file_keys(source):
+        return 100.0, "file name is the entry's key"
+    parts: list[tuple[float, float]] = []
+    why: list[str] = []
+    title = _title_text(source)
+    if title:
+        scores = [0.0]
+        if entry.title:
+            entry_title = _fold_words(entry.title)
+            scores.append(
+                (rapidfuzz.fuzz.token_set_ratio(entry_title, title)
+                 + rapidfuzz.fuzz.token_sort_ratio(entry_title, title)) / 2
+            )
+        if len(title) >= 20:
+            scores.append(rapidfuzz.fuzz.partial_ratio(title, _fold_words(entry.text)))
+        parts.append((max(scores), config.title_weight))
+        why.append(f"title {max(scores):.0f}")
+    surnames = _source_surnames(source, config)
+    if surnames:
+        # _same_surname folds both sides; folded once here (folding is idempotent).
+        similarity = config.surname_similarity
+        entry_words = _fold_words(entry.text).split()
+        others = [*(_fold(other) for other in entry.authors), *entry_words]
+        first_agrees = bool(entry.authors) and any(
+            rapidfuzz.fuzz.ratio(surnames[0], part) >= similarity
+            for part in _fold_words(entry.authors[0]).split()
+        )
+        found = sum(
+            1
+            for name in surnames
+            if any(rapidfuzz.fuzz.ratio(name, other) >= similarity for other in others)
+        )
+        author_score = 100.0 if first_agrees else 100.0 * found / len(surnames)
+        parts.append((author_score, config.author_weight))
+        why.append("first author" if first_agrees else f"authors {found}/{len(surnames)}")
+    if not parts:
+        return 0.0, "nothing to compare"
+    if source.year is not None and entry.year is not None:
+        gap = abs(source.year - entry.year)
+        parts.append((100.0 if gap == 0 else 70.0 if gap == 1 else 0.0, config.year_weight))
+        why.append("year" if gap == 0 else "year ±1" if gap == 1 else "year differs")
+    total = sum(weight for _, weight in parts)
+    score = sum(score * weight for score, weight in parts) / total if total else 0.0
+    return score, ", ".join(why)
