@@ -419,6 +419,10 @@ async def test_upload_and_cancel_with_scripts_off(pool: asyncpg.Pool,
 
         run_id = await upload(alice)
         assert await tab.locator("#state").inner_text() == "Running"
+        # Without the script nothing polls: the running run's page reloads itself.
+        async with tab.expect_navigation(timeout=12_000):
+            pass
+        assert tab.url == f"{base}/runs/{run_id}"
         await tab.get_by_role("button", name=re.compile("^Cancel run ")).click()
         await tab.wait_for_selector("#state.state-cancelled")
         assert tab.url == f"{base}/runs/{run_id}"

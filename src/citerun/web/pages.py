@@ -26,13 +26,13 @@ _e = html.escape
 PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
             "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 
-#: How often a running run's page (and "My runs" while a run runs) asks for its status,
-#: in milliseconds.
+#: How often a running run's page (and "My runs" while one runs) asks, in milliseconds.
 POLL_MS = 1500
 
 STATE_LABELS = {"running": "Running", "succeeded": "Finished", "failed": "Failed",
                 "cancelled": "Cancelled"}
-
+#: Without the script, a page of a running run reloads itself every 5 s.
+_NOSCRIPT_RELOAD = '<noscript><meta http-equiv="refresh" content="5"></noscript>'
 #: What a run's workers are doing, by the kind of its open tasks (stage order).
 STAGE_LABELS = {
     "fetch_document": "Fetching the documents",
@@ -41,8 +41,7 @@ STAGE_LABELS = {
     "judge_citation": "Judging the citations",
     "finalize_run": "Writing the report",
 }
-#: After this long on the first judgement the page says why it takes so long.
-SLOW_FIRST_JUDGEMENT_S = 8.0
+SLOW_FIRST_JUDGEMENT_S = 8.0  # after this long, the page says why the first takes long
 
 # Colours: every text colour has a contrast of at least 4.5:1 (WCAG AA) on its scheme's
 # background: light #1a1a1a/#fff (17:1), hint #555 (7.5:1), error #b00020 (6.9:1), done
@@ -297,14 +296,14 @@ def stage_label(stages: Sequence[Mapping[str, Any]], judged: int) -> str | None:
     return None
 
 
-def layout(title: str, body: str, *, user: str, csrf: str) -> str:
+def layout(title: str, body: str, *, user: str, csrf: str, reload: bool = False) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
-<meta name="csrf-token" content="{_e(csrf)}">
+<meta name="csrf-token" content="{_e(csrf)}">{_NOSCRIPT_RELOAD if reload else ""}
 <title>{_e(title)} · citerun</title>
 <link rel="stylesheet" href="/static/app.css">
 <script src="/static/app.js" defer></script>
@@ -402,7 +401,8 @@ def runs_page(rows: Sequence[Mapping[str, Any]], *, user: str, csrf: str,
     body = (f'<h1>My runs</h1>\n<p id="offline" class="offline" role="status" hidden></p>\n'
             f'{mine}\n<h2 id="shared">Shared with me</h2>\n'
             f'<p class="hint">Runs other users let you read (read-only).</p>\n{theirs}')
-    return layout("My runs", body, user=user, csrf=csrf)
+    return layout("My runs", body, user=user, csrf=csrf,
+                  reload=any(r["state"] == "running" for r in rows))
 
 
 def sharing_html(run_id: str, readers: Sequence[str], csrf: str) -> str:
@@ -475,7 +475,7 @@ def run_page(run: Mapping[str, Any], status: Mapping[str, Any], *, user: str,
 <p class="hint">Started {_e(_when(run["created_at"]))}.{" The report opens here when the run has finished." if running else ""}</p>
 </section>
 {sharing_html(str(run["id"]), readers, csrf) if owner else ""}"""
-    return layout(title, body, user=user, csrf=csrf)
+    return layout(title, body, user=user, csrf=csrf, reload=running)
 
 
 def message_page(title: str, text: str, *, user: str, csrf: str) -> str:
