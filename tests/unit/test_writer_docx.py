@@ -19,7 +19,9 @@ import zipfile
 import pytest
 
 from citerun.pipeline.writer import csl, docx, fields
-from citerun.pipeline.writer.docx import MAX_DEPTH, MAX_OPEN_FIELDS, read_docx
+from citerun.pipeline.writer.docx import read_docx
+from citerun.pipeline.writer.docx_story import MAX_OPEN_FIELDS
+from citerun.pipeline.writer.fields import MAX_DEPTH
 from citerun.pipeline.writer.model import WriterFileError, WrittenThesis, to_extraction
 from tests.support import docx_fixtures as fx
 

@@ -67,7 +67,7 @@ def test_units_are_whole_paragraphs_in_reading_order() -> None:
 
 
 def test_typed_citations_beside_zotero_fields_are_listed_not_dropped() -> None:
-    from citerun.pipeline.writer import docx
+    from citerun.pipeline.writer import docx_citations
 
     smith = fx.csl_item("smith", "Urban heat islands at night", [("Smith", "Anna")], 2020)
     body = "".join([
@@ -83,7 +83,7 @@ def test_typed_citations_beside_zotero_fields_are_listed_not_dropped() -> None:
     notes = fx.footnote(1, fx.run("Similar: Keller et al. (2019), p. 4."))
     thesis = formats.read_thesis(fx.docx(body, notes))
     assert [c.keys for c in thesis.citations] == [("smith",)]
-    typed = [(s.where, s.text) for s in thesis.skipped if s.reason == docx.TYPED_REASON]
+    typed = [(s.where, s.text) for s in thesis.skipped if s.reason == docx_citations.TYPED_REASON]
     assert typed == [("paragraph 1", "(Meyer, 2015, S. 3)"), ("paragraph 2", "Novak (2018)"),
                      ("footnote 1", "Keller et al. (2019)")]
 
