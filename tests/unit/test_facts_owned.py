@@ -16,6 +16,7 @@ import yaml
 from citerun import flow, runspec, verdicts
 from citerun.operator import access
 from citerun.operator import status as operator_status
+from citerun.pipeline import normalize
 from citerun.pipeline.report import meaning
 from citerun.states import RunState
 from citerun.worker import tasks
@@ -130,3 +131,38 @@ def test_a_task_carries_its_kinds_model_as_json_and_nothing_else() -> None:
     with pytest.raises(TypeError, match="FetchPayload"):
         flow.of().task(flow.FETCH_DOCUMENT, flow.RunPayload(run_id=run_id), run_id=run_id,
                        priority=0, dedupe_key="d")
+
+
+# -- DOI and year patterns: citerun.pipeline.normalize -----------------------------------
+
+# What a DOI or a year pattern looks like when written out in a regex.
+_PATTERN_COPIES = {
+    "DOI": re.compile(r"10\\\.\\d|doi\\\.org"),
+    "year": re.compile(r"1\[[5-9]-9\]|\(\?:19\|20\)|\(\?<!\\d\)\(\\d\{4\}\)"),
+}
+
+
+def test_doi_and_year_patterns_are_written_only_in_normalize() -> None:
+    owner = SRC / "pipeline" / "normalize.py"
+    found = {name: [str(p.relative_to(REPO)) for p in _python_files()
+                    if p != owner and pattern.search(p.read_text(encoding="utf-8"))]
+             for name, pattern in _PATTERN_COPIES.items()}
+    assert found == {"DOI": [], "year": []}
+    # The patterns above do find the owner's (a scan that finds nothing proves nothing).
+    text = owner.read_text(encoding="utf-8")
+    assert all(pattern.search(text) for pattern in _PATTERN_COPIES.values())
+
+
+def test_the_doi_and_year_forms_read_what_they_say() -> None:
+    assert normalize.DOI.search("see doi:10.1000/xyz123.")[1] == "10.1000/xyz123"
+    field = normalize.DOI_RESOLVER.sub("", "https://doi.org/10.1002/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-O")
+    assert normalize.FIELD_DOI.fullmatch(field)
+    assert normalize.field_year("{1543}") == 1543 and normalize.field_year("2019-05-02") == 2019
+    assert normalize.field_year("n.d.") is None
+    assert re.fullmatch(normalize.YEAR, "1600") and not re.fullmatch(normalize.YEAR, "1543")
+    assert patterns_year() == normalize.YEAR
+
+
+def patterns_year() -> str:
+    from citerun.pipeline.citations import patterns
+    return patterns.YEAR

@@ -1,4 +1,4 @@
-"""The forms text is compared in, and the DOI as printed: one owner for every stage.
+"""The forms text is compared in, the DOI and the year: one owner for every stage.
 
 Parsing, layout and citation matching each compare text with other text (a reference
 entry's surname with a source's author, a source's metadata title with its first page,
@@ -9,6 +9,10 @@ script's letters stay as they are, for text compared with itself (a quote with i
 page), where a Greek or Chinese quote must not fold to nothing. The ASCII alphabet is
 the core's (:func:`citerun.citekeys.ascii_words`), so the run spec compares citation
 keys exactly as the matchers do.
+
+What a DOI and a year look like is written here once, for the PDF's text, the reference
+entries, the markers and the writer's libraries alike (``tests/unit/test_facts_owned.py``
+fails on a DOI or year pattern written anywhere else).
 """
 
 from __future__ import annotations
@@ -17,9 +21,30 @@ import re
 
 from citerun import citekeys
 
+_DOI_START = r"10\.\d{4,9}/"
 # A DOI as printed in a reference entry or on a first page; a closing full stop, comma
 # or bracket belongs to the sentence around it, not to the DOI.
-DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+[^\s\"<>.,;)\]])")
+DOI = re.compile(rf"\b({_DOI_START}[^\s\"<>]+[^\s\"<>.,;)\]])")
+# A DOI as a library's field holds it: the field is the DOI, so what follows the prefix
+# up to a space is kept (an SICI DOI carries "<", ">" and brackets).
+FIELD_DOI = re.compile(rf"{_DOI_START}\S+")
+# The resolver a library's DOI field may start with ("https://doi.org/", "doi:").
+DOI_RESOLVER = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+
+# A publication year in running text or a reference entry: 1600-2099.
+YEAR = r"(?:1[6-9]|20)\d{2}"
+# A year of the last two centuries, as a copyright or venue line of a first page or a
+# byline's date prints it.
+RECENT_YEAR = r"(?:19|20)\d{2}"
+# The year in a library's date field ("2020", "{2020}", "2019-05-02"): any four digits,
+# the field says it is a year (a history thesis cites 1543).
+FIELD_YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
+
+
+def field_year(text: str | None) -> int | None:
+    """The year of a library's date field, or None."""
+    match = FIELD_YEAR.search(text) if text else None
+    return int(match[1]) if match else None
 
 _ANY_WORD = re.compile(r"[^\W_]+")
 

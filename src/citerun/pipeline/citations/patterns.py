@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from citerun.pipeline import normalize
+
 CAP = r"[A-ZÄÖÜÀ-ÖØ-ÞŁŚŻŹČŠŽ]"
 SURNAME_WORD = rf"{CAP}[\w'’]*(?:-{CAP}[\w'’]*)?"
 # Particles a surname may open with in a pattern ("van der Berg", "de la Cruz").
@@ -25,8 +27,8 @@ PARTICLES = frozenset({*_NAME_PARTICLES, "das", "do", "af", "al", "el", "bin", "
 ET_AL = r"(?:et\s+al\.?|u\.\s*a\.|and\s+colleagues)"
 ET_AL_RE = re.compile(rf"\s*,?\s*{ET_AL}\s*$")
 JOIN = r"(?:&|and|und|u\.)"
-# A publication year: 1600-2099.
-YEAR = r"(?:1[6-9]|20)\d{2}"
+# A publication year: 1600-2099 (normalize owns it).
+YEAR = normalize.YEAR
 # A span of years, one work ("2008–2023", "2019-present").
 YEAR_SPAN = rf"{YEAR}\s*[-–]\s*(?:{YEAR}|(?i:present|today|heute))"
 # One year or several ("2020a, 2021"), each maybe with a letter, as a marker lists them.

@@ -15,7 +15,7 @@ import typing
 from citerun.pipeline import layout, normalize
 
 # A date in the PDF's info fields: "D:20190412..." or a bare year.
-_YEAR = re.compile(r"(?:D:)?((?:1[5-9]|20)\d\d)")
+_YEAR = re.compile(rf"(?:D:)?({normalize.YEAR})")
 
 _JUNK_TITLES = re.compile(
     r"^(?:untitled|unbenannt|title|document\d*|microsoft word - .*|.*\.(?:docx?|tex|pdf|odt))$",
@@ -29,10 +29,11 @@ _NOT_TITLE = re.compile(
     re.IGNORECASE,
 )
 ARXIV_ID = re.compile(r"\barXiv\s*:\s*(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE)
-_COPYRIGHT_YEAR = re.compile(r"(?:©|\(c\)|copyright)\s*(?:©\s*)?((?:19|20)\d\d)", re.IGNORECASE)
+_COPYRIGHT_YEAR = re.compile(rf"(?:©|\(c\)|copyright)\s*(?:©\s*)?({normalize.RECENT_YEAR})",
+                             re.IGNORECASE)
 _VENUE_YEAR = re.compile(
     r"(?:proceedings|conference|workshop|symposium|journal|published|accepted|received|"
-    r"\b[A-Z]{2,}\s*['’]\d\d\b)[^\n]{0,120}?\b((?:19|20)\d\d)\b"
+    rf"\b[A-Z]{{2,}}\s*['’]\d\d\b)[^\n]{{0,120}}?\b({normalize.RECENT_YEAR})\b"
     r"|\b[A-Z]{2,}\s*['’](\d\d)\b",
     re.IGNORECASE,
 )
@@ -138,7 +139,7 @@ def _author_names(lines: typing.Sequence[layout.Line]) -> list[str]:
             text = text.split(",")[0].title()
         elif "@" in text or _ORGANISATION.search(text) and not names:
             continue
-        if re.search(r"(?:19|20)\d\d|\d+\(\d+\)", text):  # a venue or date line
+        if re.search(rf"{normalize.RECENT_YEAR}|\d+\(\d+\)", text):  # a venue or date line
             if names:
                 break
             continue

@@ -23,6 +23,7 @@ from bibtexparser.middlewares.fieldkeys import NormalizeFieldKeys
 from bibtexparser.middlewares.names import parse_single_name_into_parts, split_multiple_persons_names
 from pylatexenc import latex2text  # type: ignore[import-untyped]
 
+from citerun.pipeline import normalize
 from citerun.pipeline.writer.model import LibraryItem, Skipped, WriterFileError
 
 #: A .bib over this many bytes is refused: 50,000 entries with abstracts are ~15 MB.
@@ -37,9 +38,6 @@ MAX_NAMES = 200
 
 _ENTRY_START = re.compile(r"@\s*([A-Za-z]+)\s*[{(]")
 _NOT_ENTRIES = frozenset({"string", "comment", "preamble"})
-_YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
-_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
-_DOI = re.compile(r"10\.\d{4,9}/\S+")
 # A JabRef/Zotero file type: "PDF", "pdf", "application/pdf".
 _FILE_TYPE = re.compile(r"[A-Za-z0-9.+-]{1,40}(?:/[A-Za-z0-9.+-]{1,60})?")
 _SPACES = re.compile(r"\s+")
@@ -94,10 +92,9 @@ def surnames(names: str) -> tuple[str, ...]:
 def year_of(entry: bibmodel.Entry) -> int | None:
     """The year from ``year`` ("2020", "{2020}") or biblatex's ``date`` ("2019-05-02")."""
     for key in ("year", "date"):
-        value = _field(entry, key)
-        match = _YEAR.search(value) if value else None
-        if match:
-            return int(match.group(1))
+        year = normalize.field_year(_field(entry, key))
+        if year is not None:
+            return year
     return None
 
 
@@ -105,8 +102,8 @@ def doi_of(value: str | None) -> str | None:
     """A DOI without its resolver prefix, LaTeX escapes undone (``\\_`` -> ``_``)."""
     if not value:
         return None
-    text = _DOI_PREFIX.sub("", value.strip().replace("\\_", "_").replace("{", "").replace("}", ""))
-    match = _DOI.search(text)
+    text = normalize.DOI_RESOLVER.sub("", value.strip().replace("\\_", "_").replace("{", "").replace("}", ""))
+    match = normalize.FIELD_DOI.search(text)
     return match.group(0).rstrip(".,;") if match else None
 
 

@@ -27,8 +27,6 @@ MAX_ITEMS = 50_000
 
 # CSL rich text: "<i>E. coli</i> in <sup>13</sup>C"; the markup is not part of the title.
 _MARKUP = re.compile(r"</?(?:i|b|sup|sub|sc|span)(?:\s[^<>]*)?>", re.IGNORECASE)
-_YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
-_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 
 
 def _text(value: object) -> str | None:
@@ -79,8 +77,7 @@ def _year(issued: object) -> int | None:
 
 
 def _year_in(text: str | None) -> int | None:
-    match = _YEAR.search(text) if text else None
-    return int(match[1]) if match else None
+    return normalize.field_year(text)
 
 
 def _doi(value: object) -> str | None:
@@ -88,7 +85,7 @@ def _doi(value: object) -> str | None:
     text = _text(value)
     if not text:
         return None
-    text = _DOI_PREFIX.sub("", text)
+    text = normalize.DOI_RESOLVER.sub("", text)
     match = normalize.DOI.search(text)
     return match[1] if match else None
 
