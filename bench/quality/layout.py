@@ -17,7 +17,7 @@ def layout_cost(path: pathlib.Path) -> list[tuple[str, float]]:
     ``parse_pdf`` and ``extract``."""
     import pymupdf  # noqa: PLC0415 (only this measurement needs it directly)
 
-    from citerun.pipeline import layout  # noqa: PLC0415
+    from citerun.pipeline import layout, layout_reading  # noqa: PLC0415
 
     data = path.read_bytes()
     timings: list[tuple[str, float]] = []
@@ -27,7 +27,7 @@ def layout_cost(path: pathlib.Path) -> list[tuple[str, float]]:
             doc[index].get_text("blocks", flags=layout.TEXT_FLAGS, sort=True)
         timings.append(("MuPDF blocks, sorted (old text step)", time.perf_counter() - start))
         start = time.perf_counter()
-        layout.read_document(doc)
+        layout_reading.read_document(doc)
         timings.append(("layout: dict lines, columns, paragraphs", time.perf_counter() - start))
         start = time.perf_counter()
         pdf.render_pages(doc)
@@ -49,7 +49,7 @@ def time_pymupdf4llm(count: int, write: bool) -> int:
     import pymupdf  # noqa: PLC0415
     import pymupdf4llm  # type: ignore[import-not-found]  # noqa: PLC0415
 
-    from citerun.pipeline import layout  # noqa: PLC0415
+    from citerun.pipeline import layout_reading  # noqa: PLC0415
 
     paths = sorted((evaldata() / "realpdf" / "pdfs").glob("*.pdf"), key=lambda p: p.stat().st_size)
     lines = [
@@ -70,7 +70,7 @@ def time_pymupdf4llm(count: int, write: bool) -> int:
             pymupdf4llm.to_markdown(doc, use_ocr=False, show_progress=False)
             model = time.perf_counter() - start
             start = time.perf_counter()
-            layout.read_document(doc)
+            layout_reading.read_document(doc)
             ours = time.perf_counter() - start
             lines.append(f"| {path.name} | {doc.page_count} | {model / doc.page_count:.2f} | "
                          f"{ours / doc.page_count:.3f} |")

@@ -9,7 +9,7 @@ f.", "Schmidt (2018), S. 12 ff.", "Koch, Wasserhaushalt urbaner Böden, S. 60.")
 separated by ";". What such a citation supports is the body sentence, not the note.
 
 The extraction sees page text only, with each page's footnotes last (the layout puts
-them there, :func:`citerun.pipeline.layout.read_document`). :func:`scan` finds them:
+them there, :func:`citerun.pipeline.layout_reading.read_document`). :func:`scan` finds them:
 the page's last lines that open with consecutive note numbers, after a paragraph
 break, the first of them marked in the body of its page or the page before. It cuts
 them out of the body and reads each note's citations in document order, so "Ebd." and

@@ -13,7 +13,7 @@ import re
 
 import pymupdf
 
-from citerun.pipeline import layout
+from citerun.pipeline import layout, layout_reading
 from citerun.pipeline.pdf import identity, limits, render
 from citerun.pipeline.pdf.labels import page_labels
 
@@ -80,7 +80,7 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
         if doc.page_count == 0:
             raise limits.DocumentError("empty")
         try:
-            layouts = layout.read_document(doc)
+            layouts = layout_reading.read_document(doc)
             first_page_raw = doc[0].get_text(flags=layout.TEXT_FLAGS)  # type: ignore[no-untyped-call]
             images = render.render_pages(doc) if doc.page_count <= render.RENDER_MAX_PAGES else {}
             printed = page_labels(doc)
