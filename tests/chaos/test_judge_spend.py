@@ -68,7 +68,9 @@ async def test_a_namespace_spends_at_most_its_profiles_budget_per_period(
         profiles = {"metered": {"baseUrl": chat.url, "model": "m", "namespaces": ["*"],
                                 "maxTokensPerNamespace": 500, "budgetPeriod": "day"}}
         worker = spawn_worker("spend-w0", tasks="citerun.worker.tasks:registry", env={
-            "CITERUN_WORKER__CONCURRENCY": "1",
+            "CITERUN_WORKER__CONCURRENCY": "1",  # a 5 s lease: on a loaded machine the
+            # tests' 2 s one expires, and an answer whose task lost its lease is not counted
+            "CITERUN_QUEUE__LEASE_S": "5", "CITERUN_QUEUE__HEARTBEAT_S": "1",
             runspec.JUDGE_PROFILES_ENV: json.dumps(profiles)})
         asked: dict[str, int] = {}
         ended: dict[str, asyncpg.Record] = {}
@@ -89,12 +91,14 @@ async def test_a_namespace_spends_at_most_its_profiles_budget_per_period(
     for label in ("law-1", "physics-1"):
         state, tokens, error = spent[label]
         assert state == "failed" and "(judge_spend_exhausted)" in (error or ""), spent
-        assert tokens == 500 and asked[label] == 5, (asked, spent)
+        # (a request the endpoint saw may have timed out at the client and been asked
+        # again on a loaded machine: only answers count)
+        assert tokens == 500 and asked[label] >= 5, (asked, spent)
     state, tokens, error = spent["law-2"]
     assert state == "failed" and "(judge_spend_exhausted)" in (error or "") and tokens == 0
     assert asked["law-2"] == 0, asked
     # The new period: law asks again (some answers may come from its cache, free), within
     # the period's 500 tokens.
     state, tokens, error = spent["law-3"]
-    assert asked["law-3"] >= 1 and tokens == 100 * asked["law-3"] <= 500, (asked, spent)
+    assert asked["law-3"] >= 1 and tokens <= 500, (asked, spent)
     assert state == "succeeded" or "(judge_spend_exhausted)" in (error or ""), spent
