@@ -23,6 +23,13 @@ def is_pdf(data: bytes) -> bool:
 ZIP_MAGIC = b"PK\x03\x04"
 
 
+#: The suffixes a thesis file may have (CLI, web and the worker's parse take the same):
+#: a PDF, a Word document, a LaTeX file, a zip holding a LaTeX thesis.
+THESIS_SUFFIXES: tuple[str, ...] = (".pdf", ".docx", ".tex", ".zip")
+#: The suffixes of a library file: BibTeX/BibLaTeX and CSL-JSON.
+LIBRARY_SUFFIXES: tuple[str, ...] = (".bib", ".json")
+
+
 def is_zip(data: bytes) -> bool:
     """Whether ``data`` starts like a zip archive (a .docx, a LaTeX bundle)."""
     return data[:4] == ZIP_MAGIC

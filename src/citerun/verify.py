@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from citerun import citekeys, db, errors, flow, retry, runs, sql
+from citerun import citekeys, db, errors, flow, pdfmagic, retry, runs, sql
 from citerun.pipeline.writer import archive, formats
 from citerun.pipeline.writer.model import WriterFileError
 from citerun.settings import Settings
@@ -82,7 +82,7 @@ MAX_CONCURRENCY = 256  # WorkerSettings.concurrency's upper bound
 
 
 #: The thesis forms ``citerun verify`` takes, by suffix (a directory: a LaTeX folder).
-THESIS_SUFFIXES = (".pdf", ".docx", ".tex", ".zip")
+THESIS_SUFFIXES = pdfmagic.THESIS_SUFFIXES
 #: A LaTeX folder is read this deep and this far, text files only (formats.BUNDLE_SUFFIXES).
 MAX_FOLDER_FILES = 2_000
 MAX_FOLDER_DEPTH = 8

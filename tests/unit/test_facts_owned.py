@@ -8,12 +8,13 @@ from __future__ import annotations
 import ast
 import uuid
 import re
+import typing
 from pathlib import Path
 
 import pytest
 import yaml
 
-from citerun import flow, runspec, verdicts
+from citerun import flow, pdfmagic, runspec, verdicts
 from citerun.operator import access
 from citerun.operator import status as operator_status
 from citerun.pipeline import normalize
@@ -166,3 +167,33 @@ def test_the_doi_and_year_forms_read_what_they_say() -> None:
 def patterns_year() -> str:
     from citerun.pipeline.citations import patterns
     return patterns.YEAR
+
+
+# -- thesis and library file types: citerun.pdfmagic -------------------------------------
+
+def test_every_reader_of_a_thesis_or_library_takes_the_owners_suffixes() -> None:
+    from citerun import verify
+    from citerun.pipeline.writer import formats
+    from citerun.web import app, pages
+    assert verify.THESIS_SUFFIXES is pdfmagic.THESIS_SUFFIXES
+    assert app.THESIS_SUFFIXES is pdfmagic.THESIS_SUFFIXES
+    assert app.LIBRARY_SUFFIXES is pdfmagic.LIBRARY_SUFFIXES
+    assert formats.LIBRARY_SUFFIXES is pdfmagic.LIBRARY_SUFFIXES
+    html = pages.upload_page(user="u", csrf="c", max_bytes=1 << 20)
+    accepts = dict(re.findall(r'<input id="(thesis|library)"[^>]*?accept="([^"]*)"', html))
+    assert accepts == {"thesis": ",".join(pdfmagic.THESIS_SUFFIXES),
+                       "library": ",".join(pdfmagic.LIBRARY_SUFFIXES)}
+
+
+def test_no_other_module_lists_the_suffixes() -> None:
+    """No tuple, list or set of string constants equal to either list, outside the owner."""
+    owned = {frozenset(pdfmagic.THESIS_SUFFIXES), frozenset(pdfmagic.LIBRARY_SUFFIXES)}
+    spelled: dict[str, int] = {}
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+                if frozenset(typing.cast(ast.Constant, e).value for e in node.elts) in owned:
+                    name = str(path.relative_to(REPO))
+                    spelled[name] = spelled.get(name, 0) + 1
+    assert spelled == {"src/citerun/pdfmagic.py": 2}

@@ -48,8 +48,8 @@ CSRF_FIELD = "csrf_token"
 MAX_FORM_BYTES = 64 * 1024
 CHUNK = 256 * 1024
 
-THESIS_SUFFIXES = (".pdf", ".docx", ".zip", ".tex")
-LIBRARY_SUFFIXES = (".bib", ".json")
+THESIS_SUFFIXES = pdfmagic.THESIS_SUFFIXES
+LIBRARY_SUFFIXES = pdfmagic.LIBRARY_SUFFIXES
 MAX_FILENAME_CHARS = 200
 
 JSON_CSP = "default-src 'none'; frame-ancestors 'none'"

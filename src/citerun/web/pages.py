@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from citerun import pdfmagic
 from citerun.web.units import human_bytes
 
 _e = html.escape
@@ -337,7 +338,7 @@ def upload_page(*, user: str, csrf: str, max_bytes: int, error: str | None = Non
 <label for="thesis">The thesis</label>
 <p class="hint" id="thesis-hint">A PDF, a Word .docx, a .zip holding a LaTeX thesis, or a
 single .tex file.</p>
-<input id="thesis" name="thesis" type="file" required accept=".pdf,.docx,.zip,.tex"
+<input id="thesis" name="thesis" type="file" required accept="{",".join(pdfmagic.THESIS_SUFFIXES)}"
 aria-describedby="thesis-hint">
 <label for="sources">The cited sources</label>
 <p class="hint" id="sources-hint">PDFs; a source's file name is how the library's file
@@ -347,7 +348,7 @@ aria-describedby="sources-hint">
 <label for="library">The library (optional)</label>
 <p class="hint" id="library-hint">BibTeX/BibLaTeX (.bib) or CSL-JSON (.json) from Zotero,
 JabRef or Mendeley.</p>
-<input id="library" name="library" type="file" multiple accept=".bib,.json"
+<input id="library" name="library" type="file" multiple accept="{",".join(pdfmagic.LIBRARY_SUFFIXES)}"
 aria-describedby="library-hint">
 <p class="hint">At most {_e(human_bytes(max_bytes))} in all.</p>
 <button type="submit">Upload and check</button>

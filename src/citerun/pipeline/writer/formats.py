@@ -33,8 +33,8 @@ from citerun.pipeline.writer.model import (
 MAIN_MEMBER = ".citerun-main"
 #: Where the CLI puts the ``--bib`` libraries in a bundle: read whatever the .tex names.
 LIBRARY_DIR = "library/"
-#: Suffixes of a library file in a bundle: BibTeX/BibLaTeX and CSL-JSON.
-LIBRARY_SUFFIXES = (".bib", ".json")
+#: Suffixes of a library file in a bundle: BibTeX/BibLaTeX and CSL-JSON (pdfmagic owns them).
+LIBRARY_SUFFIXES = pdfmagic.LIBRARY_SUFFIXES
 #: What the CLI puts in a bundle from a LaTeX thesis's folder (text only: no figures).
 BUNDLE_SUFFIXES = (".tex", ".bib", ".json", ".ltx", ".sty", ".cls", ".bbx", ".cbx")
 
