@@ -197,3 +197,25 @@ def test_no_other_module_lists_the_suffixes() -> None:
                     name = str(path.relative_to(REPO))
                     spelled[name] = spelled.get(name, 0) + 1
     assert spelled == {"src/citerun/pdfmagic.py": 2}
+
+
+# -- page-locator prefixes: citerun.pipeline.citations.patterns.PAGE_PREFIXES ------------
+
+def test_every_reader_of_a_page_locator_takes_the_owners_prefixes() -> None:
+    from citerun.pipeline.citations import footnotes, locators, markers, patterns
+    from citerun.pipeline.writer import latex_tables
+    for word in patterns.PAGE_PREFIXES:
+        marker = markers.find_markers(f"as shown (Smith, 2020, {word} 45).")
+        assert [m.locator for m in marker] == ["45"], word
+        assert latex_tables._PAGES.fullmatch(f"{word} 45"), word
+        assert locators.parse_locator(f"{word} 45").kind == "pages", word
+        loc = footnotes._LOCATOR.search(f"Müller, Jana: Titel, Berlin 2019, {word} 45.")
+        assert loc is not None and loc["prefix"] in footnotes._PAGE_PREFIXES, word
+
+
+def test_no_other_module_writes_a_page_prefix_pattern() -> None:
+    owner = SRC / "pipeline" / "citations" / "patterns.py"
+    copy = re.compile(r"S\\\.\||\|S\\\.|pp\?\\\.|Seiten\?|\|pp\\\.|pp\\\.\|")
+    spelled = [str(p.relative_to(REPO)) for p in _python_files()
+               if p != owner and copy.search(p.read_text(encoding="utf-8"))]
+    assert spelled == []

@@ -47,9 +47,10 @@ MAX_PART_CHARS = 600
 # Notes of one page: a page holds a few dozen at most.
 _MAX_NOTES_PER_PAGE = 80
 
-_LOC_PREFIX = r"(?P<prefix>S\.|Seiten?|Sp\.|Rn\.|Rdnr\.|Rdn\.|Randnr\.|Rz\.|p\.|pp\.)"
+# A page prefix (patterns.PAGE_PREFIXES) or a margin number's / column's.
+_LOC_PREFIX = rf"(?P<prefix>{patterns.PAGE_PREFIX}|Sp\.|Rn\.|Rdnr\.|Rdn\.|Randnr\.|Rz\.)"
 _LOCATOR = re.compile(rf"(?:,\s*|\s+|^){_LOC_PREFIX}\s*(?P<loc>{patterns.PAGES})\s*\.?\s*$")
-_PAGE_PREFIXES = frozenset({"S.", "Seite", "Seiten", "p.", "pp."})
+_PAGE_PREFIXES = frozenset(patterns.PAGE_PREFIXES)
 _IBID = re.compile(r"(?<![\w.])(?:ebd|ebenda|ibid|ibidem|ib)(?:\.|(?![\w.]))", re.IGNORECASE)
 _SAME_AUTHOR = re.compile(
     r"(?<![\w.])(?:ders\.|dies\.|derselbe|dieselbe|dieselben|idem|eadem)(?=[\s,;]|$)", re.IGNORECASE)

@@ -14,6 +14,7 @@ import re
 import typing
 from collections.abc import Sequence
 
+from citerun.pipeline.citations import patterns
 from citerun.pipeline.pdf.labels import from_roman, to_roman
 
 LocatorKind = typing.Literal["pages", "margin_number", "footnote", "other"]
@@ -24,8 +25,9 @@ FOLLOWING_PAGES = 3
 _MAX_TEXT = 200
 _MAX_RANGES = 20
 
-_PAGE_PREFIX = re.compile(
-    r"^(?:s\.|seite|seiten|pp?\.|pages?|pg\.|bl\.|at)\s*", re.IGNORECASE)
+# A page prefix (patterns.PAGE_PREFIXES, any case), or a leaf's ("Bl.") or a law
+# report's ("at 45"), which only a locator's own text may start with.
+_PAGE_PREFIX = re.compile(rf"^(?:{patterns.PAGE_PREFIX}|bl\.|at)\s*", re.IGNORECASE)
 _MARGIN = re.compile(
     r"^(?:rn\.?|rdnr\.?|rdn\.?|randnr\.?|randnummer|rz\.?|randziffer|mn\.?|para\.?|paras\.?|¶|§+|"
     r"sp\.?|spalte|col\.?|kap\.?|chap\.?|ch\.?|sec\.?|abschn\.?|art\.?|nr\.?|no\.?)\s*\S",

@@ -35,7 +35,13 @@ YEAR_SPAN = rf"{YEAR}\s*[-–]\s*(?:{YEAR}|(?i:present|today|heute))"
 YEARS = rf"{YEAR}[a-z]?(?![\w])(?:\s*,\s*{YEAR}[a-z]?(?![\w])){{0,10}}"
 ANY_YEAR = re.compile(rf"(?<![\w])(?P<y>{YEAR})(?P<s>[a-z])?(?![\w])")
 PAGES = r"\d+(?:\s*[-–—]\s*\d+)?(?:\s*ff?\.)?"
-PREFIXED_LOC = rf"(?:S\.|p\.|pp\.|Seite|Seiten|page|pages)\s*(?P<loc>{PAGES})"
+# The words that say "page(s)" before a page locator, German and English: the one list
+# the markers, the footnotes, the locator check and the LaTeX reader read.
+PAGE_PREFIXES: tuple[str, ...] = ("S.", "Seite", "Seiten", "p.", "pp.", "pg.", "page", "pages")
+# PAGE_PREFIXES as a regex alternation, longest first.
+PAGE_PREFIX = "(?:" + "|".join(
+    re.escape(word) for word in sorted(PAGE_PREFIXES, key=len, reverse=True)) + ")"
+PREFIXED_LOC = rf"{PAGE_PREFIX}\s*(?P<loc>{PAGES})"
 
 MONTHS = frozenset(
     {"january", "february", "march", "april", "may", "june", "july", "august", "september",

@@ -8,6 +8,8 @@ import re
 
 from pylatexenc import latex2text  # type: ignore[import-untyped]
 
+from citerun.pipeline.citations import patterns
+
 
 #: How deep ``\\input`` files (and macros expanding into macros) may nest.
 MAX_DEPTH = 20
@@ -224,7 +226,7 @@ _DOCUMENTCLASS = re.compile(r"^[^%\n]*?\\documentclass\s*(?:\[[^\]\n]*\])?\s*\{\
                             re.MULTILINE)
 _NOT_MAIN_CLASSES = frozenset({"subfiles", "standalone"})
 # "p. 45", "pp. 45--47", "S. 45 f.", "45ff", "xii": a page locator and its prefix.
-_PAGE_PREFIX = r"(?:pp?\.|pg\.|pages?|S\.|Seiten?|s\.)"
+_PAGE_PREFIX = patterns.PAGE_PREFIX  # any case (the pattern below ignores it)
 _PAGES = re.compile(
     rf"(?:{_PAGE_PREFIX}\s*)?(?P<a>\d+|[ivxlcdm]+)"
     r"(?:\s*(?:[-–—]+|bis)\s*(?P<b>\d+|[ivxlcdm]+))?(?:\s*(?P<f>ff?)\.?)?",
