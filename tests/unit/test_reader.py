@@ -127,10 +127,11 @@ async def test_contradicted_shows_the_sentence_that_states_the_opposite(shipped:
                       "compared with placebo. Bleeding was rare.")
     found = await shipped.judge("Daily aspirin does not reduce the risk of a first myocardial "
                                 "infarction.", [source])
-    if found.verdict == Verdict.CONTRADICTED:
-        assert "reduced the risk" in found.evidence[0].quote and found.confidence >= 0.5
-    else:  # never an accusation the reader is unsure of: "check this" instead
-        assert found.verdict == Verdict.UNSUPPORTED and "check this citation" in found.rationale
+    # A claim that negates what the source states, with the sentence stating it found: an
+    # accusation, shown with that sentence (issue 38: this test passed whatever the verdict).
+    assert found.verdict == Verdict.CONTRADICTED, found.rationale
+    assert "reduced the risk" in found.evidence[0].quote and found.confidence >= 0.7
+    assert "check this citation" not in found.rationale
 
 
 async def test_an_unsure_contradiction_is_check_this_not_an_accusation(shipped: judge.TrainedJudge) -> None:
@@ -145,7 +146,7 @@ async def test_an_unsure_contradiction_is_check_this_not_an_accusation(shipped: 
     assert "check this citation" in found.rationale and "P(contradict)" in found.rationale
     assert found.evidence and "aspirin" in found.evidence[0].quote
     default = await shipped.judge(claim, [source])
-    assert default.verdict in (Verdict.CONTRADICTED, Verdict.UNSUPPORTED)
+    assert default.verdict == Verdict.CONTRADICTED  # the same reading, under the shipped bar
 
 
 async def test_the_trees_still_judge_when_the_reader_is_off() -> None:
