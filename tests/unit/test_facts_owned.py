@@ -219,3 +219,32 @@ def test_no_other_module_writes_a_page_prefix_pattern() -> None:
     spelled = [str(p.relative_to(REPO)) for p in _python_files()
                if p != owner and copy.search(p.read_text(encoding="utf-8"))]
     assert spelled == []
+
+
+# -- a writer's file's limits: settable in LimitSettings ----------------------------------
+
+def _latex_bundle(chapters: int) -> bytes:
+    import io
+    import zipfile
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        body = "".join(f"\\input{{ch{i}}}\n" for i in range(chapters))
+        bundle.writestr("main.tex", "\\documentclass{article}\n\\begin{document}\n"
+                        f"{body}\\end{{document}}\n")
+        for i in range(chapters):
+            bundle.writestr(f"ch{i}.tex", f"Chapter {i} says something \\cite{{k{i}}}.\n")
+    return buffer.getvalue()
+
+
+def test_the_bundle_limits_are_settings_the_parse_child_obeys(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from citerun.pipeline.settings import PipelineSettings
+    from citerun.worker import sandbox
+    data = _latex_bundle(4)
+    limits = PipelineSettings().limits
+    assert isinstance(sandbox.written_job(data, 1 << 30, 900, 150, limits), sandbox.Parsed)
+    monkeypatch.setenv("CITERUN_LIMITS__BUNDLE__MAX_MEMBERS", "3")
+    limits = PipelineSettings().limits
+    assert limits.bundle.max_members == 3
+    outcome = sandbox.written_job(data, 1 << 30, 900, 150, limits)
+    assert isinstance(outcome, sandbox.Rejected) and "over the limit of 3" in outcome.message

@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from citerun.pipeline import citations, embed
 from citerun.pipeline import judge as judges
+from citerun.pipeline.writer import archive
 
 
 class DocumentSettings(pydantic.BaseModel):
@@ -111,6 +112,11 @@ class LimitSettings(pydantic.BaseModel):
         "has 1.8 million. One sentence carrying thousands of \\cite's (a 731-byte .tex "
         "made 8,192 citations of a 23,562-character sentence: 194 MB of parsed JSON) is "
         "refused as document_too_complex with this limit named (issue 41).")
+    bundle: archive.BundleLimits = pydantic.Field(
+        default_factory=archive.BundleLimits, description="How much of a writer's file (a "
+        ".docx, a LaTeX bundle) the parse child reads: its size, files, inflated bytes and "
+        "inflation ratio (CITERUN_LIMITS__BUNDLE__MAX_MEMBERS, ...). A file over a limit "
+        "is refused as corrupt with the limit named.")
 
 
 class RetrievalConfig(pydantic.BaseModel):

@@ -314,7 +314,7 @@ def written_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: in
         return Rejected("too_large", f"the document is {len(data):,} bytes, over the limit "
                         f"of {max_bytes:,} bytes")
     try:
-        files = archive.read_bundle(data)
+        files = archive.read_bundle(data, limits.bundle)
         pdf_name = formats.pdf_with_library(files)
         if pdf_name is not None:  # a PDF thesis with its library (--bib)
             library, skipped = formats.read_library(files)
@@ -323,7 +323,7 @@ def written_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: in
                 return outcome
             return dataclasses.replace(outcome, written=formats.dumps(WrittenThesis(
                 format="pdf", pages=(), citations=(), library=library, skipped=skipped)))
-        thesis = formats.read_thesis(data)
+        thesis = formats.read_thesis(data, limits.bundle)
     except WriterFileError as err:
         return Rejected("corrupt", f"the writer's file cannot be read: {err}")
     total = sum(len(text) for _, text in thesis.pages)

@@ -11,7 +11,6 @@ Nothing is written to disk and nothing inside is executed or opened recursively.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import lzma
 import posixpath
@@ -19,21 +18,33 @@ import stat
 import zipfile
 import zlib
 
+import pydantic
+
 from citerun.pipeline.writer.model import WriterFileError
 
 _CHUNK = 1 << 16
 
 
-@dataclasses.dataclass(frozen=True)
-class BundleLimits:
-    """How much of a bundle is read. The defaults hold a thesis with its figures."""
+class BundleLimits(pydantic.BaseModel):
+    """How much of a bundle is read. The defaults hold a thesis with its figures; the
+    worker's parse child reads them from ``CITERUN_LIMITS__BUNDLE__*``
+    (:class:`citerun.pipeline.settings.LimitSettings`)."""
 
-    max_archive_bytes: int = 200 * 1024 * 1024
-    max_members: int = 5_000
-    max_member_bytes: int = 100 * 1024 * 1024
-    max_total_bytes: int = 300 * 1024 * 1024
-    # Text compresses 5-20x; a member over 1 MiB that inflates more than this is a bomb.
-    max_ratio: float = 200.0
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    max_archive_bytes: int = pydantic.Field(
+        200 * 1024 * 1024, ge=1, description="Bytes of a writer's zip (a .docx or a LaTeX "
+        "bundle) as stored: a thesis with its figures is well under 200 MiB.")
+    max_members: int = pydantic.Field(
+        5_000, ge=1, description="Files in one bundle: a LaTeX thesis has tens to hundreds.")
+    max_member_bytes: int = pydantic.Field(
+        100 * 1024 * 1024, ge=1, description="Bytes of one file of a bundle, inflated.")
+    max_total_bytes: int = pydantic.Field(
+        300 * 1024 * 1024, ge=1, description="Bytes of all the files of a bundle, inflated: "
+        "reading stops at the first byte over it, so a zip bomb costs at most this.")
+    max_ratio: float = pydantic.Field(
+        200.0, gt=1, description="Inflation ratio of a file over 1 MiB beyond which it is a "
+        "zip bomb (text compresses 5-20 fold).")
 
 
 def _member_path(info: zipfile.ZipInfo) -> str:
