@@ -70,7 +70,7 @@ def main() -> None:
     dev = pairs_of("dev", corpus, args.limit)
     train = pairs_of("train", corpus, len(dev))
     passages = sum(len(p) for _, p in dev)
-    for what, pairs in (("340 dev pairs", dev), ("the same pairs again", dev), ("340 train pairs", train)):
+    for what, pairs in ((f"{len(dev)} dev pairs", dev), ("the same pairs again", dev), (f"{len(train)} train pairs", train)):
         started = cpu()
         for claim, found in pairs:
             judge.judge_sync(claim, found)

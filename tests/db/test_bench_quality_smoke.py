@@ -53,3 +53,17 @@ def test_out_of_domain_bench_scores_every_set() -> None:
     out = _bench("bench.quality.out_of_domain", "--limit", "5")
     for name in ("scifact", *claims.SETS):
         assert re.search(rf"^\| {re.escape(name)}\b.*\| \d\.\d{{3}} ", out, re.M), (name, out)
+
+
+def test_realpdf_bench_reads_one_paper_against_its_truth() -> None:
+    """One real paper through the real-PDF bench's own evaluation (what ``--write`` tables)."""
+    _need(DATA / "realpdf" / "pdfs" / "cermine_test2.pdf")
+    out = _bench("bench.quality.realpdf", "--misses", "cermine_test2.pdf")
+    assert "## entries wrong" in out and "## markers missed" in out, out
+
+
+def test_judge_throughput_bench_runs_on_five_pairs() -> None:
+    """The worker-like judge bench (speed and memory) on five SciFact pairs: its table."""
+    _need(DATA / "scifact" / "corpus.jsonl")
+    out = _bench("bench.pipeline.judge", "--limit", "5")
+    assert "trained judge loaded" in out and re.search(r"\| \d+ \|", out), out
