@@ -56,7 +56,7 @@ def _die_with(parent: int) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from citerun import verify
+    from citerun import verify, verify_run
 
     parent = int(os.environ.get(verify.VERIFY_PID_ENV, "0")) or None
     stopping: list[int] = []  # a SIGTERM before the worker's own handler is installed
@@ -98,7 +98,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         if not orphaned() and not stopping:
             runtime.run_loop(serve(url))
         if orphaned() and settings.worker.run_id:
-            asyncio.run(verify.cancel_run(
+            asyncio.run(verify_run.cancel_run(
                 url, settings.worker.run_id,
                 f"interrupted: citerun verify (pid {parent}) died before the run ended"))
     return 0
@@ -117,7 +117,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from citerun import verify
+    from citerun import verify, verify_run
 
     console = Console(stderr=False)
     try:
@@ -154,8 +154,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     import json
     assert result.json_path is not None
     report_json = json.loads(result.json_path.read_text())
-    verify.print_summary(console, report_json)
-    for line in verify.skipped_lines(report_json):
+    verify_run.print_summary(console, report_json)
+    for line in verify_run.skipped_lines(report_json):
         print(line, file=sys.stderr)
     console.print(f"verdicts: {counts}")
     console.print(f"report: {result.html_path}")

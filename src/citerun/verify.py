@@ -11,12 +11,14 @@ The workers live and die with the verify: they claim only its run
 themselves. A run the verify leaves early (Ctrl-C, ``--timeout``, an error) is cancelled,
 not left ``running``; a run whose verify and workers were all killed at once is cancelled
 by the next verify on the same database (the run's spec names the process that owns it).
+
+This module reads the command line's inputs and owns the local workers; the run itself
+(started, followed, cancelled, its report saved and summed up) is :mod:`.verify_run`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import os
 import signal
 import subprocess
@@ -25,20 +27,16 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from citerun import citekeys, db, errors, flow, pdfmagic, retry, runs, sql
+from citerun import citekeys, errors, pdfmagic
 from citerun.pipeline.writer import archive, formats
 from citerun.pipeline.writer.model import WriterFileError
 from citerun.settings import Settings
 from citerun.states import RunState
-
-_Q = sql.load("citerun", "queries/local.sql")
+from citerun.verify_run import cancel_run, follow, save_report, start_run
 
 
 class UsageError(errors.CiterunError):
@@ -323,66 +321,6 @@ def parse_keys(pairs: list[str]) -> dict[str, list[str]]:
         raise UsageError(f"--key: {err}") from err
     return keys
 
-
-def process_identity(pid: int) -> str | None:
-    """``pid`` plus its start time (so a reused pid is another process), or None if gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] == "Z":
-        return None
-    return f"{pid}:{fields[19]}"
-
-
-async def cancel_orphans(pool: asyncpg.Pool) -> list[uuid.UUID]:
-    """Cancel unfinished local runs whose verify process is gone (all of its processes
-    were killed at once, so none could cancel the run)."""
-    cancelled = []
-    for row in await pool.fetch(_Q["local_runs_open"]):
-        owner = row["local"] or {}
-        pid = int(owner.get("pid", 0))
-        if pid and process_identity(pid) == owner.get("process"):
-            continue  # that verify is still running
-        await runs.cancel(pool, row["id"], f"interrupted: citerun verify (pid {pid}) is gone")
-        cancelled.append(row["id"])
-    return cancelled
-
-
-async def cancel_run(url: str, run_id: uuid.UUID, reason: str) -> None:
-    """Cancel the run (its open tasks and its state); a finished run stays as it is."""
-    pool = await db.create_pool(url, min_size=1, max_size=1)
-    try:
-        await runs.cancel(pool, run_id, reason)
-    finally:
-        await pool.close()
-
-
-async def start_run(url: str, thesis: ThesisInput, sources: list[Path],
-                    keys: dict[str, list[str]]) -> uuid.UUID:
-    await db.migrate(url)
-    pool = await db.create_pool(url, min_size=1, max_size=2)
-    try:
-        await cancel_orphans(pool)
-        staged_thesis = await runs.stage_document(pool, thesis.data, thesis.filename)
-        staged_sources = []
-        for path in sources:
-            doc = await runs.stage_document(pool, path.read_bytes(), path.name)
-            staged_sources.append(runs.StagedDocument(doc.digest, doc.filename,
-                                                      tuple(keys.get(path.name, ()))))
-        run_id = uuid.uuid4()
-        await flow.create(pool, runs.RunRequest(
-            id=run_id, name=thesis.path.stem, thesis=staged_thesis,
-            sources=tuple(staged_sources),
-            spec={"thesis": thesis.filename, "sources": [s.name for s in sources],
-                  "local": {"pid": os.getpid(),
-                            "process": process_identity(os.getpid())}}))
-        return run_id
-    finally:
-        await pool.close()
-
-
 class LocalWorkers:
     """``n`` worker processes on this machine serving one run (every run: ``run_id``
     None, for ``citerun serve``), logging to ``log_dir``.
@@ -435,116 +373,6 @@ class LocalWorkers:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-
-
-#: How long ``citerun verify`` waits for its database to come back (a restart) while it
-#: follows the run, reconnecting under :data:`citerun.db.RECONNECT` as the workers do.
-FOLLOW_RECONNECT_S = 30.0
-
-
-async def follow(url: str, run_id: uuid.UUID, workers: LocalWorkers, console: Console,
-                 timeout_s: float, *, reconnect_s: float = FOLLOW_RECONNECT_S) -> asyncpg.Record:
-    """Show a progress bar until the run ends; return its final progress row.
-
-    A database that goes away (a restart) is waited for up to ``reconnect_s``: the
-    workers reconnect too, so the run goes on. Longer than that ends the verify with one
-    line (the run is then cancelled on the way out, or by the next verify once the
-    database is back).
-    """
-    conn: asyncpg.Connection | None = None
-
-    async def drop() -> None:
-        nonlocal conn
-        if conn is not None:
-            try:
-                await conn.close(timeout=2)
-            except (*db.UNAVAILABLE, asyncpg.PostgresError):
-                conn.terminate()
-            conn = None
-
-    async def poll() -> asyncpg.Record | None:
-        nonlocal conn
-        try:
-            if conn is None or conn.is_closed():
-                conn = await db.connect(url)
-            return await runs.progress(conn, run_id)
-        except db.UNAVAILABLE:
-            await drop()
-            raise
-
-    deadline = time.monotonic() + timeout_s
-    try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=False) as bar:
-            docs = bar.add_task("parsing documents", total=None)
-            judged = bar.add_task("judging citations", total=None)
-            while True:
-                try:
-                    row = await retry.retrying(db.RECONNECT, f"following run {run_id}", poll,
-                                               errors=db.UNAVAILABLE,
-                                               give_up_after_s=reconnect_s)
-                except db.UNAVAILABLE as err:
-                    problem = " ".join(str(err).split()) or type(err).__name__
-                    raise errors.CiterunError(
-                        f"the database did not come back within {reconnect_s:.0f}s while "
-                        f"following run {run_id} ({problem}); the run is cancelled when the "
-                        "database is back (by the next citerun verify)") from err
-                if row is None:
-                    raise errors.CiterunError(f"run {run_id} is gone from the database")
-                bar.update(docs, total=row["documents"], completed=row["documents_done"])
-                bar.update(judged, total=row["citations"] or None, completed=row["judged"])
-                if row["state"] != RunState.RUNNING:
-                    return row
-                if len(workers.dead()) == len(workers.procs):
-                    raise errors.CiterunError(
-                        f"every local worker exited; their logs end with:\n{workers.tails()}")
-                if time.monotonic() > deadline:
-                    raise errors.CiterunError(f"the run did not finish within {timeout_s:.0f}s")
-                await asyncio.sleep(0.3)
-    finally:
-        await drop()
-
-
-async def save_report(url: str, run_id: uuid.UUID, paths: ReportPaths) -> None:
-    conn = await db.connect(url)
-    try:
-        row = await runs.report(conn, run_id)
-    finally:
-        await conn.close()
-    if row is None:
-        raise errors.CiterunError(f"run {run_id} finished without a report")
-    import json
-    try:
-        paths.html.parent.mkdir(parents=True, exist_ok=True)
-        paths.html.write_text(row["html"], encoding="utf-8")
-        paths.json.write_text(json.dumps(row["json"], indent=2, ensure_ascii=False),
-                              encoding="utf-8")
-    except OSError as err:
-        raise errors.CiterunError(
-            f"run {run_id} succeeded, but its report could not be written to {paths.html}: "
-            f"{err.strerror or err}") from err
-
-
-def print_summary(console: Console, report_json: dict[str, object]) -> None:
-    citations = report_json.get("citations", [])
-    assert isinstance(citations, list)
-    table = Table(title="Citations", show_lines=False)
-    for column in ("#", "marker", "page", "verdict", "source"):
-        table.add_column(column)
-    for c in citations[:100]:
-        source = c.get("source") or {}  # null for an unresolved citation
-        table.add_row(str(c.get("ordinal")), str(c.get("marker")), str(c.get("page")),
-                      str(c.get("verdict")), str(source.get("filename", "-")))
-    console.print(table)
-
-
-def skipped_lines(report_json: dict[str, Any]) -> list[str]:
-    """What the run did not take as citations, one line per reason (for stderr)."""
-    skipped = (report_json.get("thesis") or {}).get("skipped") or []
-    counts = collections.Counter(str(s.get("reason")) for s in skipped)
-    return [f"citerun verify: not taken as citations: {n} x {reason}" for reason, n in
-            counts.most_common()]
-
 
 def verify(settings: Settings, url: str, thesis: ThesisInput, sources: list[Path], *,
            keys: dict[str, list[str]], out: ReportPaths, workers: int, concurrency: int,

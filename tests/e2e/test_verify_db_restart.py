@@ -3,7 +3,7 @@
 The real CLI in a subprocess with the embedded database; the test restarts (or stops)
 that database while the run is in flight. A restart is waited out: the verify reconnects
 (as its workers do) and finishes the run. A database that stays away longer than the
-verify waits (``verify.FOLLOW_RECONNECT_S``) ends it with one clear line, exit 1, and the
+verify waits (``verify_run.FOLLOW_RECONNECT_S``) ends it with one clear line, exit 1, and the
 run is cancelled once the database is back (by the next verify). Never a traceback.
 """
 
@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from citerun import db, embedded, localdb, verify
+from citerun import db, embedded, localdb, verify_run
 from citerun.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,7 +99,7 @@ def test_a_database_that_stays_away_ends_the_verify_in_one_line_and_the_run_is_c
             run_id = _run_in_flight(url, proc, stderr)
             started = time.monotonic()
             server.stop("fast")
-            code = proc.wait(verify.FOLLOW_RECONNECT_S + 120)
+            code = proc.wait(verify_run.FOLLOW_RECONNECT_S + 120)
             waited = time.monotonic() - started
         finally:
             if proc.poll() is None:
@@ -110,12 +110,12 @@ def test_a_database_that_stays_away_ends_the_verify_in_one_line_and_the_run_is_c
     lines = _error_lines(text)
     assert len(lines) == 1 and lines[0].startswith("citerun: error:"), lines
     assert str(run_id) in lines[0] and "database" in lines[0], lines
-    assert waited >= verify.FOLLOW_RECONNECT_S * 0.75, waited  # it did wait (jitter aside)
+    assert waited >= verify_run.FOLLOW_RECONNECT_S * 0.75, waited  # it did wait (jitter aside)
 
     async def next_verify(url: str) -> list[dict[str, Any]]:
         pool = await db.create_pool(url, min_size=1, max_size=1)
         try:
-            await verify.cancel_orphans(pool)  # what the next verify does first
+            await verify_run.cancel_orphans(pool)  # what the next verify does first
         finally:
             await pool.close()
         return await _fetch(url, "SELECT state, error FROM runs WHERE id = $1", run_id)
