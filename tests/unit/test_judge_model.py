@@ -308,15 +308,18 @@ def test_the_shipped_calibration_belongs_to_the_shipped_model(tmp_path: pathlib.
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(judge.JudgeConfigError, match="another model"):
         model.Recalibration.load(path, other)
-    # The default: the package's trees with the package's calibration; none when turned
-    # off, nor for a model of one's own without a calibration of its own.
-    assert trained.calibration is not None and trained.calibration.weight == loaded.weight
-    off = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(calibrated=False))
-    own = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(model_file=other))
+    # Where the trees decide (`reader: false`): the package's trees with the package's
+    # calibration; none when turned off, nor for a model of one's own without a
+    # calibration of its own. The shipped judge (the reader) loads neither.
+    assert trained.calibration is None
+    trees = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(reader=False))
+    assert trees.calibration is not None and trees.calibration.weight == loaded.weight
+    off = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(reader=False, calibrated=False))
+    own = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(reader=False, model_file=other))
     assert off.calibration is None and own.calibration is None
     with pytest.raises(judge.JudgeConfigError, match="another model"):
         judge.TrainedJudge(embed.WordLlamaEmbedder(),
-                           judge.TrainedJudgeConfig(model_file=other, calibration_file=path))
+                           judge.TrainedJudgeConfig(reader=False, model_file=other, calibration_file=path))
 
 
 async def test_contradicted_only_with_a_sentence_that_states_the_opposite() -> None:

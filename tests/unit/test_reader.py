@@ -191,3 +191,17 @@ def test_every_trained_file_of_the_package_is_in_its_manifest_as_it_is() -> None
     pyproject = tomllib.loads((pathlib.Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     shipped = set(pyproject["tool"]["setuptools"]["package-data"]["citerun.pipeline.judging"])
     assert shipped - {"MODEL_CARD.md", "antonyms.LICENSE", "MANIFEST.json"} == set(manifest)
+
+
+async def test_the_reader_judges_without_loading_the_trees(tmp_path: pathlib.Path) -> None:
+    """The trees decide only with `reader: false` (or joined by a calibration): the shipped
+    judge does not read their 740 KB file (issue 38), so a missing one does not matter to it,
+    and it does to a judge the trees decide for."""
+    missing = tmp_path / "no-trees.json"
+    embedder = embed.WordLlamaEmbedder()
+    reading = judge.TrainedJudge(embedder, judge.TrainedJudgeConfig(model_file=missing))
+    found = await reading.judge("Daily aspirin reduces the risk of a first heart attack.",
+                                [_passage("Daily aspirin reduced the risk of a first myocardial infarction.")])
+    assert found.verdict in (Verdict.SUPPORTED, Verdict.PARTIALLY_SUPPORTED) and reading.calibration is None
+    with pytest.raises(judge.JudgeConfigError, match="cannot read"):
+        judge.TrainedJudge(embedder, judge.TrainedJudgeConfig(model_file=missing, reader=False))

@@ -190,11 +190,9 @@ class TrainedJudge:
         self._config = config or TrainedJudgeConfig()
         self._german = german_dictionary
         model_path = self._config.model_file or model.ARTIFACT
-        self._model = _load(model_path)
-        calibration = self._config.calibration_file or (
-            model.CALIBRATION if self._config.model_file is None else None)
-        self._calibration = (model.Recalibration.load(calibration, model_path)
-                             if self._config.calibrated and calibration is not None else None)
+        self._model_path = model_path
+        self._model: model.Model | None = None  # the trees: loaded only where they decide
+        self._calibration: model.Recalibration | None = None
         self._featurizer = features.Featurizer(embedder)
         self._rules = rules.RulesJudge(embedder)
         self._reader: reader.Reader | None = None
@@ -211,6 +209,20 @@ class TrainedJudge:
                     reader_path, reader.TOKENIZER,
                     reader.Calibration.load(reader_calibration, reader_path, model_path)
                     if self._config.calibrated and reader_calibration else None)
+        # The trees (740 KB) and their calibration only where they count: without the
+        # reader, joined to it by its calibration, or asked for (issue 38: the shipped
+        # judge loaded them to give them weight 0).
+        if self._reader is None or self._reader.calibration.trees_weight or trees:
+            self._load_trees()
+
+    def _load_trees(self) -> model.Model:
+        if self._model is None:
+            self._model = _load(self._model_path)
+            calibration = self._config.calibration_file or (
+                model.CALIBRATION if self._config.model_file is None else None)
+            self._calibration = (model.Recalibration.load(calibration, self._model_path)
+                                 if self._config.calibrated and calibration is not None else None)
+        return self._model
 
     @property
     def featurizer(self) -> features.Featurizer:
@@ -218,12 +230,14 @@ class TrainedJudge:
 
     @property
     def trees(self) -> model.Model:
-        """The trees, before the calibration (``training/fit_calibration.py`` fits it)."""
-        return self._model
+        """The trees, before the calibration (``training/fit_calibration.py`` fits it);
+        loaded on first use where the reader decides alone."""
+        return self._load_trees()
 
     @property
     def calibration(self) -> model.Recalibration | None:
-        """The out-of-domain calibration in use (None with a model of one's own)."""
+        """The trees' out-of-domain calibration in use (None with a model of one's own, or
+        while the trees are not loaded)."""
         return self._calibration
 
     async def judge(self, claim: str, passages: collections.abc.Sequence[Passage]) -> Judgement:
@@ -249,7 +263,7 @@ class TrainedJudge:
         logits = (self._reader.read(claim, [s.candidate.sentence for s in found.sentences[: reader.SENTENCES]])
                   if self._reader is not None else None)
         # The trees only where they decide: without the reader, or joined to it by its calibration.
-        trees = (self._model.probabilities(found.vector[None, :])[0]
+        trees = (self._load_trees().probabilities(found.vector[None, :])[0]
                  if self._reader is None or self._reader.calibration.trees_weight or self._always_trees
                  else None)
         return Signals(claim, found, trees, logits)
@@ -271,7 +285,7 @@ class TrainedJudge:
             probabilities = self._calibration.apply(probabilities[None, :])[0]
             decision = int(numpy.argmax(probabilities))
         else:
-            decision = int(self._model.decide(probabilities[None, :])[0])
+            decision = int(self._load_trees().decide(probabilities[None, :])[0])
         p_support, p_contradict, p_nei = (float(p) for p in probabilities)
         config = self._config
         best = found.sentences[0]
