@@ -46,6 +46,8 @@ OVERSIZE_CEILINGS: dict[str, int] = {
     # the web service, being changed by the web and security work
     "citerun/web/app.py": 744,
     "citerun/web/pages.py": 607,
+    # the judge, being changed by the lead (issue 42)
+    "citerun/pipeline/judging/embedded.py": 505,
 }
 
 
