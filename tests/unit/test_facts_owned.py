@@ -248,3 +248,28 @@ def test_the_bundle_limits_are_settings_the_parse_child_obeys(
     assert limits.bundle.max_members == 3
     outcome = sandbox.written_job(data, 1 << 30, 900, 150, limits)
     assert isinstance(outcome, sandbox.Rejected) and "over the limit of 3" in outcome.message
+
+
+def test_the_library_limits_are_settings_the_parse_child_obeys(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import zipfile
+
+    from citerun.pipeline.settings import PipelineSettings
+    from citerun.worker import sandbox
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        bundle.writestr("main.tex", "\\documentclass{article}\n\\begin{document}\n"
+                        "Heat islands warm cities \\cite{k0}.\n\\bibliography{refs}\n"
+                        "\\end{document}\n")
+        bundle.writestr("refs.bib", "".join(f"@misc{{k{i}, title={{Title {i}}}, year={{2020}}}}\n"
+                                            for i in range(5)))
+    data = buffer.getvalue()
+    parsed = sandbox.written_job(data, 1 << 30, 900, 150, PipelineSettings().limits)
+    assert isinstance(parsed, sandbox.Parsed)
+    monkeypatch.setenv("CITERUN_LIMITS__LIBRARY__MAX_ITEMS", "3")
+    limits = PipelineSettings().limits
+    assert limits.library.max_items == 3
+    outcome = sandbox.written_job(data, 1 << 30, 900, 150, limits)
+    assert isinstance(outcome, sandbox.Rejected)
+    assert "5 entries, over the limit of 3" in outcome.message

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from citerun.pipeline import citations, embed
 from citerun.pipeline import judge as judges
 from citerun.pipeline.writer import archive
+from citerun.pipeline.writer.model import LibraryLimits
 
 
 class DocumentSettings(pydantic.BaseModel):
@@ -117,6 +118,11 @@ class LimitSettings(pydantic.BaseModel):
         ".docx, a LaTeX bundle) the parse child reads: its size, files, inflated bytes and "
         "inflation ratio (CITERUN_LIMITS__BUNDLE__MAX_MEMBERS, ...). A file over a limit "
         "is refused as corrupt with the limit named.")
+    library: LibraryLimits = pydantic.Field(
+        default_factory=LibraryLimits, description="How large a library file (.bib, "
+        "CSL-JSON) of a writer's file may be: bytes and entries "
+        "(CITERUN_LIMITS__LIBRARY__MAX_ITEMS, ...). A file over a limit is refused as "
+        "corrupt with the limit named.")
 
 
 class RetrievalConfig(pydantic.BaseModel):

@@ -317,13 +317,13 @@ def written_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: in
         files = archive.read_bundle(data, limits.bundle)
         pdf_name = formats.pdf_with_library(files)
         if pdf_name is not None:  # a PDF thesis with its library (--bib)
-            library, skipped = formats.read_library(files)
+            library, skipped = formats.read_library(files, limits.library)
             outcome = pdf_job(files[pdf_name], max_bytes, chunk_chars, overlap_chars, limits)
             if isinstance(outcome, Rejected):
                 return outcome
             return dataclasses.replace(outcome, written=formats.dumps(WrittenThesis(
                 format="pdf", pages=(), citations=(), library=library, skipped=skipped)))
-        thesis = formats.read_thesis(data, limits.bundle)
+        thesis = formats.read_thesis(data, limits.bundle, limits.library)
     except WriterFileError as err:
         return Rejected("corrupt", f"the writer's file cannot be read: {err}")
     total = sum(len(text) for _, text in thesis.pages)

@@ -24,12 +24,11 @@ from bibtexparser.middlewares.names import parse_single_name_into_parts, split_m
 from pylatexenc import latex2text  # type: ignore[import-untyped]
 
 from citerun.pipeline import normalize
-from citerun.pipeline.writer.model import LibraryItem, Skipped, WriterFileError
+from citerun.pipeline.writer.model import LibraryItem, LibraryLimits, Skipped, WriterFileError
 
-#: A .bib over this many bytes is refused: 50,000 entries with abstracts are ~15 MB.
-MAX_BYTES = 20 * 1024 * 1024
-#: Entries of one .bib beyond which it is refused.
-MAX_ENTRIES = 50_000
+#: The defaults of the .bib's size and entries (settable: :class:`~.model.LibraryLimits`).
+MAX_BYTES = LibraryLimits().max_bytes
+MAX_ENTRIES = LibraryLimits().max_items
 #: A field longer than this is cut before LaTeX decoding (a title is never this long;
 #: pylatexenc recurses per brace group, so its input is kept small and flat).
 MAX_FIELD_CHARS = 2_000
@@ -193,20 +192,22 @@ def _error_text(error: Exception) -> str:
     return _SPACES.sub(" ", str(text)).strip()[:200] or type(error).__name__
 
 
-def read_bibtex(text: str) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
+def read_bibtex(text: str, limits: LibraryLimits = LibraryLimits()
+                ) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
     """Every entry of a .bib as a library item, and what was skipped with the reason.
 
-    Raises :class:`~.model.WriterFileError` for a file over :data:`MAX_BYTES` or with
-    more than :data:`MAX_ENTRIES` entries (counted before parsing). A malformed entry or
+    Raises :class:`~.model.WriterFileError` for a file over ``limits.max_bytes`` or with
+    more than ``limits.max_items`` entries (counted before parsing). A malformed entry or
     a second entry under a key already seen is skipped (the first one is kept).
     """
-    size = len(text.encode("utf-8", errors="replace")) if len(text) * 4 > MAX_BYTES else len(text)
-    if size > MAX_BYTES:
-        raise WriterFileError(f".bib file of {size:,} bytes is over the limit of {MAX_BYTES:,}")
+    max_bytes, max_entries = limits.max_bytes, limits.max_items
+    size = len(text.encode("utf-8", errors="replace")) if len(text) * 4 > max_bytes else len(text)
+    if size > max_bytes:
+        raise WriterFileError(f".bib file of {size:,} bytes is over the limit of {max_bytes:,}")
     entries = sum(1 for m in _ENTRY_START.finditer(text) if m.group(1).lower() not in _NOT_ENTRIES)
-    if entries > MAX_ENTRIES:
+    if entries > max_entries:
         raise WriterFileError(
-            f".bib file has {entries:,} entries, over the limit of {MAX_ENTRIES:,}")
+            f".bib file has {entries:,} entries, over the limit of {max_entries:,}")
     try:
         # Field names are case-insensitive in BibTeX and biber: JabRef 2.x and BibDesk
         # write "Title = {...}", "Author", "File". @string macros are resolved by

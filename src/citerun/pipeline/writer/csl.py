@@ -17,13 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from citerun.pipeline import normalize
-from citerun.pipeline.writer.model import LibraryFormat, LibraryItem, WriterFileError
+from citerun.pipeline.writer.model import LibraryFormat, LibraryItem, LibraryLimits, WriterFileError
 
-#: A library file over this many bytes is refused: a 50,000-item export with abstracts
-#: is about 15 MB.
-MAX_BYTES = 20 * 1024 * 1024
-#: Items of one library file beyond which it is refused.
-MAX_ITEMS = 50_000
+#: The defaults of a library file's size and items (settable: :class:`~.model.LibraryLimits`).
+MAX_BYTES = LibraryLimits().max_bytes
+MAX_ITEMS = LibraryLimits().max_items
 
 # CSL rich text: "<i>E. coli</i> in <sup>13</sup>C"; the markup is not part of the title.
 _MARKUP = re.compile(r"</?(?:i|b|sup|sub|sc|span)(?:\s[^<>]*)?>", re.IGNORECASE)
@@ -117,11 +115,11 @@ def csl_item(item: Mapping[str, Any], *, key: str | None = None,
 _CSL_KEYS = frozenset({"type", "title", "author", "editor", "issued", "DOI", "container-title"})
 
 
-def is_csl_json(text: str) -> bool:
+def is_csl_json(text: str, limits: LibraryLimits = LibraryLimits()) -> bool:
     """Whether ``text`` is a CSL-JSON library: a JSON list whose every entry is an object
     with an ``id`` and one of :data:`_CSL_KEYS` (an experiment's config or a code sample
     in the thesis's folder is not). A file that is not JSON at all is not one either."""
-    if len(text) > MAX_BYTES or not text.lstrip().startswith("["):
+    if len(text) > limits.max_bytes or not text.lstrip().startswith("["):
         return False
     try:
         data = json.loads(text)
@@ -132,13 +130,14 @@ def is_csl_json(text: str) -> bool:
                     for item in data))
 
 
-def read_csl_json(text: str) -> tuple[LibraryItem, ...]:
+def read_csl_json(text: str, limits: LibraryLimits = LibraryLimits()) -> tuple[LibraryItem, ...]:
     """Every item of a CSL-JSON library file (a JSON list of items), in file order.
 
     An id given twice keeps its first item, as citeproc processors do.
     """
-    if len(text) > MAX_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_BYTES:
-        raise WriterFileError(f"CSL-JSON file over the limit of {MAX_BYTES} bytes")
+    max_bytes = limits.max_bytes
+    if len(text) > max_bytes or len(text.encode("utf-8", errors="replace")) > max_bytes:
+        raise WriterFileError(f"CSL-JSON file over the limit of {max_bytes} bytes")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -148,8 +147,9 @@ def read_csl_json(text: str) -> tuple[LibraryItem, ...]:
         raise WriterFileError(f"not a CSL-JSON file: {str(err)[:200]}") from None
     if not isinstance(data, list):
         raise WriterFileError(f"a CSL-JSON file is a list of items, not a {type(data).__name__}")
-    if len(data) > MAX_ITEMS:
-        raise WriterFileError(f"CSL-JSON file of {len(data)} items, over the limit of {MAX_ITEMS}")
+    if len(data) > limits.max_items:
+        raise WriterFileError(
+            f"CSL-JSON file of {len(data)} items, over the limit of {limits.max_items}")
     items: dict[str, LibraryItem] = {}
     for number, raw in enumerate(data, 1):
         try:

@@ -23,6 +23,7 @@ from citerun.pipeline import citations
 from citerun.pipeline.writer import archive
 from citerun.pipeline.writer.model import (
     LibraryItem,
+    LibraryLimits,
     Skipped,
     WriterFileError,
     WrittenCitation,
@@ -44,7 +45,8 @@ def is_writer_file(data: bytes) -> bool:
     return pdfmagic.is_zip(data)
 
 
-def read_library(files: Mapping[str, bytes]) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
+def read_library(files: Mapping[str, bytes], limits: LibraryLimits = LibraryLimits()
+                 ) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
     """Every library item of the bundle's .bib and CSL-JSON files, in path order.
 
     A ``.json`` is read as a library only where it is one: one the writer gave as the
@@ -65,12 +67,12 @@ def read_library(files: Mapping[str, bytes]) -> tuple[tuple[LibraryItem, ...], t
         shown = path[len(LIBRARY_DIR):] if given else path
         try:
             if path.lower().endswith(".bib"):
-                found, skips = bib.read_bibtex(text)
+                found, skips = bib.read_bibtex(text, limits)
                 items.extend(found)
                 skipped.extend(dataclasses.replace(s, where=f"{shown}, {s.where}")
                                for s in skips)
-            elif given or csl.is_csl_json(text):
-                items.extend(csl.read_csl_json(text))
+            elif given or csl.is_csl_json(text, limits):
+                items.extend(csl.read_csl_json(text, limits))
         except WriterFileError as err:
             raise WriterFileError(f"the library {shown}: {err}") from None
     return tuple(items), tuple(skipped)
@@ -129,14 +131,17 @@ def _pieces(text: str, size: int) -> Iterable[str]:
             yield paragraph
 
 
-def read_thesis(data: bytes, limits: archive.BundleLimits = archive.BundleLimits()) -> WrittenThesis:
+def read_thesis(data: bytes, limits: archive.BundleLimits = archive.BundleLimits(),
+                library: LibraryLimits = LibraryLimits()) -> WrittenThesis:
     """The thesis in a writer's file: a .docx, or a bundle with a .tex (or a .docx) in it;
-    its text in units of paragraphs (:func:`in_units`)."""
-    thesis = _read_thesis(data, limits)
+    its text in units of paragraphs (:func:`in_units`). ``limits`` bound the zip,
+    ``library`` its library files."""
+    thesis = _read_thesis(data, limits, library)
     return dataclasses.replace(thesis, pages=in_units(thesis.pages))
 
 
-def _read_thesis(data: bytes, limits: archive.BundleLimits) -> WrittenThesis:
+def _read_thesis(data: bytes, limits: archive.BundleLimits,
+                 library_limits: LibraryLimits) -> WrittenThesis:
     # The readers load only when a writer's file is read: a worker parsing PDFs never does.
     from citerun.pipeline.writer import docx, latex
 
@@ -150,7 +155,7 @@ def _read_thesis(data: bytes, limits: archive.BundleLimits) -> WrittenThesis:
         raise WriterFileError(f"the bundle holds {len(documents)} Word documents "
                               f"({', '.join(documents[:5])}); give one thesis")
     if documents:
-        library, skipped = read_library(files)
+        library, skipped = read_library(files, library_limits)
         thesis = docx.read_docx(files[documents[0]])
         return dataclasses.replace(thesis, library=_merged(thesis.library, library),
                                    skipped=thesis.skipped + skipped)
@@ -160,9 +165,10 @@ def _read_thesis(data: bytes, limits: archive.BundleLimits) -> WrittenThesis:
     # The .tex names its .bib (\addbibresource, \bibliography); the --bib libraries and
     # a CSL-JSON beside it are the library too.
     extra, skipped = read_library({p: b for p, b in files.items()
-                                   if p.startswith(LIBRARY_DIR) or p.lower().endswith(".json")})
+                                   if p.startswith(LIBRARY_DIR) or p.lower().endswith(".json")},
+                                  library_limits)
     thesis = latex.read_latex(files, main=main.decode("utf-8", errors="replace") if main else None,
-                              bib=extra)
+                              bib=extra, limits=library_limits)
     return dataclasses.replace(thesis, skipped=thesis.skipped + skipped)
 
 

@@ -49,7 +49,7 @@ from citerun.pipeline.writer.latex_text import (
     _decode, _newlines, _skip_macro_space, _skip_spaces, _Source, clean_claim,
 )
 from citerun.pipeline.writer.model import (
-    LibraryItem, Skipped, WriterFileError, WrittenCitation, WrittenThesis,
+    LibraryItem, LibraryLimits, Skipped, WriterFileError, WrittenCitation, WrittenThesis,
 )
 
 
@@ -216,12 +216,14 @@ def _choose_main(files: _Texts, main: str | None) -> str:
 
 
 def read_latex(files: Mapping[str, bytes], main: str | None = None,
-               bib: Sequence[LibraryItem] = ()) -> WrittenThesis:
+               bib: Sequence[LibraryItem] = (),
+               limits: LibraryLimits = LibraryLimits()) -> WrittenThesis:
     """The thesis in a bundle of LaTeX files (path inside the bundle -> bytes).
 
     ``main`` names the main .tex (else the one with ``\\documentclass``); ``bib`` are
     library items given besides the .bib files the thesis names. A key no library holds
     stays a citation (it is reported unresolved later); ``\\nocite`` is no citation.
+    ``limits`` bound each .bib read.
     """
     texts = _Texts(files)
     main_path = _choose_main(texts, main)
@@ -233,7 +235,7 @@ def read_latex(files: Mapping[str, bytes], main: str | None = None,
     reader.frames.append(_Frame("base", None if has_document else reader.body))
     reader.open_files.append(main_path)
     reader.scan(_Source(main_path, text, _newlines(text)), 0)
-    library, skipped = _libraries(files, reader)
+    library, skipped = _libraries(files, reader, limits)
     merged: dict[str, LibraryItem] = {}
     for item in (*library, *reader.bibitems, *bib):
         merged.setdefault(item.key, item)
@@ -243,7 +245,7 @@ def read_latex(files: Mapping[str, bytes], main: str | None = None,
                          library=items, skipped=(*reader.skipped, *skipped))
 
 
-def _libraries(files: Mapping[str, bytes], reader: _Reader) -> tuple[
+def _libraries(files: Mapping[str, bytes], reader: _Reader, limits: LibraryLimits) -> tuple[
         list[LibraryItem], list[Skipped]]:
     """The items of the .bib files the thesis names; every .bib of the bundle when it
     names none (a thesis whose \\bibliography sits in a file not read)."""
@@ -265,7 +267,7 @@ def _libraries(files: Mapping[str, bytes], reader: _Reader) -> tuple[
     for path in paths:
         if not path.startswith(LIBRARY_DIR) and files[path] in given:
             continue
-        found, skips = bibtex.read_bibtex(_decode(files[path]))
+        found, skips = bibtex.read_bibtex(_decode(files[path]), limits)
         items.extend(found)
         skipped.extend(dataclasses.replace(s, where=f"{path} {s.where}") for s in skips)
     return items, skipped

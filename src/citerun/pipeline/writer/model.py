@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import typing
 
+import pydantic
+
 from citerun import errors
 from citerun.pipeline.citations import model as citations
 from citerun.pipeline.citations.model import Skipped
@@ -22,6 +24,20 @@ __all__ = ["Format", "LibraryFormat", "LibraryItem", "Skipped", "WriterFileError
 Format = typing.Literal["latex", "docx", "pdf"]
 # "bibitem": an entry of a LaTeX thesis's hand-made reference list (thebibliography).
 LibraryFormat = typing.Literal["bibtex", "csl-json", "field", "bibitem"]
+
+
+class LibraryLimits(pydantic.BaseModel):
+    """How large a library file (.bib, CSL-JSON) may be. The worker's parse child reads
+    them from ``CITERUN_LIMITS__LIBRARY__*`` (:class:`citerun.pipeline.settings.LimitSettings`)."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    max_bytes: int = pydantic.Field(
+        20 * 1024 * 1024, ge=1, description="Bytes of one library file: 50,000 entries "
+        "with abstracts are about 15 MB. A file over it is refused before parsing.")
+    max_items: int = pydantic.Field(
+        50_000, ge=1, description="Entries (.bib, counted before parsing) or items "
+        "(CSL-JSON) of one library file.")
 
 
 class WriterFileError(errors.CiterunError):
