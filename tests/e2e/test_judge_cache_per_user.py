@@ -65,7 +65,7 @@ async def test_a_second_web_user_never_gets_the_first_users_cached_answers(
             # retried after its answer was given reads it from the (user's own) cache.
             "CITERUN_QUEUE__LEASE_S": "5", "CITERUN_QUEUE__HEARTBEAT_S": "1",
             "CITERUN_JUDGE__OPENAI__BASE_URL": chat.url,
-            "CITERUN_JUDGE__OPENAI__API_KEY_ENV": "CITERUN_TEST_NO_SUCH_KEY"})
+            "CITERUN_JUDGE__OPENAI__API_KEY_ENV": "TEST_JUDGE_KEY_NOT_SET"})
         async with served(pool) as base, users(base, "alice", "bob") as (alice, bob):
             first, alice_tokens = await _run(alice)
             asked_by_alice = len(chat.seen)
