@@ -20,6 +20,7 @@ import yaml
 from kubernetes import client as k8s
 
 import chart_support as cs
+from citerun.operator import status
 import controlplane
 
 pytestmark = pytest.mark.cluster
@@ -409,7 +410,7 @@ def test_operator_rbac_is_sufficient_and_least_privilege(
         )
         objects.patch_namespaced_custom_object_status(
             cs.GROUP, cs.VERSION, other_namespace, cs.PLURAL, "thesis-1",
-            {"status": {"phase": "Admitted"}},
+            {"status": {"phase": status.PENDING}},
         )
         extensions.list_custom_resource_definition()
         core.list_namespace()
