@@ -133,7 +133,20 @@ async def open_tab(browser: Any, base: str, user: str, *, scripts: bool = True,
 
 
 async def axe_violations(page: Any) -> list[dict[str, Any]]:
-    """The serious and critical violations axe-core finds on the page as it stands."""
+    """The serious and critical violations axe-core finds on the page as it stands; a
+    check cut short by the page's own navigation (a running run's page moves on to its
+    report) is run again on the page it reached."""
+    for attempt in range(3):
+        try:
+            return await _axe_once(page)
+        except Exception as err:  # playwright's Error, raised when the page navigates away
+            if "Execution context was destroyed" not in str(err) or attempt == 2:
+                raise
+            await page.wait_for_load_state("load")
+    raise AssertionError("unreachable")
+
+
+async def _axe_once(page: Any) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = await page.evaluate(
         """async () => {
           const result = await axe.run(document, {resultTypes: ["violations"]});
