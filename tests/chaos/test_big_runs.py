@@ -37,7 +37,7 @@ def peak_rss_mib(pid: int) -> float:
     raise AssertionError(f"no VmHWM for pid {pid}")
 
 
-async def _start(pool: asyncpg.Pool, name: str, tenant: str, thesis: tuple[str, bytes],
+async def start_run(pool: asyncpg.Pool, name: str, tenant: str, thesis: tuple[str, bytes],
                  sources: list[tuple[str, bytes]]) -> uuid.UUID:
     staged = await runs.stage_document(pool, thesis[1], thesis[0], tenant=tenant)
     staged_sources = [await runs.stage_document(pool, data, filename, tenant=tenant)
@@ -58,8 +58,8 @@ async def test_the_3000_reference_thesis_ends_within_60_s_and_others_finish(
     workers = [spawn_worker(f"w-big-{i}", env=env, tasks="citerun.worker.tasks:registry")
                for i in range(2)]
     started = time.monotonic()
-    big = await _start(pool, "big", "department-a", ("hostile-thesis.pdf", thesis), cited)
-    other = await _start(pool, "demo", "department-b",
+    big = await start_run(pool, "big", "department-a", ("hostile-thesis.pdf", thesis), cited)
+    other = await start_run(pool, "demo", "department-b",
                          ("thesis.pdf", (EXAMPLES / "thesis.pdf").read_bytes()), demo_sources)
     ended: dict[uuid.UUID, float] = {}
     while len(ended) < 2 and time.monotonic() - started < 180:

@@ -26,25 +26,14 @@ from typing import Any
 import asyncpg
 import pytest
 
-from citerun import flow, runs
+from citerun import runs
 from citerun.pipeline.settings import LimitSettings
-from tests.chaos.test_big_runs import WORKER_LIMIT_MIB, peak_rss_mib
+from tests.chaos.test_big_runs import WORKER_LIMIT_MIB, peak_rss_mib, start_run
 from tests.support import hostile_claims
 
 pytestmark = pytest.mark.chaos
 
 MAX_CLAIM = LimitSettings().max_claim_chars
-
-
-async def _start(pool: asyncpg.Pool, name: str, tenant: str, thesis: tuple[str, bytes],
-                 sources: list[tuple[str, bytes]]) -> uuid.UUID:
-    staged = await runs.stage_document(pool, thesis[1], thesis[0], tenant=tenant)
-    staged_sources = [await runs.stage_document(pool, data, filename, tenant=tenant)
-                      for filename, data in sources]
-    run_id = uuid.uuid4()
-    await flow.create(pool, runs.RunRequest(id=run_id, name=name, thesis=staged,
-                                            sources=tuple(staged_sources), tenant=tenant))
-    return run_id
 
 
 async def _judge_tasks(pool: asyncpg.Pool, run_id: uuid.UUID) -> int:
@@ -73,9 +62,9 @@ async def test_hostile_claims_are_bounded_judged_once_and_finish_under_the_chart
         "quoted300": ("thesis.tex.zip", hostile_claims.quoted_300_tex()),
         "forty": ("forty-markers.pdf", hostile_claims.forty_markers_pdf()),
     }
-    ids = {name: await _start(pool, name, "department-a", thesis, sources)
+    ids = {name: await start_run(pool, name, "department-a", thesis, sources)
            for name, thesis in inputs.items()}
-    ids["demo"] = await _start(pool, "demo", "other", (
+    ids["demo"] = await start_run(pool, "demo", "other", (
         "thesis.pdf", (hostile_claims.EXAMPLES / "thesis.pdf").read_bytes()), sources)
     ended: dict[str, float] = {}
     while len(ended) < len(ids) and time.monotonic() - started < 300:
