@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 
 if typing.TYPE_CHECKING:
-    from citerun import embedded
+    from citerun.local import embedded
 
 from evalsets import REPO, evaldata  # noqa: F401 - the benches' names for them
 from evalsets.metrics import f1_per_class, macro_f1  # noqa: F401
@@ -47,7 +47,7 @@ def postgres(prefix: str, *, stop: str = "fast", keep: bool = False, keep_on_err
     """A started embedded Postgres in a fresh temporary directory (yielded too: worker
     logs go beside it), stopped on the way out, also on an error or Ctrl-C; the directory
     is removed unless ``keep``, or ``keep_on_error`` and an exception left the block."""
-    from citerun import embedded  # noqa: PLC0415 - the F1 helpers run where no server can
+    from citerun.local import embedded  # noqa: PLC0415 - the F1 helpers run where no server can
 
     tmp = workdir(prefix)
     server = embedded.EmbeddedPostgres(tmp / "pg")

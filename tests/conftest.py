@@ -20,7 +20,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from citerun import db, embedded
+from citerun.core import db
+from citerun.local import embedded
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = "citerun_template"

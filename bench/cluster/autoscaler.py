@@ -52,7 +52,8 @@ from kubernetes import client as k8s
 
 from bench import machine as bench_machine
 from bench.common import REPO, load_average, workdir
-from citerun import db, embedded, queue, retry
+from citerun.core import db, queue, retry
+from citerun.local import embedded
 from citerun.operator import autoscaler, kube
 from citerun.operator.settings import AutoscalerConfig, OperatorConfig
 from tests.cluster import controlplane
@@ -65,7 +66,7 @@ NAMESPACE = "bench"
 DEPLOYMENT = "citerun-worker"
 POLL_S = 30.0
 
-# The worker defaults (src/citerun/settings.py), spelled out: WorkerProcess starts from the
+# The worker defaults (src/citerun/core/settings.py), spelled out: WorkerProcess starts from the
 # tests' fast settings, and the rolling restart should cost what it costs in production.
 DEFAULT_WORKER_ENV = {
     "CITERUN_QUEUE__LEASE_S": "30", "CITERUN_QUEUE__HEARTBEAT_S": "10",

@@ -32,8 +32,9 @@ import typing
 
 from bench import machine as bench_machine
 from bench.common import REPO
-from citerun import db, localdb
-from citerun.settings import Settings
+from citerun.core import db
+from citerun.local import localdb
+from citerun.core.settings import Settings
 
 
 def machine() -> str:

@@ -48,13 +48,14 @@ import numpy as np
 
 from bench.common import REPO, evaldata, f1_per_class, gold_label, macro_f1
 from training import perturb
-from citerun import db, embedded, sql
+from citerun.core import db, sql
+from citerun.local import embedded
 from citerun.pipeline import embed, judge, pdf, retrieval
 from citerun.pipeline.settings import RetrievalConfig
 
 DATA = evaldata() / "scifact"
-_RUNS = sql.load("citerun", "queries/runs.sql")
-_PIPE = sql.load("citerun.worker", "queries/pipeline.sql")
+_RUNS = sql.load("citerun.core", "runs.sql")
+_PIPE = sql.load("citerun.worker", "tasks.sql")
 LABELS = ("SUPPORT", "CONTRADICT", "NEI")
 
 

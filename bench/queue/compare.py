@@ -43,7 +43,7 @@ from bench.queue.phases import Latency, Throughput, measure_idle, measure_latenc
 from bench.queue.processes import Processes, admin
 from bench.queue.report import OLD_SECTIONS, SECTION, Results, console, machine, markdown, print_report
 from bench.queue.systems import SYSTEMS, System
-from citerun import embedded
+from citerun.local import embedded
 
 
 async def run(args: argparse.Namespace, server: embedded.EmbeddedPostgres,

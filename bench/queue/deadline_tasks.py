@@ -23,7 +23,7 @@ import asyncpg
 
 import pydantic
 
-from citerun import queue
+from citerun.core import queue
 from citerun.worker import registry as registry_mod
 
 SCHEMA = """

@@ -42,7 +42,8 @@ from bench import machine as bench_machine
 from bench.common import load_average, postgres, was_busy
 from bench.queue import deadline_tasks
 from bench.queue.processes import Processes, admin, stop_workers
-from citerun import db, embedded, queue
+from citerun.core import db, queue
+from citerun.local import embedded
 
 console = Console()
 SECTION = "## Deadline week: fair share across runs and tenants"

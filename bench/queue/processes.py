@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 
 from bench.common import REPO
-from citerun import embedded
+from citerun.local import embedded
 
 
 @dataclasses.dataclass

@@ -33,7 +33,7 @@ from rich.table import Table
 from bench import machine as bench_machine
 from bench.common import postgres
 from bench.queue.processes import admin
-from citerun import db, queue
+from citerun.core import db, queue
 from citerun.operator import cleaner
 
 console = Console()

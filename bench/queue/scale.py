@@ -10,7 +10,7 @@ Two databases on one embedded Postgres hold the same rows: ``--rows`` succeeded 
 ``--rows`` due tasks of a kind the measured worker does not serve, and 100 due tasks of
 the kind it does. ``before`` has only migration 0001 and runs the statements as they were
 in 0001's time (quoted below, the baseline of issue 12); ``after`` has every migration and
-runs the statements of ``src/citerun/queries/queue.sql`` through ``citerun.queue``. Each
+runs the statements of ``src/citerun/core/queue.sql`` through ``citerun.core.queue``. Each
 statement runs ``--repeat`` times; a claim runs in a transaction that is rolled back, so
 every repetition sees the same rows. Then the same for the claim behind ``--rows`` queued
 tasks of the served kind itself (one tenant's backlog, plus one run of another tenant),
@@ -37,7 +37,8 @@ from rich.table import Table
 from bench import machine as bench_machine
 from bench.common import REPO, postgres
 from bench.queue.processes import admin
-from citerun import db, embedded, queue
+from citerun.core import db, queue
+from citerun.local import embedded
 
 console = Console()
 SECTION = "## Queue at scale: claim, due probes and depth behind 1M rows"
@@ -227,7 +228,7 @@ def report(rows: int, repeat: int, info: dict[str, str], before: dict[str, list[
               f"- Rows: {rows:,} succeeded tasks (kind `done`) and {rows:,} due tasks of "
               "kind `other`, VACUUM ANALYZEd; the worker serves kind `mine` (100 due). "
               "`before` replays migration 0001 and runs the statements of that time "
-              "(quoted in the bench); `after` runs `citerun.queue` on all migrations.",
+              "(quoted in the bench); `after` runs `citerun.core.queue` on all migrations.",
               f"- `backlog`: {rows:,} due tasks of kind `mine` of tenant `dept` ahead of one "
               "80-task run of tenant `lone`; the claim must (and did) take `lone`'s tasks "
               "first. `capped`: caps for both tenants, so the claim takes the advisory lock "

@@ -15,7 +15,8 @@ import asyncpg
 
 from bench.queue import tasks
 from bench.queue.processes import Processes, Worker, admin, free_port, with_application_name
-from citerun import db, embedded, queue
+from citerun.core import db, queue
+from citerun.local import embedded
 
 # pgqueuer's own defaults for these; it requires max_concurrent_tasks >= 2 * batch_size.
 PGQ_BATCH_SIZE = 10

@@ -53,8 +53,8 @@ import numpy
 
 from bench import machine as bench_machine
 from bench.common import REPO, load_average, postgres, was_busy
-from citerun import db
-from citerun.settings import ENV_NESTED, ENV_PREFIX
+from citerun.core import db
+from citerun.core.settings import ENV_NESTED, ENV_PREFIX
 
 SECTION = "## The web service under 50 users (issue 26)"
 THESIS = REPO / "examples" / "thesis.pdf"

@@ -1,3 +1,3 @@
-from citerun.cli import main
+from citerun.cli.main import main
 
 main()

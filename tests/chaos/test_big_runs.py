@@ -20,7 +20,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from citerun import flow, runs
+from citerun.core import flow, runs
 from tests.support import hostile_theses
 
 pytestmark = pytest.mark.chaos

@@ -12,7 +12,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from citerun import queue
+from citerun.core import queue
 from tests.chaos.test_workers import _setup, _until
 
 pytestmark = pytest.mark.chaos

@@ -26,7 +26,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from citerun import runs
+from citerun.core import runs
 from citerun.pipeline.settings import LimitSettings
 from tests.chaos.test_big_runs import WORKER_LIMIT_MIB, peak_rss_mib, start_run
 from tests.support import hostile_claims

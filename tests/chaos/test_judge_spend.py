@@ -24,7 +24,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from citerun import flow, runs, runspec
+from citerun.core import flow, runs, runspec
 from tests.support import hostile_claims
 from tests.unit.test_judge import ChatServer, Reply
 

@@ -22,7 +22,7 @@ import asyncpg
 import pytest
 from kubernetes import client as k8s
 
-from citerun import queue
+from citerun.core import queue
 from tests.support import kubelet as kubelet_mod
 from tests.support import tasks as test_tasks
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from citerun import db, embedded, queue
+from citerun.core import db, queue
+from citerun.local import embedded
 from tests.support import replica
 from tests.support import tasks as test_tasks
 

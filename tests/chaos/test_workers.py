@@ -12,7 +12,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from citerun import db, embedded, queue
+from citerun.core import db, queue
+from citerun.local import embedded
 from tests.support import tasks as test_tasks
 
 pytestmark = pytest.mark.chaos

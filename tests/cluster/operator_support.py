@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 from kubernetes import client as k8s
 
-from citerun import runs
+from citerun.core import runs
 from tests.conftest import citerun_command
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def free_port() -> int:
 async def stage_demo(url: str, thesis: str = "thesis.pdf", *, tenant: str) -> dict[str, str]:
     """Upload the demo thesis and sources for ``tenant`` (the namespace whose runs may use
     them); return {file name: digest}."""
-    from citerun import db
+    from citerun.core import db
     await db.migrate(url)
     pool = await db.create_pool(url, min_size=1, max_size=2)
     try:

@@ -19,7 +19,7 @@ import pytest
 from kubernetes import client as k8s
 
 import operator_support as ops
-from citerun import queue
+from citerun.core import queue
 from tests.support import kubelet as kubelet_mod
 from tests.support import tasks as test_tasks
 

@@ -228,7 +228,7 @@ def test_every_scenario_is_accepted_by_the_api_server(
     assert env["CITERUN_JUDGE__KIND"] == judge.get("kind", "embedded")
     if judge.get("kind") == "openai":
         assert env["CITERUN_JUDGE__OPENAI__MODEL"] == judge["openai"]["model"]
-        # The env var src/citerun/operator/spec.py names for runs with an apiKeySecretRef.
+        # The env var src/citerun/core/runspec.py names for runs with an apiKeySecretRef.
         assert env["CITERUN_JUDGE__OPENAI__API_KEY_ENV"] == "CITERUN_JUDGE_API_KEY"
         assert env["CITERUN_JUDGE_API_KEY"] == {
             "secretKeyRef": {"name": judge["openai"]["apiKeySecret"]["name"],
@@ -534,7 +534,7 @@ def test_rendered_env_is_accepted_by_the_settings_classes(
 ) -> None:
     """The env each container gets parses into the settings it is meant for: a renamed
     or retyped setting fails here, not in a crash-looping pod."""
-    from citerun import settings as core_settings
+    from citerun.core import settings as core_settings
     from citerun.operator import settings as operator_settings
     from citerun.pipeline import settings as pipeline_settings
 

@@ -375,7 +375,7 @@ async def test_the_finalizer_lets_go_when_the_database_is_down(
     import shutil
     import tempfile
 
-    from citerun import embedded
+    from citerun.local import embedded
     data_dir = pathlib.Path(tempfile.mkdtemp(prefix="citerun-down-pg-"))
     server = embedded.EmbeddedPostgres(data_dir)
     url = server.start()

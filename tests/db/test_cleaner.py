@@ -9,7 +9,7 @@ import uuid
 import asyncpg
 import pytest
 
-from citerun import flow, queue, runs
+from citerun.core import flow, queue, runs
 from citerun.operator import cleaner
 from citerun.operator import settings as op_settings
 

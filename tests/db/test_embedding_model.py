@@ -9,7 +9,7 @@ import asyncpg
 import numpy as np
 import pytest
 
-from citerun import runs
+from citerun.core import runs
 from citerun.pipeline import embed, reembed, retrieval
 from citerun.pipeline.settings import RetrievalConfig
 
@@ -66,7 +66,7 @@ def test_the_reembed_command_brings_stored_vectors_to_the_configured_model(
     import os
     import subprocess
 
-    from citerun import db
+    from citerun.core import db
     from tests.conftest import citerun_command
 
     async def seed() -> None:

@@ -10,8 +10,8 @@ import asyncpg
 import pydantic
 import pytest
 
-from citerun import flow, runs
-from citerun.settings import QueueSettings, Settings
+from citerun.core import flow, runs
+from citerun.core.settings import QueueSettings, Settings
 from citerun.worker import registry as registry_mod
 from citerun.worker import runtime
 from tests.conftest import FAST_QUEUE_ENV

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from citerun import db
+from citerun.core import db
 
 EXPECTED = Path(__file__).with_name("expected_schema.txt")
 

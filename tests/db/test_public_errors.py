@@ -8,7 +8,7 @@ import uuid
 
 import asyncpg
 
-from citerun import errors, flow, queue, runs
+from citerun.core import errors, flow, queue, runs
 
 STORED = """Traceback (most recent call last):
   File "/app/src/citerun/pipeline/judging/client.py", line 88, in _complete

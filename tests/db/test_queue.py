@@ -8,7 +8,7 @@ import uuid
 import asyncpg
 import pytest
 
-from citerun import db, queue, retry
+from citerun.core import db, queue, retry
 
 NO_BACKOFF = retry.RetryPolicy(base_s=0, cap_s=0)
 

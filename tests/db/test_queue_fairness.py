@@ -7,7 +7,7 @@ import uuid
 
 import asyncpg
 
-from citerun import db, queue
+from citerun.core import db, queue
 
 
 async def _run(pool: asyncpg.Pool, tenant: str) -> uuid.UUID:

@@ -7,7 +7,7 @@ import uuid
 
 import asyncpg
 
-from citerun import flow, runs
+from citerun.core import flow, runs
 
 
 def _request(run_id: uuid.UUID, thesis: runs.StagedDocument, tenant: str = "t",

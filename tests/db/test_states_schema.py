@@ -1,4 +1,4 @@
-"""The state CHECKs of the migrated schema allow exactly citerun.states, and the queries
+"""The state CHECKs of the migrated schema allow exactly citerun.core.states, and the queries
 compare states with no other names."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from citerun import states
+from citerun.core import states
 
 SRC = Path(states.__file__).parent
 

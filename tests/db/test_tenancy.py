@@ -8,7 +8,7 @@ import uuid
 
 import asyncpg
 
-from citerun import flow, runs
+from citerun.core import flow, runs
 
 PDF_A = b"%PDF-1.7 team-a's confidential thesis"
 PDF_B = b"%PDF-1.7 team-b's own thesis"
@@ -120,9 +120,9 @@ async def test_a_runs_own_judge_key_is_deleted_when_it_finishes(pool: asyncpg.Po
 
 async def test_url_downloads_count_against_the_cap_the_run_was_admitted_with(
         pool: asyncpg.Pool) -> None:
-    from citerun import sql
+    from citerun.core import sql
 
-    over_cap = sql.load("citerun.worker", "queries/pipeline.sql")["tenant_over_byte_cap"]
+    over_cap = sql.load("citerun.worker", "tasks.sql")["tenant_over_byte_cap"]
     thesis = await runs.stage_document(pool, b"%PDF-" + b"t" * 95, "t.pdf", tenant="team-a")
     request = _request("team-a", thesis, required_digests=(thesis.digest,))
     assert (await flow.create(pool, request, caps=runs.Caps(max_staged_bytes=300))).created

@@ -1,4 +1,4 @@
-"""The verdicts.verdict CHECK of the migrated schema allows exactly citerun.verdicts."""
+"""The verdicts.verdict CHECK of the migrated schema allows exactly citerun.core.verdicts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import asyncpg
 
-from citerun import verdicts
+from citerun.core import verdicts
 
 
 async def test_the_sql_check_allows_exactly_the_enum(pool: asyncpg.Pool) -> None:

@@ -9,8 +9,8 @@ import time
 import asyncpg
 import httpx
 
-from citerun import queue
-from citerun.settings import Settings
+from citerun.core import queue
+from citerun.core.settings import Settings
 from citerun.worker import runtime
 from tests.support import tasks as test_tasks
 
@@ -97,7 +97,7 @@ def test_json_logs_carry_the_structured_fields() -> None:
     import subprocess
     import sys
 
-    code = ("import logging; from citerun import cli; cli.configure_logging('INFO', 'json'); "
+    code = ("import logging; from citerun.cli import main as cli; cli.configure_logging('INFO', 'json'); "
             "logging.getLogger('citerun.worker.runtime').info('claimed', "
             "extra={'action': 'claim', 'task_id': 7})")
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,

@@ -1,7 +1,7 @@
 """Attack 7 of issue 12: another local user cannot reach the embedded Postgres.
 
 The embedded server of ``citerun verify`` (started as the CLI starts it, through
-:func:`citerun.localdb.database`) must not listen on TCP, must keep its socket in a 0700
+:func:`citerun.local.localdb.database`) must not listen on TCP, must keep its socket in a 0700
 directory, must require passwords, and must give the application a role that cannot run
 programs on the server. A real ``psql`` run as ``nobody`` (``setpriv``) with the
 application's own URL, password included, is refused.
@@ -22,8 +22,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from citerun import embedded, localdb
-from citerun.settings import Settings
+from citerun.local import embedded, localdb
+from citerun.core.settings import Settings
 
 PSQL = Path(getattr(embedded.pgbin, "POSTGRES_BIN_PATH")) / "psql"
 

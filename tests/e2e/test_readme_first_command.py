@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from citerun import embedded, localdb
+from citerun.local import embedded, localdb
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = "citerun-e2e"

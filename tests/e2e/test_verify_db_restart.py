@@ -18,8 +18,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from citerun import db, embedded, localdb, verify_run
-from citerun.settings import Settings
+from citerun.core import db
+from citerun.local import embedded, localdb
+from citerun.cli import verify_run
+from citerun.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

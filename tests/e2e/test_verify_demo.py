@@ -19,8 +19,9 @@ import typing
 
 import pytest
 
-from citerun import db, localdb
-from citerun.settings import Settings
+from citerun.core import db
+from citerun.local import localdb
+from citerun.core.settings import Settings
 from tests.unit import pdf_fixtures
 from tests.conftest import citerun_command
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from citerun import db, localdb
-from citerun.settings import Settings
+from citerun.core import db
+from citerun.local import localdb
+from citerun.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -145,7 +146,7 @@ def test_verify_as_root_changes_no_permission_outside_its_data_dir(tmp_path: Pat
     assert_one_error_line(done, 1, "cannot pass", "chmod o+x")
 
 
-# Issue 27 (low finding): --key follows the spec's rule (citerun.citekeys): keys of two
+# Issue 27 (low finding): --key follows the spec's rule (citerun.core.citekeys): keys of two
 # files that fold to one key, or a key that folds to nothing, are a usage error before
 # any work, not a failed run after the extraction's retries.
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import pytest
 
-from citerun import gate
+from citerun.cli import gate
 from examples import make_examples, pdfwriter
 from tests.conftest import citerun_command
 

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from citerun import db, embedded, localdb, queue
-from citerun.settings import Settings
+from citerun.core import db, queue
+from citerun.local import embedded, localdb
+from citerun.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -38,7 +38,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from citerun.settings import Settings
+from citerun.core.settings import Settings
 from citerun.web import service
 from citerun.web.settings import WebSettings
 from tests.support.auth_proxy import auth_proxy

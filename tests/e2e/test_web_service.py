@@ -22,8 +22,8 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
-from citerun import db, runs
-from citerun.settings import Settings
+from citerun.core import db, runs
+from citerun.core.settings import Settings
 from citerun.web import service, store
 from citerun.web.settings import WebSettings
 from citerun.web.units import human_bytes
@@ -590,7 +590,7 @@ def test_citerun_serve_answers_and_stops_on_sigterm(database_url: str, tmp_path:
     import subprocess
     import urllib.request
 
-    from citerun.settings import ENV_NESTED, ENV_PREFIX
+    from citerun.core.settings import ENV_NESTED, ENV_PREFIX
     from tests.conftest import citerun_command
 
     # The web group's variables, spelled from the prefix and separator every setting uses.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pathlib
 import tempfile
 
-from citerun import verify
+from citerun.cli import verify
 from examples import pdfwriter  # a folder of scripts: a namespace package from the root
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"

@@ -17,8 +17,8 @@ import subprocess
 from pathlib import Path
 from urllib.parse import quote
 
-from citerun import embedded
-from citerun.embedded import pgbin
+from citerun.local import embedded
+from citerun.local.embedded import pgbin
 
 _REPLICATION_HBA = "local replication all scram-sha-256\n"
 

@@ -69,3 +69,33 @@ def test_no_module_over_500_lines() -> None:
              if name not in counts or counts[name] <= MAX_MODULE_LINES}
     assert not stale, (f"these modules are gone or back under {MAX_MODULE_LINES} lines; "
                        f"take them off OVERSIZE_CEILINGS: {stale}")
+
+
+#: The package root: its face and the folders that are its layers (docs/architecture.md).
+FACE = {"__init__.py", "__main__.py", "py.typed"}
+LAYERS = {"core", "pipeline", "local", "kube", "worker", "operator", "web", "cli"}
+
+
+def test_the_package_root_holds_its_face_and_its_layers_only() -> None:
+    """A module added beside the folders would belong to no layer, and no contract would
+    hold it (issue 42: the root once mixed 23 modules of four layers)."""
+    root = SRC / "citerun"
+    entries = {p.name for p in root.iterdir() if p.name != "__pycache__"}
+    assert entries == FACE | LAYERS, (f"the root holds {sorted(entries - FACE - LAYERS)} "
+                                      f"beside its face and layers; missing: "
+                                      f"{sorted((FACE | LAYERS) - entries)}")
+
+
+def test_every_layer_is_named_by_the_import_contracts() -> None:
+    """The import-linter contracts name folders: each layer is in one, so a new module is
+    held wherever it is put."""
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    named: set[str] = set()
+    for contract in config["tool"]["importlinter"]["contracts"]:
+        for key in ("source_modules", "modules", "forbidden_modules"):
+            named.update(contract.get(key, ()))
+    assert {f"citerun.{layer}" for layer in LAYERS} <= named, sorted(named)
+    assert all(name.count(".") == 1 for name in named), (
+        f"contracts name folders, not modules: {sorted(n for n in named if n.count('.') > 1)}")

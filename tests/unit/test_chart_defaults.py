@@ -20,10 +20,10 @@ import yaml
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
-from citerun import settings
+from citerun.core import settings
 from citerun.operator.settings import OperatorSettings
 from citerun.pipeline.settings import PipelineSettings
-from citerun.settings import Settings
+from citerun.core.settings import Settings
 from citerun.web.settings import ServeSettings
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "citerun"

@@ -9,7 +9,7 @@ import shlex
 import pytest
 import yaml
 
-from citerun import cli, gate
+from citerun.cli import main as cli, gate
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "ci").glob("*.yml"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from citerun import verify
+from citerun.cli import verify
 from citerun.pipeline import citations
 from citerun.pipeline.citations import model
 from citerun.pipeline.settings import LimitSettings

@@ -3,7 +3,7 @@
 Before the fix a command ran with ``user=`` alone: the child kept root's groups, so the
 group bits of a folder owned by root decided what it could reach, and ``initdb`` under a
 ``/root`` of mode 0701 (others may pass, root's group may not) failed with "Permission
-denied" although :func:`citerun.embedded.unreachable` had found the way open."""
+denied" although :func:`citerun.local.embedded.unreachable` had found the way open."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from citerun import embedded
+from citerun.local import embedded
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the server runs as its own user only under root")

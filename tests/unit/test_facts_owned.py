@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from citerun import flow, pdfmagic, runspec, verdicts
+from citerun.core import flow, pdfmagic, runspec, verdicts
 from citerun.operator import access
 from citerun.operator import status as operator_status
 from citerun.pipeline import normalize
 from citerun.pipeline.report import meaning
-from citerun.states import RunState
+from citerun.core.states import RunState
 from citerun.worker import tasks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def _yaml_files() -> list[Path]:
 def test_only_runspec_spells_the_api_group() -> None:
     spelled = [str(p.relative_to(REPO)) for p in _python_files()
                if runspec.GROUP in p.read_text(encoding="utf-8")]
-    assert spelled == ["src/citerun/runspec.py"]
+    assert spelled == ["src/citerun/core/runspec.py"]
 
 
 def test_the_yaml_names_the_api_group_of_runspec() -> None:
@@ -109,7 +109,7 @@ def test_the_risk_order_ranks_every_verdict_once_and_its_guard_bites(
         meaning._complete()
 
 
-# -- task payloads: citerun.flow.PAYLOADS ------------------------------------------------
+# -- task payloads: citerun.core.flow.PAYLOADS ------------------------------------------------
 
 def test_the_worker_handles_each_kind_with_the_flows_payload_model() -> None:
     assert set(flow.PAYLOADS) == set(flow.KINDS)
@@ -169,10 +169,10 @@ def patterns_year() -> str:
     return patterns.YEAR
 
 
-# -- thesis and library file types: citerun.pdfmagic -------------------------------------
+# -- thesis and library file types: citerun.core.pdfmagic -------------------------------------
 
 def test_every_reader_of_a_thesis_or_library_takes_the_owners_suffixes() -> None:
-    from citerun import verify
+    from citerun.cli import verify
     from citerun.pipeline.writer import formats
     from citerun.web import app, pages
     assert verify.THESIS_SUFFIXES is pdfmagic.THESIS_SUFFIXES
@@ -196,7 +196,7 @@ def test_no_other_module_lists_the_suffixes() -> None:
                 if frozenset(typing.cast(ast.Constant, e).value for e in node.elts) in owned:
                     name = str(path.relative_to(REPO))
                     spelled[name] = spelled.get(name, 0) + 1
-    assert spelled == {"src/citerun/pdfmagic.py": 2}
+    assert spelled == {"src/citerun/core/pdfmagic.py": 2}
 
 
 # -- page-locator prefixes: citerun.pipeline.citations.patterns.PAGE_PREFIXES ------------

@@ -4,7 +4,7 @@ kopf's per-object logger puts its OperatorSettings (a dataclass holding asyncio 
 and the object reference into every record's ``extra``; python-json-logger turned the
 dataclass into a dict with a deep copy, which raised "cannot pickle", and logging printed
 a "--- Logging error ---" traceback instead of the line. This runs the operator's real
-logging set-up (``citerun.cli.configure_logging``) and kopf's real ObjectLogger in a
+logging set-up (``citerun.cli.main.configure_logging``) and kopf's real ObjectLogger in a
 child process and parses every line of its stderr as JSON.
 """
 
@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent("""
     import asyncio, logging
     import kopf
     from kopf._core.actions import loggers
-    from citerun.cli import configure_logging
+    from citerun.cli.main import configure_logging
 
     configure_logging("DEBUG", "json")
 

@@ -14,7 +14,7 @@ import typing
 
 import pytest
 
-from citerun import errors
+from citerun.core import errors
 from citerun.pipeline import embed, judge
 from citerun.pipeline.judging import language
 

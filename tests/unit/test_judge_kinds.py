@@ -1,4 +1,4 @@
-"""The judge kinds have one owner, ``citerun.runspec.RunJudgeKind`` (what a run may
+"""The judge kinds have one owner, ``citerun.core.runspec.RunJudgeKind`` (what a run may
 choose); each other place that lists them is generated from it or checked here."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import typing
 
 import yaml
 
-from citerun import runspec
+from citerun.core import runspec
 from citerun.pipeline import judge
 from citerun.pipeline.judging import factory
 

@@ -1,5 +1,5 @@
 """A released migration is never edited: a database that applied it records its sha256
-and refuses to start when the file's text changed (citerun.db). Even a comment counts, so
+and refuses to start when the file's text changed (citerun.core.db). Even a comment counts, so
 the checksums of the released files are pinned here; a new migration is a new file, added
 to this table when it is released: every migration but the newest must be pinned (a later
 migration exists, so a database may have applied it), which
@@ -7,7 +7,7 @@ migration exists, so a database may have applied it), which
 
 from __future__ import annotations
 
-from citerun import db
+from citerun.core import db
 
 RELEASED = {
     "0001_initial.sql": "3bd659d1f9773220e75daff8c2069e23a184a6d59c9036b2e3e339d8362e9669",

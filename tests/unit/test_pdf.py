@@ -218,7 +218,7 @@ def test_pdf_header_after_leading_junk_is_accepted() -> None:
 
 
 def test_one_magic_check_for_parser_operator_and_worker() -> None:
-    from citerun import pdfmagic
+    from citerun.core import pdfmagic
 
     assert pdfmagic.is_pdf(b"%PDF-1.7\n")
     assert pdfmagic.is_pdf(b"x" * 1019 + b"%PDF-")  # the header ends at byte 1024
@@ -230,7 +230,7 @@ def test_one_magic_check_for_parser_operator_and_worker() -> None:
 
 
 def test_document_error_is_a_citerun_error_with_default_message() -> None:
-    from citerun import errors
+    from citerun.core import errors
 
     err = pdf.DocumentError("encrypted")
     assert isinstance(err, errors.CiterunError)

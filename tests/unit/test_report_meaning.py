@@ -19,7 +19,7 @@ import typing
 
 import pytest
 
-from citerun import verdicts
+from citerun.core import verdicts
 from citerun.pipeline import embed, judge, layout, pdf, report
 from citerun.pipeline.report import meaning, reasons
 from tests.unit import pdf_fixtures, report_fixtures

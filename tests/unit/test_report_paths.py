@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from citerun import verify
+from citerun.cli import verify
 
 
 @pytest.mark.parametrize("name, html, json", [

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from citerun import db, retry
+from citerun.core import db, retry
 
 
 def test_delays_double_from_the_base_up_to_the_cap_with_jitter() -> None:

@@ -10,7 +10,7 @@ import pydantic
 import pytest
 import yaml
 
-from citerun import runspec
+from citerun.core import runspec
 
 EXAMPLE = "examples/citationrun.yaml"
 
@@ -135,7 +135,7 @@ def test_documents_come_from_one_secret_and_one_configmap_at_most() -> None:
     runspec.RunSpec.model_validate(spec)
 
 
-# Issue 27 (low finding): explicit keys are compared folded (citerun.citekeys), so two
+# Issue 27 (low finding): explicit keys are compared folded (citerun.core.citekeys), so two
 # sources whose keys fold to one key, or a key that folds to nothing, are refused when the
 # spec is validated (the operator's InvalidSpec at admission), not after five extractions.
 
@@ -170,7 +170,7 @@ def test_distinct_keys_and_one_sources_spellings_of_a_key_are_admitted() -> None
 
 
 def test_the_mapping_folds_keys_with_the_specs_rule() -> None:
-    from citerun import citekeys
+    from citerun.core import citekeys
     from citerun.pipeline import citations
 
     assert citations.normalize_key is citekeys.normalize_key

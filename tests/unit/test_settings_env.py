@@ -16,10 +16,11 @@ import pydantic
 import pytest
 from pydantic_settings import BaseSettings
 
-from citerun import cli, settings
+from citerun.cli import main as cli
+from citerun.core import settings
 from citerun.operator.settings import OperatorSettings
 from citerun.pipeline.settings import PipelineSettings
-from citerun.settings import Settings
+from citerun.core.settings import Settings
 from citerun.web.settings import ServeSettings
 from tests.conftest import citerun_command
 

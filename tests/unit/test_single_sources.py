@@ -10,9 +10,10 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
-from citerun import db, localdb
+from citerun.core import db
+from citerun.local import localdb
 from citerun.operator import settings as op_settings
-from citerun.settings import Settings, is_setting
+from citerun.core.settings import Settings, is_setting
 from citerun.pipeline import report
 from citerun.pipeline.settings import PipelineSettings
 

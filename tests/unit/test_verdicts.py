@@ -1,4 +1,4 @@
-"""Verdicts are listed once (citerun.verdicts); every copy that cannot import it is
+"""Verdicts are listed once (citerun.core.verdicts); every copy that cannot import it is
 checked against it here, so a verdict added in one place fails until it is everywhere."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from citerun import verdicts
+from citerun.core import verdicts
 from citerun.pipeline import judge, report
 
 REPO = Path(__file__).resolve().parents[2]

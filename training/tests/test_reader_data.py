@@ -13,7 +13,7 @@ from evalsets import claims
 from training import reader_data
 from citerun.pipeline.judging import reader
 from citerun.pipeline.judging.types import Evidence, Judgement
-from citerun.verdicts import Verdict
+from citerun.core.verdicts import Verdict
 
 TITLE = reader_data.Title(
     "Statin therapy reduces the risk of myocardial infarction.",

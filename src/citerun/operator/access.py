@@ -41,9 +41,9 @@ import asyncpg
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from citerun import db, errors, runspec
-from citerun.operator import kube
-from citerun.operator import spec as specs
+from citerun.core import db, errors, runspec
+from citerun.kube import client as kube
+from citerun.core import runspec as specs
 
 logger = logging.getLogger(__name__)
 

@@ -35,11 +35,11 @@ import asyncpg
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from citerun import listener, queue
-from citerun.operator import kube
+from citerun.core import listener, queue
+from citerun.kube import client as kube
 from citerun.operator import metrics as operator_metrics
 from citerun.operator.settings import AutoscalerConfig, OperatorConfig
-from citerun.settings import QueueSettings
+from citerun.core.settings import QueueSettings
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ River's cleaner, in citerun's terms: a small frozen config, :meth:`Cleaner.run_o
 that deletes one round of batches and returns what it did (tests call it directly), and
 :meth:`Cleaner.run`, a loop with jitter that runs a round only while this replica leads
 (the autoscaler's Lease). Every statement deletes at most ``batch_size`` rows and skips
-locked ones (see :mod:`citerun.retention`), so claims never wait on it.
+locked ones (see :mod:`citerun.core.retention`), so claims never wait on it.
 
 What goes: finished tasks of finished runs, finished runs (with their citations,
 verdicts and report) older than ``max_age_s`` -- except a run whose CitationRun still
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import asyncpg
 import pydantic
 
-from citerun import db, retention
+from citerun.core import db, retention
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ async def citation_run_shows(namespace: str, name: str, uid: uuid.UUID,
                              run_id: uuid.UUID) -> bool:
     """The operator's :data:`ResourceCheck`: the CitationRun exists (same uid) and its
     status still names this run (a superseded generation's run may go)."""
-    from citerun.operator import kube
+    from citerun.kube import client as kube
 
     obj = await kube.get_run(namespace, name)
     if obj is None or (obj.get("metadata") or {}).get("uid") != str(uid):

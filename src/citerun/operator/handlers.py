@@ -28,13 +28,14 @@ from typing import Any
 import kopf
 import pydantic
 
-from citerun import db, flow, pdfmagic, retry, runs, runspec
-from citerun.operator import access, autoscaler, cleaner, kube, status, sync
+from citerun.core import db, flow, pdfmagic, retry, runs, runspec
+from citerun.kube import client as kube
+from citerun.operator import access, autoscaler, cleaner, status, sync
 from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
-from citerun.operator import spec as specs
-from citerun.settings import Settings
-from citerun.states import RunState
+from citerun.core import runspec as specs
+from citerun.core.settings import Settings
+from citerun.core.states import RunState
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import asyncpg
 
-from citerun import verdicts
-from citerun.states import RunState
+from citerun.core import verdicts
+from citerun.core.states import RunState
 
 #: The phase of a CitationRun whose run is not admitted yet (it has no row).
 PENDING = "Pending"

@@ -19,10 +19,11 @@ import uuid
 
 import asyncpg
 
-from citerun import listener, queue, runs
-from citerun.operator import kube, status
+from citerun.core import listener, queue, runs
+from citerun.kube import client as kube
+from citerun.operator import status
 from citerun.operator.settings import OperatorConfig
-from citerun.states import RunState
+from citerun.core.states import RunState
 
 logger = logging.getLogger(__name__)
 

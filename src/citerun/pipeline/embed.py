@@ -29,7 +29,7 @@ import numpy
 import numpy.typing
 import pydantic
 
-from citerun import errors, retry
+from citerun.core import errors, retry
 
 logger = logging.getLogger(__name__)
 

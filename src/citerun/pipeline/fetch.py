@@ -37,7 +37,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from citerun import errors
+from citerun.core import errors
 
 MAX_REDIRECTS = 5
 MAX_URL_CHARS = 2048  # the CRD's maxLength for a source URL; a redirect gets no more

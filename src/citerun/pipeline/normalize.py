@@ -7,7 +7,7 @@ an evidence quote with the lines of its page). They fold it the same way, by
 "Müller" and "Mueller" are one key and an accent does not matter; without it every
 script's letters stay as they are, for text compared with itself (a quote with its own
 page), where a Greek or Chinese quote must not fold to nothing. The ASCII alphabet is
-the core's (:func:`citerun.citekeys.ascii_words`), so the run spec compares citation
+the core's (:func:`citerun.core.citekeys.ascii_words`), so the run spec compares citation
 keys exactly as the matchers do.
 
 What a DOI and a year look like is written here once, for the PDF's text, the reference
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from citerun import citekeys
+from citerun.core import citekeys
 
 _DOI_START = r"10\.\d{4,9}/"
 # A DOI as printed in a reference entry or on a first page; a closing full stop, comma

@@ -18,12 +18,12 @@ from collections.abc import Callable
 import asyncpg
 import numpy as np
 
-from citerun import sql
+from citerun.core import sql
 from citerun.pipeline import embed
 
 logger = logging.getLogger(__name__)
 
-_Q = sql.load("citerun.worker", "queries/pipeline.sql")
+_Q = sql.load("citerun.worker", "tasks.sql")
 
 
 async def reembed(pool: asyncpg.Pool, embedder: embed.Embedder, *, everything: bool = False,

@@ -24,12 +24,12 @@ import asyncpg
 import bm25s
 import numpy as np
 
-from citerun import errors, sql
+from citerun.core import errors, sql
 from citerun.pipeline import embed, judge
 from citerun.pipeline.judging import german
 from citerun.pipeline.settings import RetrievalConfig
 
-_Q = sql.load("citerun.worker", "queries/pipeline.sql")
+_Q = sql.load("citerun.worker", "tasks.sql")
 
 
 class ModelMismatch(errors.CiterunError):

@@ -1,6 +1,6 @@
 """The pipeline's settings: documents, embeddings, retrieval, matching and the judge.
 
-Read from the same ``CITERUN_*`` environment as :class:`citerun.settings.Settings`
+Read from the same ``CITERUN_*`` environment as :class:`citerun.core.settings.Settings`
 (``CITERUN_EMBEDDING__PROVIDER=openai``, ``CITERUN_JUDGE__KIND=openai``, ...). They live
 here, beside the stages that use them, because the core package must not import the
 worker. A run's spec may override ``judge`` and ``retrieval`` for that run alone.

@@ -29,9 +29,9 @@ import asyncpg
 import pydantic
 from aiohttp import BodyPartReader, web
 
-from citerun import pdfmagic, runs
+from citerun.core import pdfmagic, runs
 from citerun.pipeline import report as report_model
-from citerun.states import FINISHED_DOCUMENT, RunState
+from citerun.core.states import FINISHED_DOCUMENT, RunState
 from citerun.web import identity, intake, pages, store
 from citerun.web.backend import Backend, Upload
 from citerun.web.settings import WebSettings

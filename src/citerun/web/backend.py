@@ -19,8 +19,8 @@ from typing import Protocol
 
 import asyncpg
 
-from citerun import flow, runs
-from citerun.settings import Settings
+from citerun.core import flow, runs
+from citerun.core.settings import Settings
 from citerun.web import store
 
 

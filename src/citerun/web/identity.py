@@ -28,7 +28,7 @@ import httpx
 if TYPE_CHECKING:
     from joserfc.jwk import KeySet
 
-from citerun import errors
+from citerun.core import errors
 from citerun.web.settings import WebSettings
 
 #: Longest header value or token read (a JWT of a few claims is well under 2 KB).

@@ -31,13 +31,14 @@ from pathlib import PurePosixPath
 
 import asyncpg
 
-from citerun import sql, verify
+from citerun.core import sql
+from citerun.cli import verify
 from citerun.pipeline.writer import archive
 from citerun.pipeline.writer.model import WriterFileError
 from citerun.web import store
 from citerun.web.units import human_bytes
 
-_Q = sql.load("citerun", "queries/web.sql")
+_Q = sql.load("citerun.web", "store.sql")
 
 #: Threads that prepare uploads (a library added to a bundle); the loop never does.
 WORKERS = 2

@@ -5,7 +5,7 @@ own ServiceAccount (which may only create, get and delete CitationRuns): it stag
 bytes in Postgres owned by the target namespace, records the user's submission and checks
 their caps in that one transaction, then creates a CitationRun naming the documents by
 digest. The operator admits it as any other (the namespace's caps, the run id is the
-resource's uid for generation 1: :func:`citerun.runs.run_id_for`) and the workers run it;
+resource's uid for generation 1: :func:`citerun.core.runs.run_id_for`) and the workers run it;
 status and report are read from Postgres as for a local run.
 
 Order, and what a failure leaves: staging comes first (so the operator never sees a
@@ -38,9 +38,9 @@ import asyncpg
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from citerun import runs, runspec
-from citerun.operator import kube as operator_kube
-from citerun.states import RunState
+from citerun.core import runs, runspec
+from citerun.kube import client as kube_client
+from citerun.core.states import RunState
 from citerun.web import store
 from citerun.web.backend import Upload
 from citerun.web.settings import WebSettings
@@ -114,7 +114,7 @@ class KubeBackend:
         self._api = api
 
     def _custom(self) -> kubernetes.client.CustomObjectsApi:
-        return kubernetes.client.CustomObjectsApi(self._api or operator_kube.api_client())
+        return kubernetes.client.CustomObjectsApi(self._api or kube_client.api_client())
 
     # -- the API server, each call in a thread ---------------------------------------------
 

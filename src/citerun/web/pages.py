@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from citerun import pdfmagic
+from citerun.core import pdfmagic
 from citerun.web.units import human_bytes
 
 _e = html.escape

@@ -2,8 +2,8 @@
 
 With a database URL the service serves that database (its workers run elsewhere, or
 ``--workers`` start some here); without one it starts the embedded Postgres and local
-workers as ``citerun verify`` does (:func:`citerun.localdb.database`,
-:class:`citerun.verify.LocalWorkers`), which serve every run and die with the service.
+workers as ``citerun verify`` does (:func:`citerun.local.localdb.database`,
+:class:`citerun.cli.verify.LocalWorkers`), which serve every run and die with the service.
 A restart loses nothing: the runs, their owners and the CSRF key are in Postgres, and a
 run still running when the service stopped is picked up by the next service's workers.
 """
@@ -19,8 +19,10 @@ from collections.abc import AsyncIterator
 import asyncpg
 from aiohttp import web
 
-from citerun import db, localdb, runs, verify
-from citerun.settings import Settings
+from citerun.core import db, runs
+from citerun.local import localdb
+from citerun.cli import verify
+from citerun.core.settings import Settings
 from citerun.web import app as web_app
 from citerun.web import backend, store
 from citerun.web.settings import WebSettings

@@ -1,7 +1,7 @@
 """The web service's settings, read like every other citerun setting (``CITERUN_`` prefix,
 ``__`` between a group and its field: the group here is ``web``).
 
-A separate tree from :class:`citerun.settings.Settings` because only ``citerun serve``
+A separate tree from :class:`citerun.core.settings.Settings` because only ``citerun serve``
 reads it; the CLI checks the environment against it too, so a mistyped name stops the
 process at start.
 """
@@ -121,7 +121,7 @@ class WebSettings(BaseModel):
 
 
 class ServeSettings(BaseSettings):
-    """The environment ``citerun serve`` reads besides :class:`citerun.settings.Settings`."""
+    """The environment ``citerun serve`` reads besides :class:`citerun.core.settings.Settings`."""
 
     model_config = SettingsConfigDict(
         env_prefix="CITERUN_", env_nested_delimiter="__", frozen=True, extra="ignore")

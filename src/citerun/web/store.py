@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from citerun import errors, runs, sql
+from citerun.core import errors, runs, sql
 from citerun.web.units import human_bytes
 
-_Q = sql.load("citerun", "queries/web.sql")
+_Q = sql.load("citerun.web", "store.sql")
 #: The one query that erases documents nobody owns any more (its owner is runs.sql).
-_RUNS_Q = sql.load("citerun", "queries/runs.sql")
+_RUNS_Q = sql.load("citerun.core", "runs.sql")
 
 #: The name of the CSRF tokens' HMAC key in ``web_keys``.
 CSRF_KEY = "csrf"

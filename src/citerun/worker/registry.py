@@ -18,8 +18,8 @@ from typing import Any, Generic, TypeVar
 import asyncpg
 import pydantic
 
-from citerun import errors, queue
-from citerun.settings import Settings
+from citerun.core import errors, queue
+from citerun.core.settings import Settings
 
 P = TypeVar("P", bound=pydantic.BaseModel)
 T = TypeVar("T")

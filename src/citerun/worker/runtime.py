@@ -30,9 +30,9 @@ import asyncpg
 import pydantic
 
 import citerun
-from citerun import db, listener, queue, retry
-from citerun.settings import Settings
-from citerun.states import TaskState, WorkerState
+from citerun.core import db, listener, queue, retry
+from citerun.core.settings import Settings
+from citerun.core.states import TaskState, WorkerState
 from citerun.worker import metrics, registry
 
 logger = logging.getLogger(__name__)

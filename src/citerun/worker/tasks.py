@@ -1,5 +1,5 @@
 """The handlers of the pipeline's task kinds (the order of the stages, their dedupe keys
-and what a dead task does are :mod:`citerun.flow`'s; see docs/architecture.md).
+and what a dead task does are :mod:`citerun.core.flow`'s; see docs/architecture.md).
 
 Each handler does its slow work first (parsing, embedding, retrieval, judging), then
 records its results and enqueues the next stage in ONE fenced transaction, so a worker
@@ -26,20 +26,20 @@ import httpx
 import numpy as np
 import pydantic
 
-from citerun import flow, pdfmagic, runs, runspec, sql
-from citerun.flow import FetchPayload, JudgePayload, ParsePayload, RunPayload
+from citerun.core import flow, pdfmagic, runs, runspec, sql
+from citerun.core.flow import FetchPayload, JudgePayload, ParsePayload, RunPayload
 from citerun.worker import registry as registry_mod
 from citerun.worker import sandbox
 from citerun.pipeline import (citations, embed, fetch, judge, layout, pdf, report,
                               retrieval, writer)
 from citerun.pipeline.writer import formats
-from citerun.settings import Settings
-from citerun.states import FINISHED_DOCUMENT, DocumentState, RunState
+from citerun.core.settings import Settings
+from citerun.core.states import FINISHED_DOCUMENT, DocumentState, RunState
 from citerun.pipeline.settings import PipelineSettings, RetrievalConfig
 
 logger = logging.getLogger(__name__)
 
-_Q = sql.load("citerun.worker", "queries/pipeline.sql")
+_Q = sql.load("citerun.worker", "tasks.sql")
 
 registry = registry_mod.Registry()
 

@@ -244,7 +244,7 @@ registry.on_dead = _citerun.on_dead
 
 
 async def _pool(url: str) -> asyncpg.Pool:
-    from citerun import db
+    from citerun.core import db
     pool = await db.create_pool(url, min_size=1, max_size=4)
     assert pool is not None
     return pool
@@ -288,7 +288,7 @@ def test_rolling_deploys_under_load_lose_and_duplicate_nothing(
 
 
 async def _rolling(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
-    from citerun import queue
+    from citerun.core import queue
     from tests.support import tasks as test_tasks
 
     url = support.database_url(node)
@@ -674,7 +674,7 @@ def _standby_manifest(node: node_mod.Node, primary_ip: str) -> dict[str, Any]:
 
 
 async def _switchover(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
-    from citerun import queue
+    from citerun.core import queue
     from tests.support import tasks as test_tasks
 
     _serve_test_tasks(node, tmp_path)
@@ -768,7 +768,7 @@ async def _switchover(node: node_mod.Node, tmp_path: pathlib.Path) -> None:
 
 def _try_pool(url: str) -> Any:
     """A check for operator_support.wait_for: a pool once the database answers."""
-    from citerun import db
+    from citerun.core import db
 
     async def attempt() -> asyncpg.Pool | None:
         try:

@@ -14,7 +14,7 @@ import typing
 
 import pydantic
 
-from citerun import citekeys, errors
+from citerun.core import citekeys, errors
 from citerun.pipeline import normalize
 
 

@@ -28,7 +28,7 @@ import dataclasses
 import re
 import typing
 
-from citerun import errors
+from citerun.core import errors
 from citerun.pipeline import normalize
 
 

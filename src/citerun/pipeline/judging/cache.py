@@ -14,9 +14,9 @@ import hashlib
 import json
 import typing
 
-from citerun import sql
+from citerun.core import sql
 
-_Q = sql.load("citerun.worker", "queries/judge_answers.sql")
+_Q = sql.load("citerun.pipeline.judging", "cache.sql")
 
 
 class AnswerCache(typing.Protocol):

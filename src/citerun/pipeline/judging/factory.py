@@ -7,7 +7,7 @@ import typing
 import httpx
 import pydantic
 
-from citerun.runspec import RunJudgeKind
+from citerun.core.runspec import RunJudgeKind
 from citerun.pipeline.judging.budget import TokenBudget
 from citerun.pipeline.judging.cache import AnswerCache
 from citerun.pipeline.judging.embedded import TrainedJudge, TrainedJudgeConfig

@@ -19,7 +19,7 @@ import typing
 import httpx
 import pydantic
 
-from citerun import retry
+from citerun.core import retry
 from citerun.pipeline.judging import cache as answer_cache
 from citerun.pipeline.judging import language
 from citerun.pipeline.judging.budget import TokenBudget
@@ -143,7 +143,7 @@ class JudgeAnswer(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="ignore")
 
-    # The judged verdicts of citerun.verdicts.JUDGED (tests/unit/test_verdicts.py checks).
+    # The judged verdicts of citerun.core.verdicts.JUDGED (tests/unit/test_verdicts.py checks).
     verdict: typing.Literal["supported", "partially_supported", "unsupported", "contradicted"]
     confidence: float = pydantic.Field(ge=0.0, le=1.0)
     evidence: list[int] = pydantic.Field(

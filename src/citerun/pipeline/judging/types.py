@@ -13,8 +13,8 @@ import typing
 
 import numpy.typing
 
-from citerun import errors
-from citerun.verdicts import Verdict as Verdict  # the one list of verdicts
+from citerun.core import errors
+from citerun.core.verdicts import Verdict as Verdict  # the one list of verdicts
 
 
 @dataclasses.dataclass(frozen=True)

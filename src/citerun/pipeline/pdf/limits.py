@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import typing
 
-from citerun import errors, pdfmagic
+from citerun.core import errors, pdfmagic
 
 DocumentErrorReason = typing.Literal[
     "too_large", "not_pdf", "corrupt", "encrypted", "empty", "no_text"

@@ -2,7 +2,7 @@
 their verdicts, and the line boxes of the source pages the evidence quotes come from.
 
 The worker loads the rows (``run_documents``, ``run_report_rows``,
-``document_pages_evidence`` of src/citerun/worker/queries/pipeline.sql) and records the
+``document_pages_evidence`` of src/citerun/worker/tasks.sql) and records the
 result; everything between is here, so the report's shape has one owner. A document is
 content-addressed and shared by every run that gives the same bytes, under whatever
 name each run gave it: every name in a report comes from the run's own source list
@@ -16,7 +16,7 @@ import collections.abc
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from citerun import verdicts
+from citerun.core import verdicts
 from citerun.pipeline import judge, layout
 from citerun.pipeline.report import checks, reasons
 from citerun.pipeline.report.model import (
@@ -34,7 +34,7 @@ from citerun.pipeline.report.model import (
     summarize,
     unused,
 )
-from citerun.states import DocumentState
+from citerun.core.states import DocumentState
 
 __all__ = ["Pages", "Row", "build", "evidence_pages", "page_images", "quoting_sources"]
 

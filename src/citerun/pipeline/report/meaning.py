@@ -3,7 +3,7 @@ confidence, the order "most doubtful first", and the rows of "citations to fix".
 
 One owner for each: the HTML's legend, badges, summary and filters, and the list of
 citations to fix are generated from :data:`VERDICTS` and :data:`PROBLEMS`, which cover
-every :class:`~citerun.verdicts.Verdict` and every :class:`~.model.Problem` (checked on
+every :class:`~citerun.core.verdicts.Verdict` and every :class:`~.model.Problem` (checked on
 import, so a new verdict cannot go unexplained).
 """
 
@@ -14,7 +14,7 @@ import csv
 import dataclasses
 import io
 
-from citerun import verdicts
+from citerun.core import verdicts
 from citerun.pipeline import judge
 from citerun.pipeline.report.model import CitationEntry, Problem, Report
 from citerun.pipeline.report.reasons import explain

@@ -18,7 +18,7 @@ import zipfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from citerun import pdfmagic
+from citerun.core import pdfmagic
 from citerun.pipeline import citations
 from citerun.pipeline.writer import archive
 from citerun.pipeline.writer.model import (

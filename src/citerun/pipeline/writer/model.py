@@ -12,7 +12,7 @@ import typing
 
 import pydantic
 
-from citerun import errors
+from citerun.core import errors
 from citerun.pipeline.citations import model as citations
 from citerun.pipeline.citations.model import Skipped
 

@@ -1,9 +1,9 @@
 """``citerun verify --fail-on``: whether a thesis passed, as an exit code (issue 39).
 
 A thesis kept in a repository fails its build when a citation has a verdict it names
-(:class:`citerun.verdicts.Verdict`'s names) or a problem the checks beyond the verdict
+(:class:`citerun.core.verdicts.Verdict`'s names) or a problem the checks beyond the verdict
 found (:class:`citerun.pipeline.report.model.Problem`'s: a wrong cited page, a changed or
-missing quotation); the report is written either way. Kept apart from :mod:`citerun.verify` so that the parser, which every command
+missing quotation); the report is written either way. Kept apart from :mod:`citerun.cli.verify` so that the parser, which every command
 builds, imports nothing heavy.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from citerun.verdicts import Verdict
+from citerun.core.verdicts import Verdict
 
 #: Exit codes of ``citerun verify`` (README, "Exit codes"): the thesis passed (the run
 #: completed and no citation has a ``--fail-on`` verdict); the command or the run failed;

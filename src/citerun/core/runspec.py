@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import pydantic
 
-from citerun import citekeys
+from citerun.core import citekeys
 
 GROUP = "citerun.dev"
 VERSION = "v1alpha1"

@@ -4,7 +4,7 @@ The embedded server is started on first use and left running between calls of th
 user only while some citerun process uses it: the last process to leave stops it (a pid
 registry under the data dir counts the users). The application gets the URL of the
 ``citerun_app`` role, which owns the ``citerun`` database and nothing else (see
-:mod:`citerun.embedded`); the superuser only sets the role and the database up.
+:mod:`citerun.local.embedded`); the superuser only sets the role and the database up.
 """
 
 from __future__ import annotations
@@ -21,15 +21,16 @@ from pathlib import Path
 import fasteners
 import platformdirs
 
-from citerun import db, embedded, sql
-from citerun.settings import Settings
+from citerun.core import db, sql
+from citerun.local import embedded
+from citerun.core.settings import Settings
 
 DATABASE = "citerun"
 
 #: Root's embedded servers whose default data dir their system user cannot reach.
 SYSTEM_DIR = embedded.SYSTEM_DIR
 
-_Q = sql.load("citerun", "queries/local.sql")
+_Q = sql.load("citerun.local", "localdb.sql")
 
 
 @contextlib.contextmanager
@@ -77,7 +78,7 @@ def default_data_dir() -> Path:
 
 def system_server_dir(data_dir: Path, user: str) -> Path:
     """``/var/lib/citerun/<digest>``: the server files of root's ``data_dir``, made on
-    first use (with one line on stderr), in :func:`citerun.embedded.system_dir`."""
+    first use (with one line on stderr), in :func:`citerun.local.embedded.system_dir`."""
     embedded.system_dir(user)
     path = system_server_path(data_dir)
     try:

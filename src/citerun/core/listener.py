@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import asyncpg
 
-from citerun import db, queue
+from citerun.core import db, queue
 
 logger = logging.getLogger(__name__)
 

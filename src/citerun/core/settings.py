@@ -22,7 +22,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from citerun import errors, retry
+from citerun.core import errors, retry
 
 
 class QueueSettings(BaseModel):
@@ -108,7 +108,7 @@ class WorkerSettings(BaseModel):
         "before releasing them. Keep below the pod's terminationGracePeriodSeconds.")
     listen_reconnect_s: float = Field(
         1.0, gt=0, description="Seconds before re-opening a lost LISTEN connection (doubles "
-        "up to 5 s, citerun.db.RECONNECT, while the database stays away).")
+        "up to 5 s, citerun.core.db.RECONNECT, while the database stays away).")
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="Port of the Prometheus endpoint (/metrics, and "
         "/healthz for the pod's probes, which never touches the database); None disables it.")
@@ -170,9 +170,9 @@ ENV_NESTED = "__"
 #: before anything else) lets exactly these and the settings' own pass.
 NOT_SETTINGS: dict[str, str] = {
     "CITERUN_LOG_FORMAT": "the CLI's --log-format default, needed before any settings",
-    "CITERUN_VERIFY_PID": "citerun.verify.VERIFY_PID_ENV: the `citerun verify` that "
+    "CITERUN_VERIFY_PID": "citerun.cli.verify.VERIFY_PID_ENV: the `citerun verify` that "
     "started this worker (it lives and dies with it)",
-    "CITERUN_JUDGE_PROFILES": "citerun.runspec.JUDGE_PROFILES_ENV: the judge profiles "
+    "CITERUN_JUDGE_PROFILES": "citerun.core.runspec.JUDGE_PROFILES_ENV: the judge profiles "
     "runs may choose (JSON, from the chart's judgeProfiles)",
     "CITERUN_JUDGE_API_KEY": "the chart's key of the default openai judge, the variable "
     "CITERUN_JUDGE__OPENAI__API_KEY_ENV names",

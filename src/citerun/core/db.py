@@ -20,14 +20,14 @@ from typing import Any
 import asyncpg
 import pgvector.asyncpg
 
-from citerun import errors, retry, sql
+from citerun.core import errors, retry, sql
 
 logger = logging.getLogger(__name__)
 
 # Any fixed 64-bit key works, as long as it never changes (old and new pods share it).
 MIGRATION_LOCK_KEY = 0x63697465_72756E31  # "citerun1"
 
-QUERIES = _QUERIES = sql.load("citerun", "queries/db.sql")
+QUERIES = _QUERIES = sql.load("citerun.core", "db.sql")
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -66,7 +66,7 @@ class Migration:
 def available_migrations() -> list[Migration]:
     """The migration files shipped with citerun, in version order."""
     found: list[Migration] = []
-    for entry in resources.files("citerun.migrations").iterdir():
+    for entry in resources.files("citerun.core.migrations").iterdir():
         match = _MIGRATION_FILE.match(entry.name)
         if match:
             found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))

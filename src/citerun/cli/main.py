@@ -18,9 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 import asyncpg
 import pydantic
 
-from citerun import db, errors, gate, localdb, settings as settings_mod
-from citerun.settings import Settings
-from citerun.states import RunState
+from citerun.core import db, errors, settings as settings_mod
+from citerun.cli import gate
+from citerun.local import localdb
+from citerun.core.settings import Settings
+from citerun.core.states import RunState
 
 logger = logging.getLogger("citerun")
 
@@ -56,7 +58,7 @@ def _die_with(parent: int) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from citerun import verify, verify_run
+    from citerun.cli import verify, verify_run
 
     parent = int(os.environ.get(verify.VERIFY_PID_ENV, "0")) or None
     stopping: list[int] = []  # a SIGTERM before the worker's own handler is installed
@@ -117,7 +119,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from citerun import verify, verify_run
+    from citerun.cli import verify, verify_run
 
     console = Console(stderr=False)
     try:
@@ -136,7 +138,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         # A first run applies every migration, one INFO line each: noise on a verify's
         # stderr, which should say what matters (--log-level DEBUG shows them).
-        logging.getLogger("citerun.db").setLevel(logging.WARNING)
+        logging.getLogger("citerun.core.db").setLevel(logging.WARNING)
 
     def terminate(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt  # the run is cancelled and the workers stopped on the way out
@@ -217,7 +219,7 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 def cmd_upload(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from citerun import runs
+    from citerun.core import runs
 
     async def upload(url: str) -> None:
         await db.migrate(url)
@@ -241,19 +243,19 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from citerun import client
+    from citerun.cli import client
 
     return client.submit(args)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from citerun import client
+    from citerun.cli import client
 
     return client.status(args)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from citerun import client
+    from citerun.cli import client
 
     return client.report(args)
 
@@ -393,7 +395,7 @@ def configure_logging(level: str, fmt: str) -> None:
     ``action`` and ``task_id``) for a cluster's log pipeline."""
     handler = logging.StreamHandler()
     if fmt == "json":
-        from citerun import logs
+        from citerun.core import logs
 
         handler.setFormatter(logs.json_formatter())
     else:

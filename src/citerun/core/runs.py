@@ -3,7 +3,7 @@
 A run is created in one transaction with its documents and its first tasks, keyed by
 the run id (a CitationRun's uid on a cluster), so a retried or duplicated create
 changes nothing. This module knows no stage of the pipeline: which tasks a run starts
-with and which follow is :mod:`citerun.flow`'s, handed in as ``start``. Transitions
+with and which follow is :mod:`citerun.core.flow`'s, handed in as ``start``. Transitions
 that involve several tasks lock the run's row first (:func:`lock`,
 :func:`lock_by_documents`), so two tasks finishing at once cannot both miss, or both
 take, the transition. See ``docs/architecture.md``.
@@ -19,13 +19,13 @@ from typing import Any
 
 import asyncpg
 
-from citerun import errors, queue, sql
-from citerun.states import RunState
+from citerun.core import errors, queue, sql
+from citerun.core.states import RunState
 
-_Q = sql.load("citerun", "queries/runs.sql")
+_Q = sql.load("citerun.core", "runs.sql")
 
 #: Enqueues a new run's first tasks; called inside the create transaction with the run's
-#: row locked (see :meth:`citerun.flow.Flow.start`).
+#: row locked (see :meth:`citerun.core.flow.Flow.start`).
 StartHook = Callable[[asyncpg.Connection, "RunRequest"], Awaitable[None]]
 
 
@@ -103,7 +103,7 @@ def digest_of(data: bytes) -> str:
 async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, filename: str,
                          *, tenant: str = "default", via: str = "upload") -> StagedDocument:
     """Store a PDF's bytes under its sha256 (a document seen before is reused); the
-    tenant owns the digest from now on (see src/citerun/migrations/0003_tenancy.sql), by
+    tenant owns the digest from now on (see src/citerun/core/migrations/0003_tenancy.sql), by
     upload or for a run (``via`` ``"run"``: a downloaded source)."""
     digest = digest_of(data)
     await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant, via)

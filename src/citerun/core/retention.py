@@ -16,9 +16,9 @@ from typing import TypeAlias
 
 import asyncpg
 
-from citerun import sql
+from citerun.core import sql
 
-_Q = sql.load("citerun", "queries/retention.sql")
+_Q = sql.load("citerun.core", "retention.sql")
 
 Executor: TypeAlias = asyncpg.Connection | asyncpg.Pool
 

@@ -1,4 +1,5 @@
-"""The Kubernetes API calls the operator makes outside kopf's own handler patches.
+"""The Kubernetes API calls citerun makes outside kopf's own handler patches: the operator's,
+the web's cluster backend's and the CLI client's.
 
 The official client is synchronous; every call here runs in a thread. Status writes are
 conditional on the object's resourceVersion, so two operator replicas (a rollout) or a
@@ -19,8 +20,8 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from citerun import errors, runspec
-from citerun.operator import spec as specs
+from citerun.core import errors, runspec
+from citerun.core import runspec as specs
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Mapping
 
-from citerun import errors
+from citerun.core import errors
 
 _HEADER = re.compile(r"^-- name: ([a-z0-9_]+) --\s*$", re.MULTILINE)
 

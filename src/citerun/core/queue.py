@@ -24,9 +24,9 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
-from citerun import errors, retry, sql
-from citerun.settings import QueueSettings
-from citerun.states import TaskState, WorkerState
+from citerun.core import errors, retry, sql
+from citerun.core.settings import QueueSettings
+from citerun.core.states import TaskState, WorkerState
 
 # Where a statement may run: a connection (possibly inside the caller's transaction)
 # or the pool.
@@ -38,7 +38,7 @@ TASKS_CHANNEL = "citerun_tasks"
 LATER = ":later"
 RUNS_CHANNEL = "citerun_runs"
 
-_Q = sql.load("citerun", "queries/queue.sql")
+_Q = sql.load("citerun.core", "queue.sql")
 
 # A task enqueued without max_attempts (the flow always sets it) gets the settings' default.
 _DEFAULT_MAX_ATTEMPTS: int = QueueSettings.model_fields["max_attempts"].default

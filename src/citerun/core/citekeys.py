@@ -1,6 +1,6 @@
 """Citation keys: the ASCII folding they are compared in, and which keys a run may name.
 
-Core, so that the run spec (:mod:`citerun.runspec`) and ``citerun verify --key`` refuse
+Core, so that the run spec (:mod:`citerun.core.runspec`) and ``citerun verify --key`` refuse
 what the mapping could never use with the very rule the mapping compares keys by: the
 pipeline's word folding (:mod:`citerun.pipeline.normalize`) and its
 ``normalize_key`` are this module's. Two sources whose keys fold to one key would fail the
@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from citerun import errors
+from citerun.core import errors
 
 _UMLAUTS = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
 _ASCII_WORD = re.compile(r"[a-z0-9]+")

@@ -1,8 +1,8 @@
 """The pipeline's flow: its task kinds, which stage follows which, the dedupe keys that make
 every transition idempotent, and what a dead-lettered task does to its run.
 
-This is the one module that knows the stage names. The core (:mod:`citerun.queue`,
-:mod:`citerun.runs`) moves tasks and runs without knowing what they mean; the worker's
+This is the one module that knows the stage names. The core (:mod:`citerun.core.queue`,
+:mod:`citerun.core.runs`) moves tasks and runs without knowing what they mean; the worker's
 handlers (:mod:`citerun.worker.tasks`) do each stage's work and call this module to
 enqueue the next one; the operator and the CLI create runs through :func:`create`, which
 hands the core the first tasks. It sits between the core and the worker/operator so that
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import asyncpg
 import pydantic
 
-from citerun import errors, queue, runs
-from citerun.states import RunState
-from citerun.settings import QueueSettings, Settings
+from citerun.core import errors, queue, runs
+from citerun.core.states import RunState
+from citerun.core.settings import QueueSettings, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -229,5 +229,5 @@ async def create(pool: asyncpg.Pool, request: runs.RunRequest, *,
                  settings: Settings | QueueSettings | None = None,
                  caps: runs.Caps | None = None) -> runs.Admission:
     """Admit and create a run with its first tasks, in one transaction (see
-    :func:`citerun.runs.create`)."""
+    :func:`citerun.core.runs.create`)."""
     return await runs.create(pool, request, start=of(settings).start, caps=caps)

@@ -17,13 +17,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from citerun import db, errors, flow, retry, runs, sql
-from citerun.states import RunState
+from citerun.core import db, errors, flow, retry, runs, sql
+from citerun.core.states import RunState
 
-if TYPE_CHECKING:  # the types of the verify's inputs; citerun.verify imports this module
-    from citerun.verify import LocalWorkers, ReportPaths, ThesisInput
+if TYPE_CHECKING:  # the types of the verify's inputs; citerun.cli.verify imports this module
+    from citerun.cli.verify import LocalWorkers, ReportPaths, ThesisInput
 
-_Q = sql.load("citerun", "queries/local.sql")
+_Q = sql.load("citerun.local", "localdb.sql")
 
 
 def process_identity(pid: int) -> str | None:
@@ -85,7 +85,7 @@ async def start_run(url: str, thesis: ThesisInput, sources: list[Path],
         await pool.close()
 
 #: How long ``citerun verify`` waits for its database to come back (a restart) while it
-#: follows the run, reconnecting under :data:`citerun.db.RECONNECT` as the workers do.
+#: follows the run, reconnecting under :data:`citerun.core.db.RECONNECT` as the workers do.
 FOLLOW_RECONNECT_S = 30.0
 
 

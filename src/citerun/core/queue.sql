@@ -3,7 +3,7 @@
 -- One statement, so an enqueue outside a transaction is one round trip; the NOTIFY is
 -- delivered when the transaction commits. An existing dedupe_key is skipped.
 -- fair_key = (floor(log2(the tenant's open tasks, this batch included)) << 32) + the task's
--- place in its run's backlog (see src/citerun/migrations/0004_fair_claim.sql); the count is capped
+-- place in its run's backlog (see src/citerun/core/migrations/0004_fair_claim.sql); the count is capped
 -- at 4,096 (band 12) so an enqueue stays cheap behind any backlog.
 WITH input AS (
     SELECT t.*, coalesce(r.tenant, 'default') AS tenant

@@ -10,7 +10,7 @@ attempt number and, for HTTP, the server's ``Retry-After``; :func:`retrying` (an
 raising the given errors. An HTTP client raises :class:`TryAgain` from an attempt that
 got no answer or a retryable one (with the server's ``Retry-After``), so its requests
 are retried by the same loop as everything else. "The database is unavailable" is
-defined once, as :data:`citerun.db.UNAVAILABLE`. See ``docs/architecture.md``
+defined once, as :data:`citerun.core.db.UNAVAILABLE`. See ``docs/architecture.md``
 ("Retries").
 """
 
