@@ -1,0 +1,113 @@
+"""The tests per directory: how many there are, and how long each directory took.
+
+Usage (from the repository root)::
+
+    python -m bench.tests_by_dir                          # counts, from pytest's collection
+    python -m bench.tests_by_dir --junit results.xml      # and times, from a run's JUnit XML
+    python -m bench.tests_by_dir --junit results.xml --write   # the "Tests" section of
+                                                               # docs/architecture.md
+
+The counts are collected (``pytest --collect-only``), never written from memory;
+``tests/unit/test_tests_by_dir.py`` fails when the section's counts differ from a fresh
+collection. The times come from a run's JUnit XML (``scripts/test --junitxml=FILE``):
+the sum of each test's own time (set-up and tear-down included), so they add up to the
+run's pytest time, not to the wall time of the installs before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+from bench.common import REPO
+from bench.machine import basics, write_section
+
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+SECTION = "## The tests, per directory"
+_ROW = re.compile(r"^\| `([^`]+)` \| ([\d,]+) \|", re.M)
+
+
+def directory_of(nodeid: str) -> str:
+    """``tests/unit/test_x.py::test_y[a]`` -> ``tests/unit``."""
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[0]
+
+
+def collect() -> collections.Counter[str]:
+    """The number of tests pytest collects, per directory of their file."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "CITERUN_NODE_TESTS": "1"})
+    ids = [line for line in result.stdout.splitlines() if "::" in line]
+    if result.returncode != 0 or not ids:
+        raise RuntimeError(f"pytest --collect-only failed:\n{result.stdout[-2000:]}"
+                           f"{result.stderr[-2000:]}")
+    return collections.Counter(directory_of(nodeid) for nodeid in ids)
+
+
+def junit_times(path: pathlib.Path) -> dict[str, tuple[float, collections.Counter[str]]]:
+    """Per directory: the seconds its tests took, and how many passed, failed, skipped."""
+    out: dict[str, tuple[float, collections.Counter[str]]] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        file = case.get("file") or case.get("classname", "").replace(".", "/") + ".py"
+        directory = file.rsplit("/", 1)[0]
+        seconds, outcomes = out.get(directory, (0.0, collections.Counter()))
+        tags = {child.tag for child in case}
+        outcome = ("failed" if tags & {"failure", "error"} else
+                   "skipped" if "skipped" in tags else "passed")
+        outcomes[outcome] += 1
+        out[directory] = (seconds + float(case.get("time", 0)), outcomes)
+    return out
+
+
+def table(counts: collections.Counter[str],
+          times: dict[str, tuple[float, collections.Counter[str]]] | None) -> str:
+    head = "| directory | tests | passed / failed / skipped | time |"
+    rows = [head, "|---|---:|---|---:|"]
+    for directory in sorted(counts):
+        seconds, outcomes = (times or {}).get(directory, (None, collections.Counter()))
+        ran = (f"{outcomes['passed']} / {outcomes['failed']} / {outcomes['skipped']}"
+               if times else "–")
+        took = "–" if seconds is None else f"{seconds / 60:.1f} min"
+        rows.append(f"| `{directory}` | {counts[directory]:,} | {ran} | {took} |")
+    total = sum(seconds for seconds, _ in (times or {}).values())
+    rows.append(f"| **all** | {sum(counts.values()):,} | | "
+                f"{f'{total / 60:.1f} min' if times else '–'} |")
+    return "\n".join(rows)
+
+
+def documented(text: str) -> dict[str, int]:
+    """The counts the section states, per directory."""
+    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0] if SECTION in text else ""
+    return {d: int(n.replace(",", "")) for d, n in _ROW.findall(section)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--junit", type=pathlib.Path, help="a run's JUnit XML, for times")
+    parser.add_argument("--write", action="store_true",
+                        help=f"replace the section of {ARCHITECTURE.relative_to(REPO)}")
+    args = parser.parse_args(argv)
+    counts = collect()
+    times = junit_times(args.junit) if args.junit else None
+    text = table(counts, times)
+    print(text)
+    if args.write:
+        machine = ", ".join(f"{k} {v}" for k, v in basics().items())
+        how = ("Times: the run's JUnit XML (`scripts/test --junitxml=FILE`, then "
+               "`python -m bench.tests_by_dir --junit FILE --write`), on " + machine + "."
+               if times else "Times: not measured in this write (no `--junit`).")
+        write_section(SECTION, f"{SECTION}\n\nCounted by `python -m bench.tests_by_dir` "
+                      f"from pytest's collection (`tests/unit/test_tests_by_dir.py` fails "
+                      f"when they are stale). {how}\n\n{text}\n", docs=ARCHITECTURE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
