@@ -111,7 +111,7 @@ def _rolled_back(conn: asyncpg.Connection,
 async def measure_before(url: str, rows: int, repeat: int) -> dict[str, list[float]]:
     conn = await asyncpg.connect(url)
     try:
-        await conn.execute((REPO / "src" / "citerun" / "migrations" / "0001_initial.sql").read_text())
+        await conn.execute((REPO / "src" / "citerun" / "core" / "migrations" / "0001_initial.sql").read_text())
         await _fill(conn, rows)
         await conn.execute("INSERT INTO tasks (kind, max_attempts) "
                            "SELECT $1, 5 FROM generate_series(1, 100)", KIND)

@@ -40,7 +40,7 @@ async def test_the_vector_column_has_the_embedders_width(pool: asyncpg.Pool) -> 
 
 
 def test_the_migration_names_the_default_embedder_for_old_rows() -> None:
-    text = next((REPO / "src" / "citerun" / "migrations").glob("0002_*.sql")).read_text(encoding="utf-8")
+    text = next((REPO / "src" / "citerun" / "core" / "migrations").glob("0002_*.sql")).read_text(encoding="utf-8")
     assert f"embedding_model = '{embed.WordLlamaEmbedder.name}'" in text
 
 
