@@ -28,8 +28,8 @@ def _failing_registry() -> registry_mod.Registry:
     async def parse(ctx: registry_mod.TaskContext, payload: _Parse) -> None:
         raise RuntimeError(f"cannot parse {payload.digest[:8]}")
 
-    async def on_dead(pool: asyncpg.Pool, task_ids: list[int]) -> None:
-        await flow.of().on_dead(pool, task_ids)
+    async def on_dead(pool: asyncpg.Pool, task_ids: list[int], settings: Settings) -> None:
+        await flow.of(settings).on_dead(pool, task_ids)
 
     registry.on_dead = on_dead
     return registry

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 
-from citerun.cli import verify
-from citerun.pipeline import citations
+from citerun.pipeline import citations, intake
 from citerun.pipeline.citations import model
-from citerun.pipeline.settings import LimitSettings
-from citerun.worker import sandbox
+from citerun.pipeline import document
+from citerun.pipeline.settings import DocumentSettings, LimitSettings
+from citerun.worker import sandbox, steps
 
 LIMITS = LimitSettings()
 BIB = b"@article{alvarez2019, title={Nocturnal Heat}, author={Alvarez, Maria}, year={2019}}\n"
@@ -40,19 +40,20 @@ def _doubling_tex(sentence_doublings: int, cite_doublings: int) -> bytes:
     return tex.encode()
 
 
-async def _parse(tex: bytes) -> sandbox.Parsed | sandbox.Rejected:
-    data = verify.thesis_bytes("thesis.tex", tex, [("refs.bib", BIB)])
-    return await sandbox.run(LIMITS.parse, sandbox.parse_job, data, 10**8, 900, 150, LIMITS,
-                             slots=LIMITS.max_children)
+async def _parse(tex: bytes) -> steps.Parsed | steps.Rejected:
+    data = intake.thesis_bytes("thesis.tex", tex, [("refs.bib", BIB)])
+    return await sandbox.run(LIMITS.parse, steps.parse, data, LIMITS,
+                             DocumentSettings(max_bytes=10**8), slots=LIMITS.max_children)
 
 
 async def test_one_sentence_carrying_thousands_of_cites_is_refused_in_the_child() -> None:
     tex = _doubling_tex(8, 11)
     assert len(tex) < 1000
     outcome = await _parse(tex)
-    if isinstance(outcome, sandbox.Parsed):  # before the fix: the sentence once per \cite
-        written = json.dumps(outcome.written)
-        raise AssertionError(f"{len(outcome.written['citations']):,} citations, "
+    if isinstance(outcome, steps.Parsed):  # before the fix: the sentence once per \cite
+        stored = document.written_json(outcome.document) or {}
+        written = json.dumps(stored)
+        raise AssertionError(f"{len(stored['citations']):,} citations, "
                              f"{len(written) / 1e6:.0f} MB of parsed JSON")
     assert outcome.reason == sandbox.REASON
     assert "limits.max_claims_chars" in outcome.message and "4,096 citations" in outcome.message
@@ -63,8 +64,9 @@ async def test_a_long_written_claim_is_cut_and_reported_where_it_stands() -> Non
     tex = (f"\\documentclass{{article}}\n\\begin{{document}}\nThe {sentence} grows "
            "\\cite{alvarez2019}.\nA short one \\cite{alvarez2019}.\n\\end{document}\n").encode()
     outcome = await _parse(tex)
-    assert isinstance(outcome, sandbox.Parsed), outcome
-    written = outcome.written
+    assert isinstance(outcome, steps.Parsed), outcome
+    written = document.written_json(outcome.document)  # as the parse stage stores it
+    assert written is not None
     claims = [c["claim"] for c in written["citations"]]
     assert len(claims) == 2 and max(map(len, claims)) <= LIMITS.max_claim_chars
     assert claims[0].endswith(" …") and claims[0].startswith("The word0 word1")

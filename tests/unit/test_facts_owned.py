@@ -238,16 +238,17 @@ def _latex_bundle(chapters: int) -> bytes:
 
 def test_the_bundle_limits_are_settings_the_parse_child_obeys(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from citerun.pipeline.settings import PipelineSettings
-    from citerun.worker import sandbox
+    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
+    from citerun.worker import steps
     data = _latex_bundle(4)
     limits = PipelineSettings().limits
-    assert isinstance(sandbox.written_job(data, 1 << 30, 900, 150, limits), sandbox.Parsed)
+    documents = DocumentSettings(max_bytes=1 << 30)
+    assert isinstance(steps.parse(data, limits, documents), steps.Parsed)
     monkeypatch.setenv("CITERUN_LIMITS__BUNDLE__MAX_MEMBERS", "3")
     limits = PipelineSettings().limits
     assert limits.bundle.max_members == 3
-    outcome = sandbox.written_job(data, 1 << 30, 900, 150, limits)
-    assert isinstance(outcome, sandbox.Rejected) and "over the limit of 3" in outcome.message
+    outcome = steps.parse(data, limits, documents)
+    assert isinstance(outcome, steps.Rejected) and "over the limit of 3" in outcome.message
 
 
 def test_the_library_limits_are_settings_the_parse_child_obeys(
@@ -255,8 +256,8 @@ def test_the_library_limits_are_settings_the_parse_child_obeys(
     import io
     import zipfile
 
-    from citerun.pipeline.settings import PipelineSettings
-    from citerun.worker import sandbox
+    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
+    from citerun.worker import steps
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as bundle:
         bundle.writestr("main.tex", "\\documentclass{article}\n\\begin{document}\n"
@@ -265,11 +266,12 @@ def test_the_library_limits_are_settings_the_parse_child_obeys(
         bundle.writestr("refs.bib", "".join(f"@misc{{k{i}, title={{Title {i}}}, year={{2020}}}}\n"
                                             for i in range(5)))
     data = buffer.getvalue()
-    parsed = sandbox.written_job(data, 1 << 30, 900, 150, PipelineSettings().limits)
-    assert isinstance(parsed, sandbox.Parsed)
+    documents = DocumentSettings(max_bytes=1 << 30)
+    parsed = steps.parse(data, PipelineSettings().limits, documents)
+    assert isinstance(parsed, steps.Parsed)
     monkeypatch.setenv("CITERUN_LIMITS__LIBRARY__MAX_ITEMS", "3")
     limits = PipelineSettings().limits
     assert limits.library.max_items == 3
-    outcome = sandbox.written_job(data, 1 << 30, 900, 150, limits)
-    assert isinstance(outcome, sandbox.Rejected)
+    outcome = steps.parse(data, limits, documents)
+    assert isinstance(outcome, steps.Rejected)
     assert "5 entries, over the limit of 3" in outcome.message

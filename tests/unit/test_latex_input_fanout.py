@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 
-from citerun.pipeline.settings import LimitSettings
+from citerun.pipeline.settings import DocumentSettings, LimitSettings
 from citerun.pipeline.writer import formats, latex_tables
-from citerun.worker import sandbox
+from citerun.worker import sandbox, steps
 
 
 def _fanout(width: int = 10, depth: int = 20) -> bytes:
@@ -28,10 +28,10 @@ async def test_an_input_fanout_is_refused_at_once() -> None:
     assert len(data) < 2500
     limits = LimitSettings()
     started = time.monotonic()
-    outcome = await sandbox.run(limits.parse, sandbox.parse_job, data, 10**8, 900, 150,
-                                limits, slots=limits.max_children)
+    outcome = await sandbox.run(limits.parse, steps.parse, data, limits,
+                                DocumentSettings(max_bytes=10**8), slots=limits.max_children)
     elapsed = time.monotonic() - started
-    assert isinstance(outcome, sandbox.Rejected), outcome
+    assert isinstance(outcome, steps.Rejected), outcome
     assert f"reads included files over {latex_tables.MAX_INCLUDES:,} times" in outcome.message
     assert elapsed < 3.0, elapsed
 

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from citerun.pipeline import citations, pdf
+from citerun.pipeline.document import Document
 from tests.unit import pdf_fixtures
 
 LIMIT = 50 * 1024 * 1024
@@ -55,7 +56,7 @@ def two_column_paper() -> bytes:
     )
 
 
-def parse(data: bytes) -> pdf.ParsedDocument:
+def parse(data: bytes) -> Document:
     return pdf.parse_pdf(data, max_bytes=LIMIT)
 
 

@@ -20,7 +20,7 @@ import pytest
 from citerun.pipeline import citations, normalize, pdf
 from citerun.pipeline.citations import mapping, mapping_lookup, model
 from citerun.pipeline.settings import LimitSettings
-from citerun.worker import sandbox
+from citerun.worker import sandbox, steps
 from tests.support import hostile_theses, loop
 
 
@@ -135,20 +135,19 @@ def test_a_thesis_over_the_caps_is_refused_with_the_limit_named() -> None:
 async def test_the_worker_maps_in_a_child_and_refuses_over_the_caps(
         big_thesis: citations.Extraction) -> None:
     limits = LimitSettings()
-    # Over a cap: DocumentTooComplex (the run fails with the limit named), no child.
+    # Over a cap: DocumentTooComplex (the run fails with the limit named), checked first.
     with pytest.raises(sandbox.DocumentTooComplex, match="document_too_complex: 6,000 "
                        "citations, over the limit of 5,000"):
-        await sandbox.map_citations(big_thesis, [], citations.MatchConfig(max_citations=5000),
-                                    limits)
+        await steps.mapped(big_thesis, [], citations.MatchConfig(max_citations=5000), limits)
     # A duplicate key is the same error as without the sandbox.
     small = citations.extract([(1, "A claim [1].")])
     twice = [citations.SourceInfo(document_id=d, filename=f"{d}.pdf", title=None, authors=(),
                                   year=None, explicit_keys=("1",)) for d in ("a", "b")]
     with pytest.raises(citations.DuplicateKeyError, match="'1'"):
-        await sandbox.map_citations(small, twice, citations.MatchConfig(), limits)
+        await steps.mapped(small, twice, citations.MatchConfig(), limits)
     # The big thesis is mapped in a child while the loop goes on ticking (heartbeats).
     started = time.monotonic()
-    mapped, ticks = await loop.ticks_while(sandbox.map_citations(
+    mapped, ticks = await loop.ticks_while(steps.mapped(
         big_thesis, _sources(500), citations.MatchConfig(), limits))
     elapsed = time.monotonic() - started
     assert not isinstance(mapped, Exception), mapped

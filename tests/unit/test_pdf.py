@@ -8,6 +8,7 @@ import pathlib
 import pytest
 
 from citerun.pipeline import pdf
+from citerun.pipeline.document import Document
 from tests.unit import pdf_fixtures
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
@@ -22,7 +23,7 @@ BODIES = [
 ]
 
 
-def parse(data: bytes) -> pdf.ParsedDocument:
+def parse(data: bytes) -> Document:
     return pdf.parse_pdf(data, max_bytes=LIMIT)
 
 

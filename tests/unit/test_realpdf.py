@@ -18,6 +18,7 @@ import typing
 import pytest
 
 from citerun.pipeline import citations, pdf
+from citerun.pipeline.document import Document
 from bench.quality import realpdf, truth
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ def _need_data() -> pathlib.Path:
 
 
 @functools.cache
-def _document(name: str) -> tuple[pdf.ParsedDocument, citations.Extraction]:
+def _document(name: str) -> tuple[Document, citations.Extraction]:
     doc = pdf.parse_pdf((DATA / "pdfs" / name).read_bytes(), max_bytes=200 * 1024 * 1024)
     return doc, citations.extract([(p.number, p.text) for p in doc.pages])
 

@@ -22,7 +22,8 @@ import pytest
 from citerun.pipeline import citations
 from citerun.pipeline.citations import patterns, references
 from citerun.pipeline.settings import LimitSettings
-from citerun.worker import sandbox
+from citerun.pipeline.document import Document, Page
+from citerun.worker import steps
 from tests.support import hostile_references, hostile_theses
 
 SMALL = 1 / 16  # 25 KB of list; the large one is four times as long
@@ -63,7 +64,8 @@ async def test_a_worker_extracts_the_full_list_within_its_limits(shape: str) -> 
     lines = hostile_references.SHAPES[shape](1)
     pages = hostile_references.thesis_pages(shape, 1)
     assert sum(len(text) for _, text in pages) >= 300_000
-    extraction = await sandbox.extract(pages, LimitSettings())
+    extraction = await steps.extracted(Document(tuple(Page(n, t) for n, t in pages)),
+                                       LimitSettings())
     listed = extraction.references
     # Nothing of the list is dropped: its words, in order, are the entries' words.
     assert [w for e in listed for w in (f"[{e.label}]" if e.label else "", *e.text.split()) if w] \

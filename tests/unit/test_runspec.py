@@ -45,6 +45,7 @@ def test_profiles_refuse_a_query_string_base_url() -> None:
 
 def test_the_worker_takes_the_endpoint_from_the_profile_and_the_runs_own_key(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from citerun.pipeline.settings import PipelineSettings
     from citerun.worker import tasks
 
     monkeypatch.setenv(runspec.JUDGE_PROFILES_ENV, json.dumps({"default": {
@@ -54,26 +55,27 @@ def test_the_worker_takes_the_endpoint_from_the_profile_and_the_runs_own_key(
     spec = runspec.RunSpec.model_validate({**_example(), "judge": {
         "kind": "openai", "openai": {"apiKeySecretRef": {"name": "k", "key": "k"},
                                      "tokenBudget": 500}}}).to_json()
-    config, _ = tasks._run_config(spec, "sk-run")
+    config, _ = tasks._run_config(PipelineSettings(), runspec.RunSpec.from_json(spec), "sk-run")
     assert config.kind == "openai"
     assert config.openai.url == "https://judge.example.org/v1/chat/completions"
     assert config.openai.model == "judge-model" and config.openai.token_budget == 500
     assert config.openai.api_key is not None
     assert config.openai.api_key.get_secret_value() == "sk-run"
     # Without its own key, the run uses the profile's.
-    config, _ = tasks._run_config(spec, None)
+    config, _ = tasks._run_config(PipelineSettings(), runspec.RunSpec.from_json(spec), None)
     assert config.openai.api_key is None
     assert config.openai.api_key_env == "CITERUN_JUDGE_PROFILE_KEY_DEFAULT"
     # A profile the workers do not know fails the task for good, never a default URL.
     unknown = runspec.RunSpec.model_validate({**_example(), "judge": {
         "kind": "openai", "openai": {"profile": "other"}}}).to_json()
     with pytest.raises(Exception, match="not configured"):
-        tasks._run_config(unknown, None)
+        tasks._run_config(PipelineSettings(), runspec.RunSpec.from_json(unknown), None)
 
 
 def test_a_runs_token_budget_stays_within_its_profiles_cap(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 27: `tokenBudget: 0` meant unlimited spend on the installation's key."""
+    from citerun.pipeline.settings import PipelineSettings
     from citerun.worker import tasks
 
     monkeypatch.setenv(runspec.JUDGE_PROFILES_ENV, json.dumps({
@@ -87,7 +89,7 @@ def test_a_runs_token_budget_stays_within_its_profiles_cap(
             openai["tokenBudget"] = asked
         spec = runspec.RunSpec.model_validate(
             {**_example(), "judge": {"kind": "openai", "openai": openai}}).to_json()
-        return tasks._run_config(spec, None)[0].openai.token_budget
+        return tasks._run_config(PipelineSettings(), runspec.RunSpec.from_json(spec), None)[0].openai.token_budget
 
     assert [budget("default", asked) for asked in (0, None, 10**9, 1200)] == [
         5000, 5000, 5000, 1200]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from citerun.worker import sandbox
+from citerun.pipeline import document
 from citerun.pipeline.settings import LimitSettings, TaskLimits
 from tests.support import loop, sandbox_jobs
 
@@ -70,12 +71,12 @@ async def test_an_error_in_the_child_is_a_permanent_error_with_its_text() -> Non
 
 def test_text_caps_name_the_limit() -> None:
     limits = LimitSettings(max_pages=2, max_page_chars=1000, max_total_chars=1500)
-    assert sandbox.check_pages([(1, "a" * 900)], limits) is None
-    assert "3 pages" in (sandbox.check_pages([(1, ""), (2, ""), (3, "")], limits) or "")
+    assert document.check_text([(1, "a" * 900)], limits) is None
+    assert "3 pages" in (document.check_text([(1, ""), (2, ""), (3, "")], limits) or "")
     assert "page 2 has 1,001 characters" in (
-        sandbox.check_pages([(1, "a"), (2, "a" * 1001)], limits) or "")
+        document.check_text([(1, "a"), (2, "a" * 1001)], limits) or "")
     assert "1,800 characters of text" in (
-        sandbox.check_pages([(1, "a" * 900), (2, "a" * 900)], limits) or "")
+        document.check_text([(1, "a" * 900), (2, "a" * 900)], limits) or "")
 
 
 def _assert_gone(pid: int) -> None:

@@ -7,8 +7,8 @@ such lines as the supporting passage. A source's passages are its text without t
 
 from __future__ import annotations
 
-from citerun.pipeline.settings import LimitSettings
-from citerun.worker import sandbox
+from citerun.pipeline.settings import DocumentSettings, LimitSettings
+from citerun.worker import steps
 from tests.unit import pdf_fixtures
 
 
@@ -28,8 +28,9 @@ def source_pdf() -> bytes:
 
 
 def test_chunks_of_a_source_hold_its_text_not_its_reference_list() -> None:
-    outcome = sandbox.pdf_job(source_pdf(), 50 * 2**20, 300, 50, LimitSettings())
-    assert isinstance(outcome, sandbox.Parsed), outcome
+    outcome = steps.parse(source_pdf(), LimitSettings(),
+                          DocumentSettings(max_bytes=50 * 2**20, chunk_chars=300, overlap_chars=50))
+    assert isinstance(outcome, steps.Parsed), outcome
     text = " ".join(chunk.text for chunk in outcome.chunks)
     assert "bend twigs into hooks" in text
     assert "Grande Terre" in text  # the appendix after the list is text again

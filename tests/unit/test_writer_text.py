@@ -9,10 +9,10 @@ as for a PDF.
 
 from __future__ import annotations
 
-from citerun.pipeline import citations
-from citerun.pipeline.settings import LimitSettings
+from citerun.pipeline import citations, document, recipe
+from citerun.pipeline.settings import DocumentSettings, LimitSettings
 from citerun.pipeline.writer import formats
-from citerun.worker import sandbox
+from citerun.worker import steps
 from tests.support import docx_fixtures as fx
 
 AUTHORS = ["Hammer", "Eaton", "Novak", "Lindgren", "Okafor", "Petrov", "Quist", "Rahman"]
@@ -41,11 +41,12 @@ def typed_thesis(paragraphs: int = 80) -> bytes:
 def test_a_long_word_thesis_without_fields_is_read_not_refused() -> None:
     data = typed_thesis()
     limits = LimitSettings()
-    outcome = sandbox.written_job(data, 50 * 2**20, 1200, 200, limits)
-    assert isinstance(outcome, sandbox.Parsed), outcome
-    pages = [(p.number, p.text) for p in outcome.document.pages]
+    outcome = steps.parse(data, limits, DocumentSettings(max_bytes=50 * 2**20, chunk_chars=1200,
+                                                         overlap_chars=200))
+    assert isinstance(outcome, steps.Parsed), outcome
+    pages = outcome.document.numbered()
     assert sum(len(t) for _, t in pages) > limits.max_page_chars
-    assert sandbox.check_pages(pages, limits) is None  # nothing over the per-page cap
+    assert document.check_text(pages, limits) is None  # nothing over the per-page cap
     extraction = citations.extract(pages)
     assert len(extraction.citations) == 80
     assert len(extraction.references) == len(AUTHORS)
@@ -88,6 +89,9 @@ def test_typed_citations_beside_zotero_fields_are_listed_not_dropped() -> None:
                      ("footnote 1", "Keller et al. (2019)")]
 
 
+COLUMNS = ("number", "text", "width", "height", "lines", "image", "label")
+
+
 def test_typed_citations_of_a_word_thesis_are_located_by_paragraph_and_footnote() -> None:
     body = "".join([
         fx.paragraph(fx.run("1 Einleitung"), style="berschrift1"),
@@ -99,10 +103,14 @@ def test_typed_citations_of_a_word_thesis_are_located_by_paragraph_and_footnote(
         fx.paragraph(fx.run("Novak, A. (2002). Parks. Urban Climate, 2, 3-9.")),
     ])
     notes = fx.footnote(1, fx.run("Parks do the same, see Novak (2002)."))
-    thesis = formats.read_thesis(fx.docx(body, notes))
-    assert thesis.citations == ()  # no fields: the rules of the page read it
-    stored = formats.loads(formats.dumps(thesis))  # as the parse stage stores it
-    extraction = formats.locate(citations.extract(list(stored.pages)), stored)
+    read = recipe.read(fx.docx(body, notes), LimitSettings(), 1 << 30)
+    assert read.written is not None and read.written.citations == ()  # no fields: the rules
+    # of the page read it, located in the document as the parse stage stores it
+    stored = document.Document.from_rows({"written": document.written_json(read)},
+                                         [dict(zip(COLUMNS, document.page_row(p)))
+                                          for p in read.pages])
+    assert stored == read
+    extraction = formats.locate(citations.extract(stored.numbered()), stored)
     assert [(c.marker, c.location) for c in extraction.citations] == [
         ("(Hammer, 2000)", "paragraph 2"), ("(Eaton, 2001)", "paragraph 3"),
         ("Novak (2002)", "footnote 1")]

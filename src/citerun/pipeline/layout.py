@@ -123,12 +123,26 @@ FOOTNOTE_START = re.compile(
 
 # --- evidence boxes ------------------------------------------------------------------
 
-LineRow = list[typing.Any]  # [x0, y0, x1, y1, text], as stored with a page
+# [x0, y0, x1, y1, text, size, bold, paragraph_start], as stored with a page; rows stored
+# before the size was kept end at the text.
+LineRow = list[typing.Any]
 
 
 def line_rows(lines: typing.Sequence[Line]) -> list[LineRow]:
-    """A page's lines as compact rows for storage (boxes rounded to 0.1 pt)."""
-    return [[round(x, 1) for x in line.bbox] + [line.text] for line in lines]
+    """A page's lines as compact rows for storage (boxes and sizes rounded to 0.1 pt)."""
+    return [[round(x, 1) for x in line.bbox]
+            + [line.text, round(line.size, 1), int(line.bold), int(line.paragraph_start)]
+            for line in lines]
+
+
+def lines_of(rows: typing.Iterable[LineRow]) -> tuple[Line, ...]:
+    """The lines back from :func:`line_rows`' rows."""
+    return tuple(Line(text=str(row[4]), bbox=(float(row[0]), float(row[1]), float(row[2]),
+                                              float(row[3])),
+                      size=float(row[5]) if len(row) > 5 else 0.0,
+                      bold=bool(row[6]) if len(row) > 6 else False,
+                      paragraph_start=bool(row[7]) if len(row) > 7 else False)
+                 for row in rows)
 
 
 def find_boxes(rows: typing.Sequence[LineRow], quote: str, *, tight: bool = False) -> list[Box]:

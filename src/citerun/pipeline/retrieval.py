@@ -5,7 +5,9 @@ filter on the cited documents still returns enough rows). The BM25 leg is Okapi 
 (bm25s) over the same chunk rows; its in-memory index is only a cache keyed by the set
 of documents, rebuilt from the rows on a miss, because chunks of a content-addressed
 document never change. Reciprocal rank fusion combines the two rankings with the
-weights in :class:`~citerun.pipeline.settings.RetrievalConfig`.
+weights in :class:`~citerun.pipeline.settings.RetrievalConfig`. BM25, the fusion and the
+query a claim is looked for by are :mod:`citerun.pipeline.ranking`'s, which also
+retrieves from chunks held in memory.
 
 Every chunk records the embedding model that made its vector; a search whose documents
 were embedded by another model than this worker's raises :class:`ModelMismatch`
@@ -18,15 +20,12 @@ import asyncio
 import collections
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import asyncpg
-import bm25s
 import numpy as np
 
 from citerun.core import errors, sql
-from citerun.pipeline import embed, judge
-from citerun.pipeline.judging import german
+from citerun.pipeline import embed, judge, ranking
 from citerun.pipeline.settings import RetrievalConfig
 
 _Q = sql.load("citerun.worker", "tasks.sql")
@@ -36,24 +35,18 @@ class ModelMismatch(errors.CiterunError):
     """The documents were embedded by another model than this worker's."""
 
 
-@dataclass(frozen=True)
-class _Bm25Index:
-    ids: tuple[int, ...]
-    retriever: bm25s.BM25
-
-
 class Bm25Cache:
     """A small LRU of BM25 indexes, one per set of documents."""
 
     def __init__(self, size: int = 64) -> None:
         self._size = size
-        self._indexes: collections.OrderedDict[tuple[str, ...], _Bm25Index] = (
+        self._indexes: collections.OrderedDict[tuple[str, ...], ranking.Bm25Index] = (
             collections.OrderedDict())
         self._lock = threading.Lock()
         self.misses = 0
 
     async def get(self, conn: asyncpg.Connection | asyncpg.Pool,
-                  digests: tuple[str, ...]) -> _Bm25Index | None:
+                  digests: tuple[str, ...]) -> ranking.Bm25Index | None:
         with self._lock:
             index = self._indexes.get(digests)
             if index is not None:
@@ -62,30 +55,14 @@ class Bm25Cache:
         rows = await conn.fetch(_Q["chunk_texts_of_documents"], list(digests))
         if not rows:
             return None
-        index = await asyncio.to_thread(_build, rows)
+        index = await asyncio.to_thread(ranking.build_bm25, [r["id"] for r in rows],
+                                        [r["text"] for r in rows])
         with self._lock:
             self.misses += 1
             self._indexes[digests] = index
             while len(self._indexes) > self._size:
                 self._indexes.popitem(last=False)
         return index
-
-
-def _build(rows: Sequence[asyncpg.Record]) -> _Bm25Index:
-    tokens = bm25s.tokenize([r["text"] for r in rows], stopwords="en", show_progress=False)
-    retriever = bm25s.BM25()
-    retriever.index(tokens, show_progress=False)
-    return _Bm25Index(tuple(r["id"] for r in rows), retriever)
-
-
-def bm25_rank(index: _Bm25Index, query: str, k: int) -> list[tuple[int, float]]:
-    """Chunk ids and BM25 scores of the best ``k`` matches of ``query`` (score > 0)."""
-    k = min(k, len(index.ids))
-    tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
-    if not tokens.vocab:
-        return []
-    docs, scores = index.retriever.retrieve(tokens, k=k, show_progress=False)
-    return [(index.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
 
 
 async def check_models(conn: asyncpg.Connection | asyncpg.Pool, digests: Sequence[str],
@@ -114,16 +91,6 @@ async def vector_rank(conn: asyncpg.Connection, query_vector: np.ndarray,
     return [(r["id"], float(r["score"])) for r in rows]
 
 
-def rrf(rankings: Sequence[tuple[float, Sequence[tuple[int, float]]]],
-        k: float) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion of weighted rankings: sum of weight / (k + rank)."""
-    fused: dict[int, float] = collections.defaultdict(float)
-    for weight, ranking in rankings:
-        for rank, (item, _score) in enumerate(ranking, start=1):
-            fused[item] += weight / (k + rank)
-    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-
-
 class Retriever:
     """Finds the passages of some documents that bear on a claim."""
 
@@ -148,13 +115,12 @@ class Retriever:
             await check_models(conn, key, self.embedder.name)
             by_vector = await vector_rank(conn, vector, key, n, self.embedder.name)
         index = await self.cache.get(pool, key)
-        by_bm25 = bm25_rank(index, claim, n) if index is not None else []
+        by_bm25 = ranking.bm25_rank(index, claim, n) if index is not None else []
         return by_vector, by_bm25
 
     def fuse(self, by_vector: Sequence[tuple[int, float]],
              by_bm25: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
-        return rrf([(self.config.vector_weight, by_vector), (self.config.bm25_weight, by_bm25)],
-                   self.config.rrf_k)
+        return ranking.fuse(self.config, by_vector, by_bm25)
 
     async def search(self, pool: asyncpg.Pool, claim: str,
                      digests: Sequence[str]) -> list[judge.Passage]:
@@ -165,7 +131,7 @@ class Retriever:
         among a word's translations by the passages found)."""
         if not digests:
             return []
-        query = await asyncio.to_thread(german.gloss, claim) if german.is_german(claim) else claim
+        query = await asyncio.to_thread(ranking.query_of, claim)
         by_vector, by_bm25 = await self.rankings(pool, query, digests)
         fused = self.fuse(by_vector, by_bm25)[: self.config.top_k]
         rows = {r["id"]: r for r in await pool.fetch(_Q["chunk_get_many"],

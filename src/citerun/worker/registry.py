@@ -13,13 +13,16 @@ import contextlib
 import importlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import asyncpg
 import pydantic
 
 from citerun.core import errors, queue
 from citerun.core.settings import Settings
+
+if TYPE_CHECKING:
+    from citerun.pipeline.settings import PipelineSettings
 
 P = TypeVar("P", bound=pydantic.BaseModel)
 T = TypeVar("T")
@@ -35,12 +38,14 @@ class RegistryError(errors.CiterunError):
 
 @dataclass
 class TaskContext:
-    """What a handler gets besides its payload."""
+    """What a handler gets besides its payload: the task, the pool, and the process's
+    settings, read once when the worker started."""
 
     task: queue.ClaimedTask
     worker_id: str
     pool: asyncpg.Pool
     settings: Settings
+    pipeline: PipelineSettings
     completed: bool = field(default=False, init=False)
 
     @contextlib.asynccontextmanager
@@ -62,7 +67,7 @@ class TaskContext:
 
 
 Handler = Callable[[TaskContext, Any], Awaitable[Any]]
-DeadHook = Callable[[asyncpg.Pool, list[int]], Awaitable[None]]
+DeadHook = Callable[[asyncpg.Pool, list[int], Settings], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,8 @@ class Registry:
 
     def __init__(self) -> None:
         self._specs: dict[str, TaskSpec[Any]] = {}
-        #: Called with the ids of tasks that were dead-lettered (out of attempts).
+        #: Called with the ids of tasks that were dead-lettered (out of attempts) and the
+        #: worker's settings.
         self.on_dead: DeadHook | None = None
 
     def task(self, kind: str, *, payload: type[P]) -> Callable[[Handler], Handler]:

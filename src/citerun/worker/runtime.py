@@ -32,6 +32,7 @@ import pydantic
 import citerun
 from citerun.core import db, listener, queue, retry
 from citerun.core.settings import Settings
+from citerun.pipeline.settings import PipelineSettings
 from citerun.core.states import TaskState, WorkerState
 from citerun.worker import metrics, registry
 
@@ -60,10 +61,13 @@ class _Running:
 class Worker:
     """A queue worker. ``await Worker(...).run()`` returns after a drain."""
 
-    def __init__(self, url: str, tasks: registry.Registry, settings: Settings) -> None:
+    def __init__(self, url: str, tasks: registry.Registry, settings: Settings,
+                 pipeline: PipelineSettings | None = None) -> None:
         self.url = url
         self.registry = tasks
         self.settings = settings
+        # Read once, here: every task of this worker gets the same (TaskContext.pipeline).
+        self.pipeline = pipeline if pipeline is not None else PipelineSettings()
         self.id = settings.worker.id
         self.metrics = metrics.WorkerMetrics(
             depth_interval_s=settings.worker.depth_interval_s,
@@ -259,7 +263,7 @@ class Worker:
                 await self._fail(task, f"invalid payload for {task.kind}: {err}", permanent=True)
                 return
             ctx = registry.TaskContext(task=task, worker_id=self.id, pool=self.pool,
-                                       settings=self.settings)
+                                       settings=self.settings, pipeline=self.pipeline)
             self._held[task.id].ctx = ctx
             try:
                 await spec.handler(ctx, payload)
@@ -313,7 +317,7 @@ class Worker:
                        task.attempt, state, error.splitlines()[0] if error else "",
                        extra={"action": "fail", "task_id": task.id, "state": state})
         if state == TaskState.FAILED and task.run_id is not None and self._on_dead is not None:
-            await self._retry("on_dead", lambda: self._on_dead(self.pool, [task.id]),  # type: ignore[misc]
+            await self._retry("on_dead", lambda: self._on_dead(self.pool, [task.id], self.settings),  # type: ignore[misc]
                               give_up_after=q.lease_s)
 
     async def _complete_loop(self) -> None:
@@ -406,7 +410,7 @@ class Worker:
                         len(result.requeued) + len(result.dead), len(result.requeued),
                         len(result.dead), extra={"action": "sweep"})
         if result.dead and self._on_dead is not None:
-            await self._on_dead(self.pool, list(result.dead))
+            await self._on_dead(self.pool, list(result.dead), self.settings)
         return result
 
     # -- drain --------------------------------------------------------------------------

@@ -16,11 +16,11 @@ stages do not run in the worker's process at all:
   (reason ``document_too_complex``, the limit named), so the task is not retried on
   every worker in turn. A cancelled task (lease lost, drain) kills its child.
 
-Caps on pages and characters (:class:`citerun.pipeline.settings.LimitSettings`)
-are checked in the child as soon as the numbers are known, before the expensive stages.
-Mapping the citations to the sources runs in a child too, under the ``match`` limits,
-after the caps on reference entries and citations (:class:`citations.MatchConfig`) are
-checked here (issue 27: the mapping once ran on the worker's loop for minutes).
+What runs in a child is a stage of the recipe (:mod:`citerun.worker.steps`); its caps
+on pages and characters (:class:`citerun.pipeline.settings.LimitSettings`) and on
+reference entries and citations (:class:`citations.MatchConfig`) are checked in the
+child as soon as the numbers are known, before the expensive work (issue 27: the mapping
+once ran on the worker's loop for minutes).
 """
 
 from __future__ import annotations
@@ -28,12 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import dataclasses
 import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
-import re
 import resource
 import signal
 import time
@@ -41,20 +39,15 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from citerun.pipeline.pdf.limits import TOO_COMPLEX
+from citerun.pipeline.settings import TaskLimits
 from citerun.worker import registry
-from citerun.pipeline import citations, pdf
-from citerun.pipeline.citations import references
-from citerun.pipeline.writer import archive, formats
-from citerun.pipeline.writer.model import Skipped, WriterFileError, WrittenCitation, WrittenThesis
-from citerun.pipeline.settings import LimitSettings, TaskLimits
 
 T = TypeVar("T")
 
-REASON = "document_too_complex"
+REASON = TOO_COMPLEX
 
 _PR_SET_PDEATHSIG = 1
-_ALLOCATION_FAILED = re.compile(r"\b(?:m|re|c)alloc\b.{0,40}\bfailed|out of memory",
-                                re.IGNORECASE)
 _context: Any = None
 
 
@@ -82,9 +75,9 @@ def _mp_context() -> Any:
     global _context
     if _context is None:
         ctx = multiprocessing.get_context("forkserver")
-        # Not '__main__': the worker's main module is the CLI. Importing this module
-        # imports the parser and the citation extractor, so a fork starts warm.
-        ctx.set_forkserver_preload([__name__])
+        # Not '__main__': the worker's main module is the CLI. The steps import the
+        # recipe (the parser, the citation extractor), so a fork starts warm.
+        ctx.set_forkserver_preload([__name__, "citerun.worker.steps"])
         _context = ctx
     return _context
 
@@ -219,184 +212,4 @@ async def _run(limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
     if status == "error":
         raise SandboxError(str(value))
     result: T = value
-    return result
-
-
-# -- the sandboxed jobs -------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class Parsed:
-    document: pdf.ParsedDocument
-    chunks: tuple[pdf.Chunk, ...]
-    # A thesis from the writer's files: what they state (formats.dumps), else None.
-    written: dict[str, Any] | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Rejected:
-    """A document the parser refused (:class:`pdf.DocumentError`) or one over a cap."""
-
-    reason: str
-    message: str
-
-
-def check_pages(pages: list[tuple[int, str]] | tuple[pdf.Page, ...],
-                limits: LimitSettings) -> str | None:
-    """Which text cap the pages exceed (a message), or None."""
-    numbered = [(p.number, p.text) if isinstance(p, pdf.Page) else p for p in pages]
-    if len(numbered) > limits.max_pages:
-        return (f"{len(numbered):,} pages, over the limit of {limits.max_pages:,} pages")
-    total = 0
-    for number, text in numbered:
-        if len(text) > limits.max_page_chars:
-            return (f"page {number} has {len(text):,} characters of text, over the limit of "
-                    f"{limits.max_page_chars:,} characters per page")
-        total += len(text)
-    if total > limits.max_total_chars:
-        return (f"{total:,} characters of text, over the limit of "
-                f"{limits.max_total_chars:,} characters per document")
-    return None
-
-
-def parse_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
-              limits: LimitSettings) -> Parsed | Rejected:
-    """Parse and chunk a PDF, or read a writer's file (runs in the child)."""
-    if formats.is_writer_file(data):
-        return written_job(data, max_bytes, chunk_chars, overlap_chars, limits)
-    return pdf_job(data, max_bytes, chunk_chars, overlap_chars, limits)
-
-
-def pdf_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
-            limits: LimitSettings) -> Parsed | Rejected:
-    """Parse and chunk a PDF (runs in the child)."""
-    import pymupdf
-
-    with contextlib.suppress(Exception):
-        with pymupdf.open(stream=data, filetype="pdf") as doc:  # type: ignore[no-untyped-call]
-            if doc.page_count > limits.max_pages:
-                return Rejected(REASON, f"{REASON}: {doc.page_count:,} pages, over the limit "
-                                f"of {limits.max_pages:,} pages")
-    try:
-        parsed = pdf.parse_pdf(data, max_bytes=max_bytes)
-    except pdf.DocumentError as err:
-        if _ALLOCATION_FAILED.search(str(err)):  # MuPDF reports a failed malloc as an error
-            return Rejected(REASON, f"{REASON}: the address space limit of "
-                            f"{limits.parse.address_space_mb} MiB was exceeded ({err})")
-        return Rejected(err.reason, str(err))
-    over = check_pages(parsed.pages, limits)
-    if over is not None:
-        return Rejected(REASON, f"{REASON}: {over}")
-    chunks = pdf.chunk_pages(without_reference_list(parsed.pages), target_chars=chunk_chars,
-                             overlap_chars=overlap_chars)
-    return Parsed(parsed, tuple(chunks))
-
-
-def without_reference_list(pages: tuple[pdf.Page, ...]) -> list[pdf.Page]:
-    """The pages without the document's own reference list (issue 40): passages are
-    retrieved from the chunks, and a bibliography line is never evidence for a claim.
-    The list is found as in a thesis (:func:`references.find_reference_section`: its
-    heading, ended by an appendix); a document without one is kept whole."""
-    body, reference_text, _ = references.find_reference_section(
-        [(page.number, page.text) for page in pages])
-    if not reference_text:
-        return list(pages)
-    by_number = {page.number: page for page in pages}
-    return [dataclasses.replace(by_number[number], text=text) for number, text in body]
-
-
-def written_job(data: bytes, max_bytes: int, chunk_chars: int, overlap_chars: int,
-                limits: LimitSettings) -> Parsed | Rejected:
-    """Read a thesis from the writer's files (a .docx, a LaTeX bundle) (runs in the child).
-
-    Its text has no printed pages, so only the document's total is capped, not a page's.
-    """
-    if len(data) > max_bytes:
-        return Rejected("too_large", f"the document is {len(data):,} bytes, over the limit "
-                        f"of {max_bytes:,} bytes")
-    try:
-        files = archive.read_bundle(data, limits.bundle)
-        pdf_name = formats.pdf_with_library(files)
-        if pdf_name is not None:  # a PDF thesis with its library (--bib)
-            library, skipped = formats.read_library(files, limits.library)
-            outcome = pdf_job(files[pdf_name], max_bytes, chunk_chars, overlap_chars, limits)
-            if isinstance(outcome, Rejected):
-                return outcome
-            return dataclasses.replace(outcome, written=formats.dumps(WrittenThesis(
-                format="pdf", pages=(), citations=(), library=library, skipped=skipped)))
-        thesis = formats.read_thesis(data, limits.bundle, limits.library)
-    except WriterFileError as err:
-        return Rejected("corrupt", f"the writer's file cannot be read: {err}")
-    total = sum(len(text) for _, text in thesis.pages)
-    if total > limits.max_total_chars:
-        return Rejected(REASON, f"{REASON}: {total:,} characters of text, over the limit of "
-                        f"{limits.max_total_chars:,} characters per document")
-    thesis, over = bound_written(thesis, limits)
-    if over is not None:
-        return Rejected(REASON, f"{REASON}: {over}")
-    pages = tuple(pdf.Page(number=number, text=text) for number, text in thesis.pages)
-    document = pdf.ParsedDocument(title=None, authors=(), year=None, pages=pages)
-    chunks = pdf.chunk_pages(pages, target_chars=chunk_chars, overlap_chars=overlap_chars)
-    return Parsed(document, tuple(chunks), formats.dumps(thesis))
-
-
-def bound_written(thesis: WrittenThesis, limits: LimitSettings) -> tuple[WrittenThesis, str | None]:
-    """The writer's thesis with each claim cut at ``max_claim_chars`` (each cut claim
-    reported once), and why its claims are too many characters together, if they are
-    (issue 41: one sentence with 8,192 \\cite's made 194 MB of parsed JSON). Runs in the
-    child, before the thesis is sent back to the worker."""
-    cut: list[WrittenCitation] = []
-    noted: dict[str, Skipped] = {}
-    for written in thesis.citations:
-        if len(written.claim) > limits.max_claim_chars:
-            if written.claim not in noted:
-                noted[written.claim] = citations.long_claim_note(
-                    written.where or f"page {written.page}", written.claim,
-                    limits.max_claim_chars)
-            written = dataclasses.replace(
-                written, claim=citations.cut_claim(written.claim, limits.max_claim_chars))
-        cut.append(written)
-    over = citations.claims_over((c.claim for c in cut for _ in c.keys or ("",)),
-                                 limits.max_claims_chars)
-    if noted:
-        thesis = dataclasses.replace(thesis, citations=tuple(cut),
-                                     skipped=tuple(noted.values()) + thesis.skipped)
-    return thesis, over
-
-
-async def extract(pages: list[tuple[int, str]], limits: LimitSettings) -> citations.Extraction:
-    """:func:`citations.extract` under the ``extract`` limits and the text caps."""
-    over = check_pages(pages, limits)
-    if over is not None:
-        raise DocumentTooComplex(over)
-    return await run(limits.extract, citations.extract, pages, slots=limits.max_children)
-
-
-
-def map_job(extraction: citations.Extraction, sources: tuple[citations.SourceInfo, ...],
-            config: citations.MatchConfig) -> tuple[citations.MappedCitation, ...] | citations.DuplicateKeyError:
-    """:func:`citations.map_citations` (runs in the child); a duplicate key comes back as
-    a value, so the worker raises it as the unsandboxed call did."""
-    try:
-        return citations.map_citations(extraction, sources, config)
-    except citations.DuplicateKeyError as err:
-        return err
-
-
-async def map_citations(extraction: citations.Extraction,
-                        sources: list[citations.SourceInfo] | tuple[citations.SourceInfo, ...],
-                        config: citations.MatchConfig,
-                        limits: LimitSettings) -> tuple[citations.MappedCitation, ...]:
-    """:func:`citations.map_citations` under the ``match`` limits, off the event loop.
-
-    A thesis over the caps on entries or citations raises :class:`DocumentTooComplex`
-    before a child is started.
-    """
-    try:
-        citations.check_size(extraction, config)
-    except citations.TooLargeToMatch as err:
-        raise DocumentTooComplex(str(err)) from err
-    result = await run(limits.match, map_job, extraction, tuple(sources), config,
-                       slots=limits.max_children)
-    if isinstance(result, citations.DuplicateKeyError):
-        raise result
     return result

@@ -13,6 +13,7 @@ citations that need the document get ``source_unavailable``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import functools
 import http.cookiejar
@@ -29,10 +30,9 @@ import pydantic
 from citerun.core import flow, pdfmagic, runs, runspec, sql
 from citerun.core.flow import FetchPayload, JudgePayload, ParsePayload, RunPayload
 from citerun.worker import registry as registry_mod
-from citerun.worker import sandbox
-from citerun.pipeline import (citations, embed, fetch, judge, layout, pdf, report,
-                              retrieval, writer)
-from citerun.pipeline.writer import formats
+from citerun.worker import sandbox, steps
+from citerun.pipeline import document, embed, fetch, judge, recipe, report, retrieval
+from citerun.pipeline.document import Document
 from citerun.core.settings import Settings
 from citerun.core.states import FINISHED_DOCUMENT, DocumentState, RunState
 from citerun.pipeline.settings import PipelineSettings, RetrievalConfig
@@ -46,14 +46,10 @@ registry = registry_mod.Registry()
 
 # -- per-process caches (rebuilt from Postgres or the package on a miss) -----------------
 
-@functools.cache
-def pipeline_settings() -> PipelineSettings:
-    return PipelineSettings()
-
-
-@functools.cache
-def embedder() -> embed.Embedder:
-    return embed.make_embedder(pipeline_settings().embedding)
+@functools.lru_cache(maxsize=2)
+def embedder(config: embed.EmbeddingConfig) -> embed.Embedder:
+    """The process's embedder (one per configuration: the worker's settings have one)."""
+    return embed.make_embedder(config)
 
 
 _bm25_cache = retrieval.Bm25Cache()
@@ -75,16 +71,27 @@ def _http_client(tenant: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(cookies=http.cookiejar.CookieJar(policy=_NoCookies()))
 
 
-def _run_config(spec: Any, api_key: str | None = None) -> tuple[judge.JudgeConfig,
-                                                                 RetrievalConfig]:
+#: Run specs parsed once per run in a process (a run's spec never changes: a new
+#: generation is a new run), for the judge of each of its citations.
+_specs: collections.OrderedDict[uuid.UUID, runspec.RunSpec | None] = collections.OrderedDict()
+
+
+def _run_spec(run_id: uuid.UUID, spec: Any) -> runspec.RunSpec | None:
+    if run_id not in _specs:
+        _specs[run_id] = runspec.RunSpec.from_json(spec)
+        while len(_specs) > 256:
+            _specs.popitem(last=False)
+    return _specs[run_id]
+
+
+def _run_config(base: PipelineSettings, run: runspec.RunSpec | None,
+                api_key: str | None = None) -> tuple[judge.JudgeConfig, RetrievalConfig]:
     """The run's judge and retrieval settings: its typed spec over the process defaults.
 
     An openai judge takes its endpoint and model from the judge profile the run names
     (never from the spec), and the run's own key (``api_key``, read by the operator after
     the access check) or else the profile's key.
     """
-    base = pipeline_settings()
-    run = runspec.RunSpec.from_json(spec)
     if run is None:
         return base.judge, base.retrieval
     judge_config = base.judge
@@ -132,13 +139,10 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
                                      "the document's bytes are gone (staging expired or dropped)")
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
-    settings = pipeline_settings().documents
-    limits = pipeline_settings().limits
+    limits = ctx.pipeline.limits
     try:  # in a child process under the parse limits (see src/citerun/worker/sandbox.py)
-        outcome = await sandbox.run(limits.parse, sandbox.parse_job, bytes(row["raw"]),
-                                    settings.max_bytes, settings.chunk_chars,
-                                    settings.overlap_chars, limits,
-                                    slots=limits.max_children)
+        outcome = await sandbox.run(limits.parse, steps.parse, bytes(row["raw"]), limits,
+                                    ctx.pipeline.documents, slots=limits.max_children)
     except sandbox.DocumentTooComplex as err:
         if err.transient and ctx.task.run_id is not None:
             # Over the wall clock on a busy node, killed from outside: this run's failure,
@@ -147,30 +151,29 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
                 await flow.of(ctx.settings).fail_for_run(conn, ctx.task.run_id, payload.digest,
                                                          err.reason, str(err))
             return
-        outcome = sandbox.Rejected(err.reason, str(err))
-    if isinstance(outcome, sandbox.Rejected):
+        outcome = steps.Rejected(err.reason, str(err))
+    if isinstance(outcome, steps.Rejected):
         logger.info("document %s (%s) rejected: %s", row["filename"], payload.digest[:12],
                     outcome.message, extra={"action": "parse", "reason": outcome.reason})
         async with ctx.fenced() as conn:
             await runs.fail_document(conn, payload.digest, outcome.reason, outcome.message)
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
-    parsed, chunks = outcome.document, list(outcome.chunks)
-    the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
+    read, chunks = outcome.document, list(outcome.chunks)
+    # A first load takes seconds: off the loop.
+    the_embedder = await asyncio.to_thread(embedder, ctx.pipeline.embedding)
     vectors: Any = (await ctx.run_cpu(the_embedder.embed, [c.text for c in chunks])
                     if chunks else [])
     async with ctx.fenced() as conn:
         await conn.executemany(_Q["document_page_insert"], [
-            (payload.digest, p.number, p.text, p.width, p.height, layout.line_rows(p.lines),
-             p.image, p.label)
-            for p in parsed.pages])
+            (payload.digest, *document.page_row(p)) for p in read.pages])
         await conn.executemany(_Q["chunk_insert"], [
             (payload.digest, c.ordinal, c.page_start, c.page_end, c.text,
              np.asarray(v, dtype=np.float32), the_embedder.name, the_embedder.dim)
             for c, v in zip(chunks, vectors)])
-        await conn.execute(_Q["document_mark_parsed"], payload.digest, parsed.title,
-                           list(parsed.authors), parsed.year, parsed.page_count, parsed.doi,
-                           parsed.arxiv_id, outcome.written)
+        await conn.execute(_Q["document_mark_parsed"], payload.digest, read.title,
+                           list(read.authors), read.year, read.page_count, read.doi,
+                           read.arxiv_id, document.written_json(read))
         await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
 
 
@@ -188,7 +191,7 @@ async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -
     last attempt is recorded as a failed document, so the run goes on and its citations
     get ``source_unavailable``; a transient failure is retried with backoff.
     """
-    settings = pipeline_settings().documents
+    settings = ctx.pipeline.documents
     policy = fetch.AddressPolicy.from_strings(settings.fetch_allow_networks,
                                               settings.fetch_deny_networks)
     try:
@@ -247,9 +250,6 @@ async def _record_fetch_failure(ctx: registry_mod.TaskContext, payload: FetchPay
 
 # -- extract_citations -------------------------------------------------------------------
 
-#: What a report lists of the markers not taken (the first ones, in reading order).
-MAX_SKIPPED = 1000
-
 @registry.task(flow.EXTRACT_CITATIONS, payload=RunPayload)
 async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) -> None:
     """Find the thesis's cited claims, map them to sources, enqueue one judge each."""
@@ -265,34 +265,21 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                               f"the thesis {thesis['filename']} could not be read: "
                               f"{thesis['error']}")
         return
-    sources = [d for d in docs if d["role"] == "source"]
-    stored = await ctx.pool.fetchval(_Q["document_written"], thesis["digest"])
-    written = formats.loads(stored) if stored is not None else None
-    # The writer's library says which PDF is which item (its file fields): the source
-    # takes the item's key and the metadata the library has for it.
-    library = (formats.attached(written.library, [d["filename"] for d in sources])
-               if written is not None else {})
-    infos = [_source_info(d, library.get(d["filename"], ())) for d in sources]
-    action = "extract"
+    stored = Document.from_rows({**thesis, "written": await ctx.pool.fetchval(
+        _Q["document_written"], thesis["digest"])})
+    # The pages are read by the rules of the page: not needed where the files state it all.
+    pages = (() if stored.written is not None and stored.written.citations else
+             await ctx.pool.fetch(_Q["document_pages_all"], thesis["digest"]))
+    stored = dataclasses.replace(stored, pages=tuple(document.page_from_row(p) for p in pages))
+    given = [recipe.Source(d["digest"], d["filename"], Document.from_rows(d),
+                           keys=tuple(d["keys"] or ()), read=d["state"] == DocumentState.PARSED,
+                           error=d["error"]) for d in docs if d["role"] == "source"]
+    limits, action = ctx.pipeline.limits, "extract"
     try:  # in child processes under the extract and match limits (see worker/sandbox.py)
-        if written is not None and written.citations:  # what the files state: linear
-            extraction = writer.to_extraction(written)
-        else:  # a PDF, or a writer's file without citation fields: the rules of the page
-            pages = await ctx.pool.fetch(_Q["document_pages_all"], thesis["digest"])
-            extraction = await sandbox.extract([(p["number"], p["text"]) for p in pages],
-                                               pipeline_settings().limits)
-            if written is not None:  # located by the writer's paragraphs ("paragraph 34")
-                extraction = formats.locate(dataclasses.replace(
-                    extraction, skipped=written.skipped + extraction.skipped), written)
-        # A claim is bounded where claims are made, the rest reported (issue 41).
-        extraction = citations.bound_claims(extraction, pipeline_settings().limits.max_claim_chars)
-        over = citations.claims_over((c.claim for c in extraction.citations),
-                                     pipeline_settings().limits.max_claims_chars)
-        if over is not None:
-            raise sandbox.DocumentTooComplex(over)
+        extraction = await steps.extracted(stored, limits)
         action = "match"
-        mapped = await sandbox.map_citations(extraction, infos, pipeline_settings().match,
-                                             pipeline_settings().limits)
+        mapped = await steps.mapped(extraction, recipe.sources(stored, given),
+                                    ctx.pipeline.match, limits)
     except sandbox.DocumentTooComplex as err:
         logger.info("thesis of run %s rejected: %s", payload.run_id, err,
                     extra={"action": action, "reason": err.reason})
@@ -302,78 +289,38 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
                               f"{'read' if action == 'extract' else 'matched to its sources'}: "
                               f"{err}")
         return
-    state = {d["digest"]: d for d in sources}
+    # A source that citations name by its work ("called Chubby [8]"): its first page.
+    named = {m.document_id for m in mapped if m.citation.names_work and m.document_id}
+    by_id = {s.id: dataclasses.replace(s, document=dataclasses.replace(s.document, pages=(
+        document.Page(1, await ctx.pool.fetchval(_Q["document_first_page"], s.id) or ""),)))
+        if s.id in named else s for s in given}
     judge_ids: list[int] = []
-    # Identical (claim, source) work is done once per run (issue 41): the first citation
-    # of a pair is judged, and its verdict is recorded for the others (judge_citation).
-    leaders: set[tuple[str, str]] = set()
-    first_pages: dict[str, str] = {}  # a source several naming citations name: read once
-
-    async def first_page(conn: asyncpg.Connection, digest: str) -> str:
-        if digest not in first_pages:
-            first_pages[digest] = await conn.fetchval(_Q["document_first_page"], digest) or ""
-        return first_pages[digest]
-
     async with ctx.fenced() as conn:
         # Kept to a bound: a paper of equations may have thousands of "[0, 1]".
         await conn.execute(_Q["run_set_skipped"], payload.run_id,
-                           [dataclasses.asdict(s) for s in extraction.skipped[:MAX_SKIPPED]])
-        for m in mapped:
+                           [dataclasses.asdict(s) for s in extraction.skipped[:recipe.MAX_SKIPPED]])
+        # Identical (claim, source) work is done once per run (issue 41): the first citation
+        # of a pair is judged, and its verdict is recorded for the others (judge_citation).
+        for m, settled in zip(mapped, recipe.settle(mapped, by_id)):
             c = m.citation
             citation_id = await conn.fetchval(
                 _Q["citation_insert"], payload.run_id, c.ordinal, c.key, c.marker, c.claim,
                 c.page, c.locator, m.document_id, m.reference.text if m.reference else None,
                 m.method, m.score, m.reason, c.location)
-            if m.document_id is None:
-                await _record(conn, citation_id, payload.run_id, judge.Verdict.UNRESOLVED_CITATION,
-                              f"no source document matches the citation {c.marker!r}"
-                              + (f" (reference: {m.reference.text[:200]})" if m.reference else
-                                 " and the reference list has no entry for it"))
-            elif state[m.document_id]["state"] != DocumentState.PARSED:
-                doc = state[m.document_id]
-                await _record(conn, citation_id, payload.run_id, judge.Verdict.SOURCE_UNAVAILABLE,
-                              f"the source {doc['filename']} could not be read: {doc['error']}")
-            elif c.names_work and (named := judge.judge_named(
-                    c.names_work, state[m.document_id]["title"],
-                    state[m.document_id]["authors"] or (),
-                    await first_page(conn, m.document_id))):
-                # It names its source ("called Chubby [8]") and the source is that work.
-                await _record(conn, citation_id, payload.run_id, named.verdict, named.rationale,
-                              confidence=named.confidence, evidence=_evidence_rows(named))
-            elif (c.claim, m.document_id) not in leaders:
-                leaders.add((c.claim, m.document_id))
+            if isinstance(settled, judge.Judgement):
+                await _record(conn, citation_id, payload.run_id, settled)
+            elif settled:
                 judge_ids.append(citation_id)
         await flow.of(ctx.settings).judge(conn, payload.run_id, judge_ids,
                                           priority=run["priority"])
         await runs.touch(conn, payload.run_id)
 
 
-def _source_info(doc: asyncpg.Record, items: tuple[writer.LibraryItem, ...]
-                 ) -> citations.SourceInfo:
-    """A source as the mapping sees it: the parsed metadata, or the writer's library's
-    where one item attaches the file (exact, as the reference manager holds it)."""
-    item = items[0] if len(items) == 1 else None
-    return citations.SourceInfo(
-        document_id=doc["digest"], filename=doc["filename"],
-        title=(item.title if item and item.title else doc["title"]),
-        authors=(item.authors if item and item.authors else tuple(doc["authors"] or ())),
-        year=(item.year if item and item.year else doc["year"]),
-        explicit_keys=tuple(dict.fromkeys([*(doc["keys"] or ()), *(i.key for i in items)])),
-        doi=(item.doi if item and item.doi else doc["doi"]), arxiv_id=doc["arxiv_id"])
-
-
 async def _record(conn: asyncpg.Connection, citation_id: int, run_id: uuid.UUID,
-                  verdict: judge.Verdict, rationale: str, *, confidence: float = 1.0,
-                  evidence: list[dict[str, Any]] | None = None, judge_name: str = "citerun") -> None:
-    await conn.execute(_Q["verdict_insert"], citation_id, run_id, str(verdict), confidence,
-                       rationale, evidence or [], judge_name)
-
-
-def _evidence_rows(judgement: judge.Judgement) -> list[dict[str, Any]]:
-    """A judgement's evidence as the ``verdicts.evidence`` column stores it."""
-    return [{"quote": e.quote, "page_start": e.page_start, "page_end": e.page_end,
-             "score": round(float(e.score), 4), "chunk_id": e.chunk_id}
-            for e in judgement.evidence]
+                  verdict: judge.Judgement, judge_name: str = "citerun") -> None:
+    await conn.execute(_Q["verdict_insert"], citation_id, run_id, str(verdict.verdict),
+                       float(verdict.confidence), verdict.rationale,
+                       recipe.evidence_rows(verdict), judge_name)
 
 
 # -- judge_citation ----------------------------------------------------------------------
@@ -382,13 +329,13 @@ class JudgeSpendExhausted(registry_mod.PermanentError):
     """The run's namespace has spent its judge profile's tokens for the period."""
 
 
-async def _namespace_tokens_left(pool: asyncpg.Pool, spec: Any, tenant: str) -> int | None:
+async def _namespace_tokens_left(pool: asyncpg.Pool, run: runspec.RunSpec | None,
+                                 tenant: str) -> int | None:
     """Tokens the namespace ``tenant`` may still spend this period on the judge profile the
     run names (``maxTokensPerNamespace`` per ``budgetPeriod``); None for a run without one
     (the embedded judge, a local run). Raises :class:`JudgeSpendExhausted` when none are
     left. Runs judging at once may each finish the request they started (the overshoot
     is at most the worker's concurrency times one answer), as with a run's own cap."""
-    run = runspec.RunSpec.from_json(spec)
     if run is None or run.judge is None or run.judge.kind != "openai":
         return None
     name = (run.judge.openai or runspec.OpenAISpec()).profile
@@ -419,17 +366,15 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
     row = await ctx.pool.fetchrow(_Q["citation_get"], payload.citation_id)
     if row is None:
         raise registry_mod.PermanentError(f"citation {payload.citation_id} does not exist")
+    spec = _run_spec(row["run_id"], row["spec"] or {})
     judge_config, retrieval_config = _run_config(
-        row["spec"] or {}, await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
-    # Bounded again here (a claim stored before the extraction bounded it): what the
-    # judge holds grows with the claim's length (issue 41).
-    claim = citations.cut_claim(row["claim"], pipeline_settings().limits.max_claim_chars)
-    the_embedder = await asyncio.to_thread(embedder)  # a first load takes seconds: off the loop
+        ctx.pipeline, spec, await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
+    # A first load takes seconds: off the loop.
+    the_embedder = await asyncio.to_thread(embedder, ctx.pipeline.embedding)
     finder = retrieval.Retriever(the_embedder, retrieval_config, _bm25_cache)
-    passages = await finder.search(ctx.pool, claim, [row["digest"]])
     scope = judge_scope(row["tenant"], row["web_owner"])
     limit = judge_config.openai.token_budget
-    left = await _namespace_tokens_left(ctx.pool, row["spec"] or {}, row["tenant"])
+    left = await _namespace_tokens_left(ctx.pool, spec, row["tenant"])
     if left is not None:  # the namespace's budget for the period, on top of the run's
         limit = min(limit if limit is not None else left + row["tokens_spent"],
                     left + row["tokens_spent"])
@@ -437,15 +382,14 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
                                  budget=judge.TokenBudget(limit, row["tokens_spent"]),
                                  cache=judge.PostgresAnswerCache(ctx.pool, scope))
     try:
-        verdict = await the_judge.judge(claim, passages)
+        verdict = await recipe.judge(the_judge, row["claim"], lambda claim: finder.search(
+            ctx.pool, claim, [row["digest"]]), ctx.pipeline.limits)
     except judge.BudgetExhausted as err:
         raise registry_mod.PermanentError(str(err)) from err
-    evidence = _evidence_rows(verdict)
     async with ctx.fenced() as conn:
         run = await runs.lock(conn, row["run_id"])
-        await _record(conn, payload.citation_id, row["run_id"], verdict.verdict,
-                      verdict.rationale, confidence=float(verdict.confidence),
-                      evidence=evidence, judge_name=judge_config.kind)
+        await _record(conn, payload.citation_id, row["run_id"], verdict,
+                      judge_name=judge_config.kind)
         # The run's other citations of the same claim and source take this verdict: they
         # were not given a judge task of their own (extract_citations).
         await conn.execute(_Q["verdict_copy_same_pair"], payload.citation_id)
@@ -486,15 +430,9 @@ async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> No
 
 # -- dead-lettered tasks -----------------------------------------------------------------
 
-async def on_dead(pool: asyncpg.Pool, task_ids: list[int]) -> None:
+async def on_dead(pool: asyncpg.Pool, task_ids: list[int], settings: Settings) -> None:
     """A pipeline task ran out of attempts: the flow decides what that means for its run."""
-    await flow.of(core_settings()).on_dead(pool, task_ids)
-
-
-@functools.cache
-def core_settings() -> Settings:
-    """The process's core settings (queue attempts), read once."""
-    return Settings()
+    await flow.of(settings).on_dead(pool, task_ids)
 
 
 registry.on_dead = on_dead

@@ -9,7 +9,8 @@ One job a module:
 - :mod:`.limits`: :class:`DocumentError` and its fixed set of reasons, and the checks
   that open nothing (size, magic bytes); a bad document is an expected input.
 - :mod:`.parse`: :func:`parse_pdf`, pymupdf's pages into :class:`Page` texts that keep
-  their page numbers and line boxes (the lines come from :mod:`citerun.pipeline.layout`).
+  their page numbers and line boxes (the lines come from :mod:`citerun.pipeline.layout`),
+  as a :class:`citerun.pipeline.document.Document`.
 - :mod:`.render`: the small grey page images the report highlights evidence on.
 - :mod:`.identity`: title, authors, year, DOI and arXiv id from the first page.
 - :mod:`.splitting`: :func:`sentence_spans` and :func:`sentences`, the one set of
@@ -26,7 +27,7 @@ from citerun.pipeline.pdf.chunks import Chunk, chunk_pages
 from citerun.pipeline.pdf.identity import Identity, identify
 from citerun.pipeline.pdf.joined import JoinedPages, join_pages
 from citerun.pipeline.pdf.limits import DocumentError, DocumentErrorReason
-from citerun.pipeline.pdf.parse import Page, ParsedDocument, parse_pdf
+from citerun.pipeline.pdf.parse import Page, parse_pdf
 from citerun.pipeline.pdf.render import RENDER_MAX_PAGES, render_pages
 from citerun.pipeline.pdf.splitting import ABBREVIATIONS, sentence_spans, sentences
 
@@ -39,7 +40,6 @@ __all__ = [
     "Identity",
     "JoinedPages",
     "Page",
-    "ParsedDocument",
     "chunk_pages",
     "identify",
     "join_pages",

@@ -14,8 +14,11 @@ import typing
 
 from citerun.core import errors, pdfmagic
 
+#: A document over a limit of the work a task may spend (the limit named in the message).
+TOO_COMPLEX: typing.Final = "document_too_complex"
+
 DocumentErrorReason = typing.Literal[
-    "too_large", "not_pdf", "corrupt", "encrypted", "empty", "no_text"
+    "too_large", "not_pdf", "corrupt", "encrypted", "empty", "no_text", "document_too_complex"
 ]
 
 _DEFAULT_MESSAGES: dict[DocumentErrorReason, str] = {
@@ -27,6 +30,7 @@ _DEFAULT_MESSAGES: dict[DocumentErrorReason, str] = {
     "no_text": (
         "the PDF has no text layer on any page (probably a scan); run OCR on it first"
     ),
+    "document_too_complex": "the document needs more than a task may spend on it",
 }
 
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 
 import pymupdf
 
 from citerun.pipeline import layout, layout_reading
 from citerun.pipeline.pdf import identity, limits, render
 from citerun.pipeline.pdf.labels import page_labels
+
+if typing.TYPE_CHECKING:
+    from citerun.pipeline.document import Document
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,29 +43,11 @@ class Page:
     label: str | None = None
 
 
-@dataclasses.dataclass(frozen=True)
-class ParsedDocument:
-    """What a PDF says about itself, and its cleaned text page by page.
-
-    ``title``, ``authors`` (as printed, "Given Surname"), ``year``, ``doi`` and
-    ``arxiv_id`` are read from the first page's layout; the PDF's info fields are used
-    only where they agree with the page (see :func:`~citerun.pipeline.pdf.identity.identify`).
-    """
-
-    title: str | None
-    authors: tuple[str, ...]
-    year: int | None
-    pages: tuple[Page, ...]
-    doi: str | None = None
-    arxiv_id: str | None = None
-
-    @property
-    def page_count(self) -> int:
-        return len(self.pages)
-
-
-def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
-    """Parse a PDF into cleaned pages and its title, authors and year.
+def parse_pdf(data: bytes, *, max_bytes: int) -> Document:
+    """Parse a PDF into cleaned pages and what it says about itself: title, authors (as
+    printed, "Given Surname"), year, DOI and arXiv id, read from the first page's layout
+    (the PDF's info fields only where they agree with the page; see
+    :func:`~citerun.pipeline.pdf.identity.identify`).
 
     Raises :class:`~citerun.pipeline.pdf.limits.DocumentError` with the matching
     ``reason`` when the document is too large, not a PDF, damaged, password-protected,
@@ -101,7 +87,9 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> ParsedDocument:
         for p in layouts
     )
     found = identity.identify(layouts[0], str(first_page_raw), metadata)
-    return ParsedDocument(
+    from citerun.pipeline.document import Document  # the model imports this module's Page
+
+    return Document(
         title=found.title,
         authors=found.authors,
         year=found.year,

@@ -117,7 +117,11 @@ def _notes(files: Mapping[str, bytes], path: str | None, kind: NoteKind,
 
 def read_docx(data: bytes, limits: archive.BundleLimits = archive.BundleLimits()) -> WrittenThesis:
     """The thesis in a .docx: its citation fields, their claims, its text and the items."""
-    files = archive.read_bundle(data, limits)
+    return read_docx_files(archive.read_bundle(data, limits))
+
+
+def read_docx_files(files: Mapping[str, bytes]) -> WrittenThesis:
+    """:func:`read_docx` of a .docx already unzipped (its parts by path)."""
     main = _targets(files, "").get("officeDocument", "word/document.xml")
     if main not in files:
         raise WriterFileError(f"not a Word document: no {main}")

@@ -3,9 +3,10 @@
 A run's thesis document is stored as bytes like any other (content-addressed, parsed
 once). A PDF is read from the printed page; a zip is a writer's file: a Word document
 itself, or a bundle the CLI (or the user) made holding a LaTeX thesis with its chapters
-and .bib, or a Word document with a library beside it (``--bib``). :func:`read_thesis`
-reads either into a :class:`~.model.WrittenThesis`; :func:`dumps`/:func:`loads` are the
-form the parse stage stores it in (``documents.written``) for the extraction stage.
+and .bib, or a Word document with a library beside it (``--bib``). :func:`read_document`
+reads either, unzipped once, into a :class:`~citerun.pipeline.document.Document` whose
+``written`` is what the files state (:func:`read_thesis` gives the reader's own
+:class:`~.model.WrittenThesis`).
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ import io
 import posixpath
 import zipfile
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from citerun.core import pdfmagic
-from citerun.pipeline import citations
+from citerun.pipeline import citations, document
+from citerun.pipeline.document import Document, Page, TooComplex
+from citerun.pipeline.pdf.limits import DocumentError
+from citerun.pipeline.settings import LimitSettings
 from citerun.pipeline.writer import archive
 from citerun.pipeline.writer.model import (
     LibraryItem,
     LibraryLimits,
     Skipped,
     WriterFileError,
+    Written,
     WrittenCitation,
     WrittenThesis,
 )
@@ -131,32 +135,96 @@ def _pieces(text: str, size: int) -> Iterable[str]:
             yield paragraph
 
 
+def read_document(data: bytes, limits: LimitSettings, max_bytes: int) -> Document:
+    """A thesis from the writer's files (a .docx, a LaTeX bundle, a PDF with its library),
+    the zip read once within ``limits.bundle``, its text in units of paragraphs
+    (:func:`in_units`; it has no printed pages, so only the document's total is capped,
+    not a page's), each claim bounded (:func:`bound_written`).
+
+    Raises :class:`~citerun.pipeline.pdf.limits.DocumentError` (``too_large``, ``corrupt``)
+    and :class:`~citerun.pipeline.document.TooComplex` for one over a cap.
+    """
+    if len(data) > max_bytes:
+        raise DocumentError("too_large", f"the document is {len(data):,} bytes, over the "
+                            f"limit of {max_bytes:,} bytes")
+    try:
+        files = archive.read_bundle(data, limits.bundle)
+        pdf_name = pdf_with_library(files)
+        if pdf_name is not None:  # a PDF thesis with its library (--bib)
+            library, skipped = read_library(files, limits.library)
+            read = document.read_pdf(files[pdf_name], limits, max_bytes)
+            return dataclasses.replace(read, written=Written("pdf", library=library,
+                                                             skipped=skipped))
+        thesis = read_files(files, limits.bundle, limits.library)
+    except WriterFileError as err:
+        raise DocumentError("corrupt", f"the writer's file cannot be read: {err}") from None
+    total = sum(len(text) for _, text in thesis.pages)
+    if total > limits.max_total_chars:
+        raise TooComplex(f"{total:,} characters of text, over the limit of "
+                         f"{limits.max_total_chars:,} characters per document")
+    thesis, over = bound_written(thesis, limits)
+    if over is not None:
+        raise TooComplex(over)
+    return Document(pages=tuple(Page(number=n, text=t) for n, t in thesis.pages),
+                    written=thesis.stated())
+
+
+def bound_written(thesis: WrittenThesis, limits: LimitSettings
+                  ) -> tuple[WrittenThesis, str | None]:
+    """The writer's thesis with each claim cut at ``max_claim_chars`` (each cut claim
+    reported once), and why its claims are too many characters together, if they are
+    (issue 41: one sentence with 8,192 \\cite's made 194 MB of parsed JSON). Runs in the
+    parse child, before the thesis is sent back to the worker."""
+    cut: list[WrittenCitation] = []
+    noted: dict[str, Skipped] = {}
+    for written in thesis.citations:
+        if len(written.claim) > limits.max_claim_chars:
+            if written.claim not in noted:
+                noted[written.claim] = citations.long_claim_note(
+                    written.where or f"page {written.page}", written.claim,
+                    limits.max_claim_chars)
+            written = dataclasses.replace(
+                written, claim=citations.cut_claim(written.claim, limits.max_claim_chars))
+        cut.append(written)
+    over = citations.claims_over((c.claim for c in cut for _ in c.keys or ("",)),
+                                 limits.max_claims_chars)
+    if noted:
+        thesis = dataclasses.replace(thesis, citations=tuple(cut),
+                                     skipped=tuple(noted.values()) + thesis.skipped)
+    return thesis, over
+
+
 def read_thesis(data: bytes, limits: archive.BundleLimits = archive.BundleLimits(),
                 library: LibraryLimits = LibraryLimits()) -> WrittenThesis:
     """The thesis in a writer's file: a .docx, or a bundle with a .tex (or a .docx) in it;
     its text in units of paragraphs (:func:`in_units`). ``limits`` bound the zip,
     ``library`` its library files."""
-    thesis = _read_thesis(data, limits, library)
+    if not is_writer_file(data):
+        raise WriterFileError("not a Word document or a zip bundle")
+    return read_files(archive.read_bundle(data, limits), limits, library)
+
+
+def read_files(files: Mapping[str, bytes], limits: archive.BundleLimits,
+               library: LibraryLimits) -> WrittenThesis:
+    """:func:`read_thesis` of a zip already read (its files by path)."""
+    thesis = _read_thesis(dict(files), limits, library)
     return dataclasses.replace(thesis, pages=in_units(thesis.pages))
 
 
-def _read_thesis(data: bytes, limits: archive.BundleLimits,
+def _read_thesis(files: dict[str, bytes], limits: archive.BundleLimits,
                  library_limits: LibraryLimits) -> WrittenThesis:
     # The readers load only when a writer's file is read: a worker parsing PDFs never does.
     from citerun.pipeline.writer import docx, latex
 
-    if not is_writer_file(data):
-        raise WriterFileError("not a Word document or a zip bundle")
-    files = archive.read_bundle(data, limits)
     if "word/document.xml" in files:
-        return docx.read_docx(data)
+        return docx.read_docx_files(files)
     documents = sorted(p for p in files if p.lower().endswith(".docx"))
     if len(documents) > 1:
         raise WriterFileError(f"the bundle holds {len(documents)} Word documents "
                               f"({', '.join(documents[:5])}); give one thesis")
     if documents:
         library, skipped = read_library(files, library_limits)
-        thesis = docx.read_docx(files[documents[0]])
+        thesis = docx.read_docx(files[documents[0]], limits)
         return dataclasses.replace(thesis, library=_merged(thesis.library, library),
                                    skipped=thesis.skipped + skipped)
     if not any(p.lower().endswith(".tex") for p in files):
@@ -215,41 +283,24 @@ def attached(library: Iterable[LibraryItem],
     return {name: tuple(found.values()) for name, found in items.items()}
 
 
-def dumps(thesis: WrittenThesis) -> dict[str, Any]:
-    """The JSON-able form stored with the parsed document."""
-    return dataclasses.asdict(thesis)
-
-
-def loads(data: Mapping[str, Any]) -> WrittenThesis:
-    """The thesis back from :func:`dumps`'s form."""
-    return WrittenThesis(
-        format=data["format"],
-        pages=tuple((int(n), str(t)) for n, t in data["pages"]),
-        citations=tuple(WrittenCitation(**{**c, "keys": tuple(c["keys"])})
-                        for c in data["citations"]),
-        library=tuple(LibraryItem(**{**i, "authors": tuple(i["authors"]),
-                                     "files": tuple(i["files"])}) for i in data["library"]),
-        skipped=tuple(Skipped(**s) for s in data.get("skipped", ())),
-        blocks=tuple(str(b) for b in data.get("blocks", ())),
-    )
-
-
-def locate(extraction: citations.Extraction, thesis: WrittenThesis) -> citations.Extraction:
+def locate(extraction: citations.Extraction, thesis: Document) -> citations.Extraction:
     """The citations the rules of the page found in a writer's text, each with where it
     stands ("paragraph 34", "footnote 3"; :attr:`WrittenThesis.blocks`): its marker
     searched in its unit from where the unit's previous citation stood. A citation whose
     marker is not found, or a text whose paragraphs do not line up with the blocks (a
     paragraph cut for its length), keeps no location."""
-    units = dict(thesis.pages)
+    pages = thesis.numbered()
+    blocks = thesis.written.blocks if thesis.written is not None else ()
+    units = dict(pages)
     starts, offset = [], 0
-    for _, text in thesis.pages:
+    for _, text in pages:
         for paragraph in text.split("\n\n"):
             starts.append(offset)
             offset += len(paragraph) + 2
-    if not thesis.blocks or len(starts) != len(thesis.blocks):
+    if not blocks or len(starts) != len(blocks):
         return extraction
     unit_start, offset = {}, 0
-    for number, text in thesis.pages:
+    for number, text in pages:
         unit_start[number] = offset
         offset += len(text) + 2
     cursor: dict[int, int] = {}
@@ -264,5 +315,5 @@ def locate(extraction: citations.Extraction, thesis: WrittenThesis) -> citations
             continue
         cursor[citation.page] = at
         block = bisect.bisect_right(starts, unit_start[citation.page] + at) - 1
-        located.append(dataclasses.replace(citation, location=thesis.blocks[block]))
+        located.append(dataclasses.replace(citation, location=blocks[block]))
     return dataclasses.replace(extraction, citations=tuple(located))

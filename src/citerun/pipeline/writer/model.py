@@ -1,7 +1,8 @@
 """What the writer's files say, in one shape whatever the format.
 
-:class:`WrittenThesis` is what :mod:`.latex` and :mod:`.docx` return; :func:`to_extraction`
-turns it into the :class:`~citerun.pipeline.citations.Extraction` the rest of a run reads,
+:class:`WrittenThesis` is what :mod:`.latex` and :mod:`.docx` return; :class:`Written` is
+what it states beside its text (a :class:`citerun.pipeline.document.Document` holds it);
+:func:`to_extraction` turns either into the :class:`~citerun.pipeline.citations.Extraction` the rest of a run reads,
 the citation keys kept as the reference entries' labels so that mapping is by key.
 """
 
@@ -16,7 +17,7 @@ from citerun.core import errors
 from citerun.pipeline.citations import model as citations
 from citerun.pipeline.citations.model import Skipped
 
-__all__ = ["Format", "LibraryFormat", "LibraryItem", "Skipped", "WriterFileError",
+__all__ = ["Format", "LibraryFormat", "LibraryItem", "Skipped", "WriterFileError", "Written",
            "WrittenCitation", "WrittenThesis", "entry_for", "to_extraction"]
 
 # "pdf": a PDF thesis bundled with the writer's library (--bib): its citations are read
@@ -116,6 +117,24 @@ class WrittenThesis:
     skipped: tuple[Skipped, ...] = ()
     blocks: tuple[str, ...] = ()
 
+    def stated(self) -> Written:
+        """What the thesis states beside its text."""
+        return Written(self.format, self.citations, self.library, self.skipped, self.blocks)
+
+
+@dataclasses.dataclass(frozen=True)
+class Written:
+    """What a thesis from the writer's files states beside its text (its pages are the
+    document's): its citations, every item of its library, what was not taken, and
+    where each paragraph of its text stands (see :attr:`WrittenThesis.blocks`). A PDF
+    thesis bundled with its library (``format`` "pdf") states only the library."""
+
+    format: Format
+    citations: tuple[WrittenCitation, ...] = ()
+    library: tuple[LibraryItem, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    blocks: tuple[str, ...] = ()
+
 
 def entry_for(index: int, item: LibraryItem) -> citations.ReferenceEntry:
     """The reference entry a library item stands for; its label is the citation key."""
@@ -124,7 +143,7 @@ def entry_for(index: int, item: LibraryItem) -> citations.ReferenceEntry:
         year=item.year, year_suffix="", title=item.title, doi=item.doi)
 
 
-def to_extraction(thesis: WrittenThesis) -> citations.Extraction:
+def to_extraction(thesis: Written | WrittenThesis) -> citations.Extraction:
     """The extraction a run reads: one citation per (citation, key), keys as labels.
 
     A key no library item holds stays a citation (it is reported unresolved, never
