@@ -10,8 +10,6 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
-from citerun.core import db
-from citerun.local import localdb
 from citerun.operator import settings as op_settings
 from citerun.core.settings import Settings, is_setting
 from citerun.pipeline import report
@@ -19,11 +17,6 @@ from citerun.pipeline.settings import PipelineSettings
 
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = REPO / "charts" / "citerun" / "templates" / "_helpers.tpl"
-
-
-def test_the_local_database_name_is_the_one_db_sql_creates() -> None:
-    statement = db.QUERIES["database_create_citerun"].strip().splitlines()[-1]
-    assert statement == f"CREATE DATABASE {localdb.DATABASE};"
 
 
 def test_the_report_schema_version_constant_is_the_models() -> None:

@@ -23,7 +23,7 @@ from citerun.core.states import RunState
 if TYPE_CHECKING:  # the types of the verify's inputs; citerun.cli.verify imports this module
     from citerun.cli.verify import LocalWorkers, ReportPaths, ThesisInput
 
-_Q = sql.load("citerun.local", "localdb.sql")
+_Q = sql.load("citerun.cli", "verify_run.sql")
 
 
 def process_identity(pid: int) -> str | None:

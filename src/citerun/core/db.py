@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 # Any fixed 64-bit key works, as long as it never changes (old and new pods share it).
 MIGRATION_LOCK_KEY = 0x63697465_72756E31  # "citerun1"
 
-QUERIES = _QUERIES = sql.load("citerun.core", "db.sql")
+_QUERIES = sql.load("citerun.core", "db.sql")
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 

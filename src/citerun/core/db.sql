@@ -22,11 +22,3 @@ SELECT version, name, checksum FROM schema_migrations ORDER BY version;
 -- name: schema_migrations_insert --
 -- Record one applied migration.
 INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3);
-
--- name: database_exists --
--- Whether a database of this name exists.
-SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1);
-
--- name: database_create_citerun --
--- Create the database the embedded server keeps citerun's data in.
-CREATE DATABASE citerun;

@@ -218,8 +218,14 @@ async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, sta
     await conn.execute(_Q["run_secret_delete"], run_id)
     if release:
         released = [r["digest"] for r in await conn.fetch(_Q["run_release_documents"], run_id)]
-        if released:
-            await conn.execute(_Q["documents_erase_unowned"], released)
+        await erase_unowned(conn, released)
+
+
+async def erase_unowned(conn: asyncpg.Connection | asyncpg.Pool, digests: Sequence[str]) -> None:
+    """Of ``digests``, the documents no tenant owns and no active run uses lose their
+    bytes, pages and chunks and go back to 'staged'; a failed document stays failed."""
+    if digests:
+        await conn.execute(_Q["documents_erase_unowned"], list(digests))
 
 
 async def touch(conn: asyncpg.Connection, run_id: uuid.UUID) -> None:
@@ -276,6 +282,5 @@ async def drop_expired_bytes(conn: asyncpg.Connection | asyncpg.Pool, ttl_s: flo
     upload unused for ``ttl_s`` and erase the documents nobody owns any more."""
     dropped = len(await conn.fetch(_Q["document_drop_expired_bytes"], ttl_s))
     expired = [r["digest"] for r in await conn.fetch(_Q["owners_expire_uploads"], ttl_s)]
-    if expired:
-        await conn.execute(_Q["documents_erase_unowned"], expired)
+    await erase_unowned(conn, expired)
     return dropped

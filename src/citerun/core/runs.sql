@@ -17,12 +17,6 @@ WITH doc AS (
 )
 SELECT state FROM doc;
 
--- name: document_get --
--- One document's metadata (no bytes).
-SELECT digest, filename, size_bytes, state, error_reason, error, title, authors, year,
-       page_count, raw IS NOT NULL AS has_bytes
-FROM documents WHERE digest = $1;
-
 -- name: run_insert --
 -- Create a run; an existing run of the same id is left as it is (idempotent create).
 INSERT INTO runs (id, name, namespace, tenant, generation, spec, priority, state,
@@ -133,11 +127,6 @@ SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND state = 'running')
            AS active_runs,
        (SELECT coalesce(sum(size_bytes), 0) FROM document_owners
          WHERE tenant = $1)::bigint AS staged_bytes;
-
--- name: documents_known --
--- Which of these digests are stored (with their state).
-SELECT digest, state, size_bytes FROM documents WHERE digest = ANY($1::text[]);
-
 
 -- name: run_active_with_resource --
 -- Unfinished runs that belong to a CitationRun (for the orphan sweep).

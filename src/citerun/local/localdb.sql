@@ -1,8 +1,3 @@
--- name: local_runs_open --
--- Unfinished runs started by a local ``citerun verify`` (their spec names its process).
-SELECT id, spec -> 'local' AS local FROM runs
-WHERE state = 'running' AND spec ? 'local';
-
 -- name: role_exists --
 -- Whether a role of this name exists.
 SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1);

@@ -23,7 +23,7 @@ from citerun.pipeline import embed
 
 logger = logging.getLogger(__name__)
 
-_Q = sql.load("citerun.worker", "tasks.sql")
+_Q = sql.load("citerun.pipeline", "reembed.sql")
 
 
 async def reembed(pool: asyncpg.Pool, embedder: embed.Embedder, *, everything: bool = False,

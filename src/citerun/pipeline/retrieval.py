@@ -28,7 +28,7 @@ from citerun.core import errors, sql
 from citerun.pipeline import embed, judge, ranking
 from citerun.pipeline.settings import RetrievalConfig
 
-_Q = sql.load("citerun.worker", "tasks.sql")
+_Q = sql.load("citerun.pipeline", "retrieval.sql")
 
 
 class ModelMismatch(errors.CiterunError):
