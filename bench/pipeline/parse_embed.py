@@ -3,7 +3,10 @@
 Usage: ``python -m bench.pipeline.large_thesis /tmp/large && python -m bench.pipeline.parse_embed
 /tmp/large``. Prints one table. Each stage runs ``--repeat`` times and the best run is
 reported, since the question is what the code can do, not how noisy the machine is;
-the one-off model load is reported on its own row.
+the one-off model load is reported on its own row. Reading and chunking are the recipe's
+stages a run uses (:func:`citerun.pipeline.recipe.read` within the default limits,
+:func:`~citerun.pipeline.recipe.passages`: a document's chunks without its own reference
+list).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import platform
 import time
 import typing
 
-from citerun.pipeline import embed, pdf
+from citerun.pipeline import embed, pdf, recipe
+from citerun.pipeline.settings import DocumentSettings, LimitSettings
 
 T = typing.TypeVar("T")
 
@@ -37,20 +41,21 @@ def main() -> None:
     args = parser.parse_args()
     thesis_bytes = (args.directory / "thesis.pdf").read_bytes()
     source_bytes = [p.read_bytes() for p in sorted((args.directory / "sources").glob("*.pdf"))]
-    limit = 200_000_000
+    limit, limits, settings = 200_000_000, LimitSettings(), DocumentSettings()
 
     rows: list[tuple[str, int, str, float]] = []
 
-    seconds, thesis = best_of(args.repeat, lambda: pdf.parse_pdf(thesis_bytes, max_bytes=limit))
+    seconds, thesis = best_of(args.repeat, lambda: recipe.read(thesis_bytes, limits, limit))
     rows.append(("parse thesis", thesis.page_count, "pages", seconds))
 
     seconds, sources = best_of(
-        args.repeat, lambda: [pdf.parse_pdf(b, max_bytes=limit) for b in source_bytes]
+        args.repeat, lambda: [recipe.read(b, limits, limit) for b in source_bytes]
     )
     rows.append((f"parse {len(sources)} sources", sum(s.page_count for s in sources), "pages", seconds))
 
     documents = [thesis, *sources]
-    seconds, chunk_sets = best_of(args.repeat, lambda: [pdf.chunk_pages(d.pages) for d in documents])
+    seconds, chunk_sets = best_of(args.repeat,
+                                  lambda: [recipe.passages(d, settings) for d in documents])
     chunks = [c.text for chunk_set in chunk_sets for c in chunk_set]
     rows.append(("chunk all (900/150 chars)", len(chunks), "chunks", seconds))
 

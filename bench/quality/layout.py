@@ -8,13 +8,14 @@ import time
 
 from bench import machine
 from bench.common import evaldata
-from citerun.pipeline import citations, pdf
+from citerun.pipeline import pdf, recipe
+from citerun.pipeline.settings import LimitSettings
 
 
 def layout_cost(path: pathlib.Path) -> list[tuple[str, float]]:
     """Seconds for one PDF: MuPDF's block order (the old parser's text step), the layout
     step (``get_text("dict")`` lines, columns, paragraphs), the page renderings, the whole
-    ``parse_pdf`` and ``extract``."""
+    read and the extraction as a run does them (``recipe.read``, ``recipe.extract``)."""
     import pymupdf  # noqa: PLC0415 (only this measurement needs it directly)
 
     from citerun.pipeline import layout, layout_reading  # noqa: PLC0415
@@ -33,10 +34,10 @@ def layout_cost(path: pathlib.Path) -> list[tuple[str, float]]:
         pdf.render_pages(doc)
         timings.append(("render every page (grey JPEG, 0.6x)", time.perf_counter() - start))
     start = time.perf_counter()
-    parsed = pdf.parse_pdf(data, max_bytes=500 * 1024 * 1024)
-    timings.append(("parse_pdf (as the worker runs it)", time.perf_counter() - start))
+    parsed = recipe.read(data, LimitSettings(), 500 * 1024 * 1024)
+    timings.append(("read (as the worker runs it)", time.perf_counter() - start))
     start = time.perf_counter()
-    citations.extract([(p.number, p.text) for p in parsed.pages])
+    recipe.extract(parsed, LimitSettings())
     timings.append(("extract", time.perf_counter() - start))
     return timings
 

@@ -35,6 +35,10 @@ Per document:
 Then each pair of ``PAIRS.tsv``: the citing paper's extraction mapped against the cited
 PDF alone, and whether the pair's marker maps to it.
 
+Every document is taken through the stages of :mod:`citerun.pipeline.recipe` a run uses:
+``read`` (within the default limits), ``extract`` (claims bounded as a run bounds them),
+``sources`` and ``map``.
+
 Three documents are held out of tuning (``HELD_OUT``) and reported on their own rows.
 """
 
@@ -54,7 +58,9 @@ from bench.common import evaldata
 from bench.quality.layout import layout_cost, time_pymupdf4llm
 from bench.quality.truth import (TRUTH, align_entries, found_markers, match_markers, opening,
                                  same_key, same_surname, same_year, true_markers, true_refs)
-from citerun.pipeline import citations, pdf
+from citerun.pipeline import citations, pdf, recipe
+from citerun.pipeline.document import Document
+from citerun.pipeline.settings import LimitSettings
 
 
 # Not looked at while the rules were written; reported separately.
@@ -123,9 +129,13 @@ def _gold(path: pathlib.Path) -> list[tuple[str, int | None]]:
     return result
 
 
-def _parse(path: pathlib.Path) -> tuple[pdf.ParsedDocument, float]:
+LIMITS = LimitSettings()
+MAX_BYTES = 200 * 1024 * 1024
+
+
+def _parse(path: pathlib.Path) -> tuple[Document, float]:
     start = time.perf_counter()
-    doc = pdf.parse_pdf(path.read_bytes(), max_bytes=200 * 1024 * 1024)
+    doc = recipe.read(path.read_bytes(), LIMITS, MAX_BYTES)
     return doc, time.perf_counter() - start
 
 
@@ -134,7 +144,7 @@ def evaluate_document(path: pathlib.Path, gold_dir: pathlib.Path, truth: pathlib
                       ) -> tuple[DocResult, citations.Extraction]:
     doc, parse_s = _parse(path)
     start = time.perf_counter()
-    extraction = citations.extract([(p.number, p.text) for p in doc.pages])
+    extraction = recipe.extract(doc, LIMITS)
     seconds = parse_s + time.perf_counter() - start
     entries = list(extraction.references)
     gold_file = gold_dir / f"{path.stem}-content.xml"
@@ -201,19 +211,13 @@ class PairResult:
     reason: str
 
 
-def _source_info(path: pathlib.Path) -> citations.SourceInfo:
-    doc, _ = _parse(path)
-    return citations.SourceInfo(
-        document_id=path.name, filename=path.name, title=doc.title, authors=doc.authors,
-        year=doc.year, doi=doc.doi, arxiv_id=doc.arxiv_id,
-    )
-
-
 def evaluate_pair(row: dict[str, str], pdfs: pathlib.Path,
                   extractions: dict[str, citations.Extraction]) -> PairResult:
     extraction = extractions[row["citing"]]
-    source = _source_info(pdfs / row["cited"])
-    mapped = citations.map_citations(extraction, [source])
+    citing, _ = _parse(pdfs / row["citing"])
+    cited, _ = _parse(pdfs / row["cited"])
+    [source] = recipe.sources(citing, [recipe.Source(row["cited"], row["cited"], cited)])
+    mapped = recipe.map(extraction, [source], citations.MatchConfig())
     wanted = " ".join(row["marker"].split())
     hits = [m for m in mapped if m.document_id == source.document_id]
     at_marker = [m for m in hits if " ".join(m.citation.marker.split()) == wanted]
