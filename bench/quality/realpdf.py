@@ -59,7 +59,7 @@ from bench.quality.layout import layout_cost, time_pymupdf4llm
 from bench.quality.truth import (TRUTH, align_entries, found_markers, match_markers, opening,
                                  same_key, same_surname, same_year, true_markers, true_refs)
 from citerun.pipeline import citations, pdf, recipe
-from citerun.pipeline.document import Document
+from citerun.pipeline.document import Document, Source
 from citerun.pipeline.settings import LimitSettings
 
 
@@ -216,7 +216,7 @@ def evaluate_pair(row: dict[str, str], pdfs: pathlib.Path,
     extraction = extractions[row["citing"]]
     citing, _ = _parse(pdfs / row["citing"])
     cited, _ = _parse(pdfs / row["cited"])
-    [source] = recipe.sources(citing, [recipe.Source(row["cited"], row["cited"], cited)])
+    [source] = recipe.sources(citing, [Source(row["cited"], row["cited"], cited)])
     mapped = recipe.map(extraction, [source], citations.MatchConfig())
     wanted = " ".join(row["marker"].split())
     hits = [m for m in mapped if m.document_id == source.document_id]

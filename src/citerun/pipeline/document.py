@@ -29,7 +29,7 @@ from citerun.pipeline.pdf.parse import Page, parse_pdf
 from citerun.pipeline.settings import LimitSettings
 from citerun.pipeline.writer.model import Written
 
-__all__ = ["Document", "Page", "Row", "TooComplex", "Written", "check_text", "page_from_row",
+__all__ = ["Document", "Page", "Row", "Source", "TooComplex", "Written", "check_text", "page_from_row",
            "page_row", "read_pdf", "without_reference_list", "written_json"]
 
 #: A stored row read by column name (an ``asyncpg.Record``, a dict).
@@ -71,6 +71,20 @@ class Document:
                    authors=tuple(_get(row, "authors") or ()), year=_get(row, "year"),
                    doi=_get(row, "doi"), arxiv_id=_get(row, "arxiv_id"),
                    written=_WRITTEN.validate_python(written) if written is not None else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A source of a run: its id (a digest), the name the run gave it, what was read (its
+    first page where a citation names a work), the keys the run assigns it, and why it
+    could not be read (``read`` false)."""
+
+    id: str
+    filename: str
+    document: Document
+    keys: tuple[str, ...] = ()
+    read: bool = True
+    error: str | None = None
 
 
 _WRITTEN: pydantic.TypeAdapter[Written] = pydantic.TypeAdapter(Written)

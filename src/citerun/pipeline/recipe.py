@@ -13,32 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime, timezone
-from typing import Any
 
-from citerun.core.states import DocumentState
-from citerun.pipeline import citations, document, embed, layout, pdf, ranking, report as reports
+from citerun.pipeline import citations, document, embed, memory, pdf, ranking, report as reports
 from citerun.pipeline import judge as judges
-from citerun.pipeline.document import Document, TooComplex
+from citerun.pipeline.document import Document, Source, TooComplex
 from citerun.pipeline.settings import DocumentSettings, LimitSettings, PipelineSettings
 from citerun.pipeline.writer import formats, model as writer
-
-#: What a report lists of the markers not taken (the first ones, in reading order).
-MAX_SKIPPED = 1000
-
-
-@dataclasses.dataclass(frozen=True)
-class Source:
-    """A source of a run: its id (a digest), the name the run gave it, what was read (its
-    first page where a citation names a work), the keys the run assigns it, and why it
-    could not be read (``read`` false)."""
-
-    id: str
-    filename: str
-    document: Document
-    keys: tuple[str, ...] = ()
-    read: bool = True
-    error: str | None = None
 
 
 def read(data: bytes, limits: LimitSettings, max_bytes: int) -> Document:
@@ -147,39 +127,11 @@ async def judge(the_judge: judges.Judge, claim: str,
     return await the_judge.judge(claim, await find(claim))
 
 
-def evidence_rows(judgement: judges.Judgement) -> list[dict[str, Any]]:
-    """A judgement's evidence as the ``verdicts.evidence`` column stores it."""
-    return [{"quote": e.quote, "page_start": e.page_start, "page_end": e.page_end,
-             "score": round(float(e.score), 4), "chunk_id": e.chunk_id}
-            for e in judgement.evidence]
-
-
 def report(name: str, thesis: Document, given: Sequence[Source],
            extraction: citations.Extraction, mapped: Sequence[citations.MappedCitation],
            verdicts: Sequence[judges.Judgement]) -> reports.Report:
-    """The report of citations judged in memory, built as the worker builds a run's."""
-    state = {True: DocumentState.PARSED, False: DocumentState.FAILED}
-    docs: list[dict[str, Any]] = [{"digest": "", "role": "thesis", "filename": name, "title": thesis.title,
-             "page_count": thesis.page_count, "state": DocumentState.PARSED, "error": None,
-             "written_format": thesis.written.format if thesis.written else None},
-            *({"digest": s.id, "role": "source", "filename": s.filename, "state": state[s.read],
-               "title": s.document.title, "error": s.error} for s in given)]
-    rows = [{**dataclasses.asdict(m.citation), "digest": m.document_id,
-             "reference": m.reference.text if m.reference else None, "match_method": m.method,
-             "match_score": m.score, "match_reason": m.reason, "verdict": str(v.verdict),
-             "confidence": v.confidence, "rationale": v.rationale, "evidence": evidence_rows(v)}
-            for m, v in zip(mapped, verdicts)]
-    read = {s.id: s.document for s in given}
-    pages = {(digest, n): {"lines": layout.line_rows(page.lines), "width": page.width,
-                           "height": page.height, "label": page.label, "image": page.image}
-             for digest, numbers in reports.evidence_pages(rows).items()
-             for page in read[digest].pages for n in numbers if page.number == n}
-    run = {"id": name, "name": name, "created_at": datetime.now(timezone.utc),
-           "tokens_spent": sum(v.tokens_used for v in verdicts),
-           "skipped": [dataclasses.asdict(s) for s in extraction.skipped[:MAX_SKIPPED]]}
-    return reports.build(run, docs, rows, pages, {
-        digest: [(p.label or str(p.number), p.text) for p in read[digest].pages]
-        for digest in reports.quoting_sources(rows)})
+    """The report of citations judged in memory, built from the rows a run stores."""
+    return reports.build(*memory.rows(name, thesis, given, extraction, mapped, verdicts))
 
 
 async def verify(name: str, thesis: bytes, given: Mapping[str, bytes],

@@ -31,7 +31,7 @@ from citerun.core import flow, pdfmagic, runs, runspec, sql
 from citerun.core.flow import FetchPayload, JudgePayload, ParsePayload, RunPayload
 from citerun.worker import registry as registry_mod
 from citerun.worker import sandbox, steps
-from citerun.pipeline import document, embed, fetch, judge, recipe, report, retrieval
+from citerun.pipeline import document, embed, fetch, judge, memory, recipe, report, retrieval
 from citerun.pipeline.document import Document
 from citerun.core.settings import Settings
 from citerun.core.states import FINISHED_DOCUMENT, DocumentState, RunState
@@ -271,7 +271,7 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
     pages = (() if stored.written is not None and stored.written.citations else
              await ctx.pool.fetch(_Q["document_pages_all"], thesis["digest"]))
     stored = dataclasses.replace(stored, pages=tuple(document.page_from_row(p) for p in pages))
-    given = [recipe.Source(d["digest"], d["filename"], Document.from_rows(d),
+    given = [document.Source(d["digest"], d["filename"], Document.from_rows(d),
                            keys=tuple(d["keys"] or ()), read=d["state"] == DocumentState.PARSED,
                            error=d["error"]) for d in docs if d["role"] == "source"]
     limits, action = ctx.pipeline.limits, "extract"
@@ -298,7 +298,7 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
     async with ctx.fenced() as conn:
         # Kept to a bound: a paper of equations may have thousands of "[0, 1]".
         await conn.execute(_Q["run_set_skipped"], payload.run_id,
-                           [dataclasses.asdict(s) for s in extraction.skipped[:recipe.MAX_SKIPPED]])
+                           [dataclasses.asdict(s) for s in extraction.skipped[:memory.MAX_SKIPPED]])
         # Identical (claim, source) work is done once per run (issue 41): the first citation
         # of a pair is judged, and its verdict is recorded for the others (judge_citation).
         for m, settled in zip(mapped, recipe.settle(mapped, by_id)):
@@ -320,7 +320,7 @@ async def _record(conn: asyncpg.Connection, citation_id: int, run_id: uuid.UUID,
                   verdict: judge.Judgement, judge_name: str = "citerun") -> None:
     await conn.execute(_Q["verdict_insert"], citation_id, run_id, str(verdict.verdict),
                        float(verdict.confidence), verdict.rationale,
-                       recipe.evidence_rows(verdict), judge_name)
+                       memory.evidence_rows(verdict), judge_name)
 
 
 # -- judge_citation ----------------------------------------------------------------------
