@@ -14,7 +14,7 @@ from __future__ import annotations
 import pathlib
 import tempfile
 
-from citerun.cli import verify
+from citerun.pipeline import intake
 from examples import pdfwriter  # a folder of scripts: a namespace package from the root
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
@@ -53,7 +53,7 @@ def words(count: int) -> str:
 
 
 def _bundle(tex: str) -> bytes:
-    return verify.thesis_bytes("thesis.tex", tex.encode(), [("refs.bib", BIB.encode())])
+    return intake.thesis_bytes("thesis.tex", tex.encode(), [("refs.bib", BIB.encode())])
 
 
 def long_claim_tex(count: int = 40_000) -> bytes:
@@ -77,7 +77,7 @@ def quoted_300_tex(times: int = 300, count: int = 10_000) -> bytes:
     tex = ("\\documentclass{article}\n\\begin{document}\n"
            "As its authors put it, \\enquote{The urban heat island was strongest at night "
            f"{words(count)}}} {cites}.\n\\end{{document}}\n")
-    return verify.thesis_bytes("thesis.tex", tex.encode(), [("refs.bib", bib.encode())])
+    return intake.thesis_bytes("thesis.tex", tex.encode(), [("refs.bib", bib.encode())])
 
 
 def forty_markers_pdf(chars: int = 42_000, markers: int = 40) -> bytes:

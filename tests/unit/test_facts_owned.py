@@ -169,16 +169,36 @@ def patterns_year() -> str:
     return patterns.YEAR
 
 
-# -- thesis and library file types: citerun.core.pdfmagic -------------------------------------
+# -- thesis and library file types: citerun.core.pdfmagic, read by citerun.pipeline.intake --
 
-def test_every_reader_of_a_thesis_or_library_takes_the_owners_suffixes() -> None:
+def test_every_reader_of_a_thesis_or_library_takes_the_owners_suffixes(tmp_path: Path) -> None:
+    """The CLI and the web tell a thesis and a library by the intake's one rule, whose
+    suffixes are the owner's; the upload page offers exactly those."""
     from citerun.cli import verify
+    from citerun.pipeline import intake
     from citerun.pipeline.writer import formats
-    from citerun.web import app, pages
-    assert verify.THESIS_SUFFIXES is pdfmagic.THESIS_SUFFIXES
-    assert app.THESIS_SUFFIXES is pdfmagic.THESIS_SUFFIXES
-    assert app.LIBRARY_SUFFIXES is pdfmagic.LIBRARY_SUFFIXES
+    from citerun.web import pages
+    assert intake.THESIS_SUFFIXES is pdfmagic.THESIS_SUFFIXES
+    assert intake.LIBRARY_SUFFIXES is pdfmagic.LIBRARY_SUFFIXES
     assert formats.LIBRARY_SUFFIXES is pdfmagic.LIBRARY_SUFFIXES
+    assert set(intake.ZIP_SUFFIXES) < set(pdfmagic.THESIS_SUFFIXES)
+    magic = {".pdf": b"%PDF-1.7\n", ".docx": pdfmagic.ZIP_MAGIC, ".zip": pdfmagic.ZIP_MAGIC,
+             ".tex": b"\\documentclass{article}"}
+    assert set(magic) == set(pdfmagic.THESIS_SUFFIXES)
+    for suffix, data in magic.items():
+        intake.check_thesis(f"thesis{suffix.upper()}", data)  # the web's check
+        path = tmp_path / f"thesis{suffix}"
+        path.write_bytes(data)
+        assert verify.check_thesis(str(path)) == path  # the CLI's
+    for suffix in pdfmagic.LIBRARY_SUFFIXES:
+        intake.check_library(f"refs{suffix}", b"{}")
+    (tmp_path / "thesis.rtf").write_bytes(b"{\\rtf1}")
+    with pytest.raises(intake.FileRefused):
+        intake.check_thesis("thesis.rtf", b"{\\rtf1}")
+    with pytest.raises(verify.UsageError):
+        verify.check_thesis(str(tmp_path / "thesis.rtf"))
+    with pytest.raises(intake.FileRefused):
+        intake.check_library("refs.ris", b"TY  - JOUR")
     html = pages.upload_page(user="u", csrf="c", max_bytes=1 << 20)
     accepts = dict(re.findall(r'<input id="(thesis|library)"[^>]*?accept="([^"]*)"', html))
     assert accepts == {"thesis": ",".join(pdfmagic.THESIS_SUFFIXES),

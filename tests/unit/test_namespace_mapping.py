@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from citerun.web.kube import namespace_for
+from citerun.web.cluster import namespace_for
 from citerun.web.settings import WebSettings
 
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -12,18 +12,17 @@ themselves. A run the verify leaves early (Ctrl-C, ``--timeout``, an error) is c
 not left ``running``; a run whose verify and workers were all killed at once is cancelled
 by the next verify on the same database (the run's spec names the process that owns it).
 
-This module reads the command line's inputs and owns the local workers; the run itself
-(started, followed, cancelled, its report saved and summed up) is :mod:`.verify_run`.
+This module reads the command line's inputs (what a thesis file stages as is
+:mod:`citerun.pipeline.intake`'s) and starts the local workers
+(:class:`citerun.local.workers.LocalWorkers`); the run itself (started, followed,
+cancelled, its report saved and summed up) is :mod:`.verify_run`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,20 +30,19 @@ from pathlib import Path
 import asyncpg
 from rich.console import Console
 
-from citerun.core import citekeys, errors, pdfmagic
-from citerun.pipeline.writer import archive, formats
-from citerun.pipeline.writer.model import WriterFileError
+from citerun.cli.verify_run import cancel_run, follow, save_report, start_run
+from citerun.core import citekeys, errors
 from citerun.core.settings import Settings
 from citerun.core.states import RunState
-from citerun.cli.verify_run import cancel_run, follow, save_report, start_run
+from citerun.local.workers import VERIFY_PID_ENV as VERIFY_PID_ENV
+from citerun.local.workers import LocalWorkers
+from citerun.pipeline import intake
+from citerun.pipeline.writer import formats
+from citerun.pipeline.writer.model import WriterFileError
 
 
 class UsageError(errors.CiterunError):
     """The command line is not usable."""
-
-
-#: Set for the workers of a verify: the pid they must die with (see cli.cmd_worker).
-VERIFY_PID_ENV = "CITERUN_VERIFY_PID"
 
 
 @dataclass(frozen=True)
@@ -79,8 +77,6 @@ MAX_WORKERS = 64
 MAX_CONCURRENCY = 256  # WorkerSettings.concurrency's upper bound
 
 
-#: The thesis forms ``citerun verify`` takes, by suffix (a directory: a LaTeX folder).
-THESIS_SUFFIXES = pdfmagic.THESIS_SUFFIXES
 #: A LaTeX folder is read this deep and this far, text files only (formats.BUNDLE_SUFFIXES).
 MAX_FOLDER_FILES = 2_000
 MAX_FOLDER_DEPTH = 8
@@ -101,7 +97,7 @@ def check_thesis(thesis: str) -> Path:
         return path
     if not path.is_file():
         raise UsageError(f"thesis {thesis!r} is neither a file nor a directory")
-    if path.suffix.lower() not in THESIS_SUFFIXES:
+    if not intake.is_thesis_name(path.name):
         raise UsageError(f"thesis {thesis!r}: give a .pdf, a .docx, a .tex (its folder is "
                          "read with it), a .zip holding a LaTeX thesis, or a LaTeX folder")
     return path
@@ -133,42 +129,18 @@ def load_thesis(path: Path, bibs: list[Path]) -> ThesisInput:
     (its chapters and .bib: ``\\input`` is resolved inside it), the .tex named as the
     main file; a .zip as it is, or rebuilt with the libraries added.
     """
-    suffix = path.suffix.lower()
     libraries = [(b.name, b.read_bytes()) for b in bibs]
     if path.is_dir():
         files = _folder_files(path)
-        return ThesisInput(path, formats.bundle({**files, **_library_members(libraries)}),
-                           f"{path.name}.zip")
-    if suffix in (".pdf", ".docx", ".zip"):
+        return ThesisInput(path, intake.bundle(files, libraries), f"{path.name}.zip")
+    if intake.suffix(path.name) != ".tex":  # a .pdf, .docx or .zip: the intake's rule
         try:
-            return ThesisInput(path, thesis_bytes(path.name, path.read_bytes(), libraries),
-                               path.name)
+            return ThesisInput(path, intake.thesis_bytes(path.name, path.read_bytes(),
+                                                         libraries), path.name)
         except WriterFileError as err:
             raise UsageError(f"thesis {str(path)!r}: {err}") from None
-    files = _folder_files(path.parent)
-    files[formats.MAIN_MEMBER] = path.name.encode()
-    return ThesisInput(path, formats.bundle({**files, **_library_members(libraries)}),
-                       path.name)
-
-
-def _library_members(libraries: list[tuple[str, bytes]]) -> dict[str, bytes]:
-    return {f"library/{i}-{name}": data for i, (name, data) in enumerate(libraries)}
-
-
-def thesis_bytes(name: str, data: bytes, libraries: list[tuple[str, bytes]]) -> bytes:
-    """What a run stages for a thesis file ``name`` (.pdf, .docx, .zip, or a lone .tex)
-    with the writer's libraries (``(file name, bytes)``): the file itself when there is
-    no library, else a bundle holding both (``citerun verify`` and ``citerun serve``).
-    Raises WriterFileError for a .zip that is no readable bundle."""
-    suffix = Path(name).suffix.lower()
-    library = _library_members(libraries)
-    if suffix == ".tex":
-        return formats.bundle({name: data, formats.MAIN_MEMBER: name.encode(), **library})
-    if not library:
-        return data
-    if suffix == ".zip":
-        return formats.bundle({**archive.read_bundle(data), **library})
-    return formats.bundle({name: data, **library})
+    return ThesisInput(path, intake.bundle(_folder_files(path.parent), libraries,
+                                           main=path.name), path.name)
 
 
 def library_sources(bibs: list[Path]) -> list[Path]:
@@ -321,58 +293,6 @@ def parse_keys(pairs: list[str]) -> dict[str, list[str]]:
         raise UsageError(f"--key: {err}") from err
     return keys
 
-class LocalWorkers:
-    """``n`` worker processes on this machine serving one run (every run: ``run_id``
-    None, for ``citerun serve``), logging to ``log_dir``.
-
-    With the embedded database (``url`` None) the workers find it in ``data_dir`` as
-    users of their own, so the last process to leave stops it, even when that is a
-    worker whose verify was killed.
-    """
-
-    def __init__(self, url: str | None, n: int, log_dir: Path, concurrency: int,
-                 run_id: uuid.UUID | None, data_dir: Path) -> None:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self.logs = [log_dir / f"worker-{i}.log" for i in range(n)]
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("CITERUN_DATABASE_URL", "CITERUN_WORKER__RUN_ID")}
-        env.update({"CITERUN_DATA_DIR": str(data_dir),
-                    "CITERUN_WORKER__CONCURRENCY": str(concurrency),
-                    # Nothing of another run is in flight: a stop need not wait long.
-                    "CITERUN_WORKER__DRAIN_TIMEOUT_S": "3",
-                    VERIFY_PID_ENV: str(os.getpid())})
-        if run_id is not None:
-            env["CITERUN_WORKER__RUN_ID"] = str(run_id)
-        if url is not None:
-            env["CITERUN_DATABASE_URL"] = url
-        self.procs = []
-        for i, log in enumerate(self.logs):
-            with open(log, "wb") as out:
-                self.procs.append(subprocess.Popen(
-                    # -P: the caller's working directory stays off the workers' sys.path (a
-                    # file there named like a module citerun imports would shadow it).
-                    [sys.executable, "-P", "-m", "citerun", "--log-level", "WARNING", "worker"],
-                    env={**env, "CITERUN_WORKER__ID": f"local-{os.getpid()}-{i}"},
-                    stdout=out, stderr=subprocess.STDOUT))
-
-    def dead(self) -> list[int]:
-        return [p.returncode for p in self.procs if p.poll() is not None]
-
-    def tails(self, lines: int = 20) -> str:
-        return "\n".join(f"--- {log}\n" + "\n".join(
-            log.read_text(errors="replace").splitlines()[-lines:]) for log in self.logs)
-
-    def stop(self, timeout: float = 30) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for p in self.procs:
-            try:
-                p.wait(max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
 
 def verify(settings: Settings, url: str, thesis: ThesisInput, sources: list[Path], *,
            keys: dict[str, list[str]], out: ReportPaths, workers: int, concurrency: int,

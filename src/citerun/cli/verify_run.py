@@ -21,7 +21,8 @@ from citerun.core import db, errors, flow, retry, runs, sql
 from citerun.core.states import RunState
 
 if TYPE_CHECKING:  # the types of the verify's inputs; citerun.cli.verify imports this module
-    from citerun.cli.verify import LocalWorkers, ReportPaths, ThesisInput
+    from citerun.cli.verify import ReportPaths, ThesisInput
+    from citerun.local.workers import LocalWorkers
 
 _Q = sql.load("citerun.cli", "verify_run.sql")
 

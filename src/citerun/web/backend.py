@@ -5,7 +5,7 @@ run. :class:`LocalBackend` creates the run in the service's own database (the em
 one, or a shared one with workers of its own): the bytes are staged, the run created,
 its first tasks enqueued and the ownership row written in one transaction, so a crash
 or a refusal by the caps leaves nothing behind. The cluster backend
-(:class:`citerun.web.kube.KubeBackend`) creates a CitationRun instead and lets the
+(:class:`citerun.web.cluster.KubeBackend`) creates a CitationRun instead and lets the
 operator admit it; reads (status, report) come from Postgres either way.
 """
 

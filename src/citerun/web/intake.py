@@ -27,18 +27,14 @@ import contextlib
 import io
 import zipfile
 from collections.abc import AsyncIterator
-from pathlib import PurePosixPath
 
 import asyncpg
 
-from citerun.core import sql
-from citerun.cli import verify
+from citerun.pipeline import intake as file_types
 from citerun.pipeline.writer import archive
 from citerun.pipeline.writer.model import WriterFileError
 from citerun.web import store
 from citerun.web.units import human_bytes
-
-_Q = sql.load("citerun.web", "store.sql")
 
 #: Threads that prepare uploads (a library added to a bundle); the loop never does.
 WORKERS = 2
@@ -77,15 +73,15 @@ class Intake:
                                 "it to finish, then send this one again")
         self._uploading.add(user)
         try:
-            usage = await pool.fetchrow(_Q["web_usage"], user)
-            if usage["active_runs"] >= caps.max_active_runs:
-                raise IntakeRefused(429, f"you have {usage['active_runs']} active run(s); the "
+            usage = await store.usage(pool, user)
+            if usage.active_runs >= caps.max_active_runs:
+                raise IntakeRefused(429, f"you have {usage.active_runs} active run(s); the "
                                     f"cap is {caps.max_active_runs}: wait for one to finish or "
                                     "cancel one under My runs (/runs)")
-            left = caps.max_staged_bytes - int(usage["staged_bytes"])
+            left = caps.max_staged_bytes - usage.staged_bytes
             if left <= 0:
                 raise IntakeRefused(413, f"your running runs hold "
-                                    f"{human_bytes(int(usage['staged_bytes']))} of staged "
+                                    f"{human_bytes(usage.staged_bytes)} of staged "
                                     f"files; the cap is {human_bytes(caps.max_staged_bytes)}: "
                                     "wait for a run to finish or cancel one under My runs (/runs)")
             yield left
@@ -110,7 +106,7 @@ def expanded_size(name: str, data: bytes) -> int:
     """What the parse stage will read of a thesis: a zip's members as its central
     directory declares them (``.zip``, ``.docx``), else its bytes. Reads the directory
     only, never a member."""
-    if PurePosixPath(name).suffix.lower() not in (".zip", ".docx"):
+    if not file_types.is_zip_thesis(name):
         return len(data)
     limits = archive.BundleLimits()
     try:
@@ -137,26 +133,27 @@ def prepare(name: str, data: bytes, libraries: list[tuple[str, bytes]], left: in
                             f"more than the {human_bytes(max(left, 0))} your staged files' cap "
                             f"leaves (the cap is {human_bytes(cap)}): wait for a run to finish "
                             "or cancel one under My runs (/runs)")
-    if libraries and PurePosixPath(name).suffix.lower() == ".zip":
+    if libraries and file_types.suffix(name) == ".zip":
         return _append(name, data, libraries)
     try:
-        return verify.thesis_bytes(name, data, libraries)
+        return file_types.thesis_bytes(name, data, libraries)
     except WriterFileError as err:
         raise IntakeRefused(400, f"thesis {name!r}: {err}") from None
 
 
 def _append(name: str, data: bytes, libraries: list[tuple[str, bytes]]) -> bytes:
-    """The zip ``data`` with the libraries added as ``library/N-name`` members, its own
-    members copied as they are (never inflated)."""
+    """The zip ``data`` with the libraries added as ``library/N-name`` members
+    (:func:`citerun.pipeline.intake.library_member`, the next free N), its own members
+    copied as they are (never inflated)."""
     out = io.BytesIO(data)
     try:
         with zipfile.ZipFile(out, "a", compression=zipfile.ZIP_DEFLATED) as bundle:
             taken = set(bundle.namelist())
             index = 0
             for library, text in libraries:
-                while f"library/{index}-{library}" in taken:
+                while file_types.library_member(index, library) in taken:
                     index += 1
-                member = f"library/{index}-{library}"
+                member = file_types.library_member(index, library)
                 taken.add(member)
                 bundle.writestr(member, text)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as err:

@@ -3,7 +3,7 @@
 With a database URL the service serves that database (its workers run elsewhere, or
 ``--workers`` start some here); without one it starts the embedded Postgres and local
 workers as ``citerun verify`` does (:func:`citerun.local.localdb.database`,
-:class:`citerun.cli.verify.LocalWorkers`), which serve every run and die with the service.
+:class:`citerun.local.workers.LocalWorkers`), which serve every run and die with the service.
 A restart loses nothing: the runs, their owners and the CSRF key are in Postgres, and a
 run still running when the service stopped is picked up by the next service's workers.
 """
@@ -20,9 +20,9 @@ import asyncpg
 from aiohttp import web
 
 from citerun.core import db, runs
-from citerun.local import localdb
-from citerun.cli import verify
 from citerun.core.settings import Settings
+from citerun.local import localdb
+from citerun.local.workers import LocalWorkers
 from citerun.web import app as web_app
 from citerun.web import backend, store
 from citerun.web.settings import WebSettings
@@ -42,8 +42,8 @@ def backend_of(pool: asyncpg.Pool, settings: Settings,
                web_settings: WebSettings) -> backend.Backend:
     """The backend ``web.backend`` names: this database's own runs, or CitationRuns."""
     if web_settings.backend == "kubernetes":
-        from citerun.web import kube
-        return kube.KubeBackend(pool, web_settings)
+        from citerun.web import cluster
+        return cluster.KubeBackend(pool, web_settings)
     return local_backend(pool, settings, web_settings)
 
 
@@ -95,9 +95,9 @@ def serve(settings: Settings, web_settings: WebSettings, *, host: str, port: int
     count = workers if workers is not None else (0 if settings.database_url else 2)
     with localdb.database(settings) as url:
         asyncio.run(db.migrate(url))
-        local = (verify.LocalWorkers(settings.database_url, count,
-                                     settings.data_dir / "logs" / "serve", concurrency, None,
-                                     settings.data_dir) if count else None)
+        local = (LocalWorkers(settings.database_url, count,
+                              settings.data_dir / "logs" / "serve", concurrency, None,
+                              settings.data_dir) if count else None)
         try:
             asyncio.run(_serve(url, settings, web_settings, host, port))
         finally:

@@ -12,9 +12,9 @@ import logging
 from aiohttp import web
 
 from citerun.web import identity, store
-from citerun.web.app import KEY_POOL, _error, _not_found, _owned_run, _run_id, _user
+from citerun.web.context import KEY_POOL, error, not_found, owned_run, run_id, user
 
-logger = logging.getLogger("citerun.web.app")
+logger = logging.getLogger(__name__)
 
 
 async def _reader_of(request: web.Request) -> str | None:
@@ -38,36 +38,36 @@ async def _reader_of(request: web.Request) -> str | None:
 async def _share_change(request: web.Request, grant: bool,
                         reader: str | None) -> web.Response | None:
     """Grant or take back a reader's access; a refusal, or None when done."""
-    run = await _owned_run(request)
+    run = await owned_run(request)
     if run is None:
-        return _not_found(request)
+        return not_found(request)
     if reader is None:
-        return _error(request, 400, "name the user to share with (their user name, as "
-                      "they sign in)")
+        return error(request, 400, "name the user to share with (their user name, as "
+                     "they sign in)")
     pool = request.app[KEY_POOL]
     if grant:
-        if reader == _user(request):
-            return _error(request, 400, "this run is yours already: name another user")
-        if not await store.share(pool, run["id"], _user(request), reader):
-            return _error(request, 409, f"this run is shared with {store.MAX_READERS} "
-                          "users already: stop sharing it with one first")
-        logger.info("run %s of %s shared with %s", run["id"], _user(request), reader)
+        if reader == user(request):
+            return error(request, 400, "this run is yours already: name another user")
+        if not await store.share(pool, run["id"], user(request), reader):
+            return error(request, 409, f"this run is shared with {store.MAX_READERS} "
+                         "users already: stop sharing it with one first")
+        logger.info("run %s of %s shared with %s", run["id"], user(request), reader)
     else:
-        await store.unshare(pool, run["id"], _user(request), reader)
-        logger.info("run %s of %s no longer shared with %s", run["id"], _user(request), reader)
+        await store.unshare(pool, run["id"], user(request), reader)
+        logger.info("run %s of %s no longer shared with %s", run["id"], user(request), reader)
     return None
 
 
 async def _shares_response(request: web.Request) -> web.Response:
-    run_id = _run_id(request)
-    assert run_id is not None
-    readers = await store.readers_of(request.app[KEY_POOL], run_id)
-    return web.json_response({"runId": str(run_id), "readers": readers})
+    found = run_id(request)
+    assert found is not None
+    readers = await store.readers_of(request.app[KEY_POOL], found)
+    return web.json_response({"runId": str(found), "readers": readers})
 
 
 async def api_shares(request: web.Request) -> web.StreamResponse:
-    if await _owned_run(request) is None:
-        return _not_found(request)
+    if await owned_run(request) is None:
+        return not_found(request)
     return await _shares_response(request)
 
 

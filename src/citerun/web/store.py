@@ -18,8 +18,6 @@ from citerun.core import errors, runs, sql
 from citerun.web.units import human_bytes
 
 _Q = sql.load("citerun.web", "store.sql")
-#: The one query that erases documents nobody owns any more (its owner is runs.sql).
-_RUNS_Q = sql.load("citerun.core", "runs.sql")
 
 #: The name of the CSRF tokens' HMAC key in ``web_keys``.
 CSRF_KEY = "csrf"
@@ -49,15 +47,29 @@ async def admit(conn: asyncpg.Connection, owner: str, run_id: uuid.UUID,
     await _check_caps(conn, owner, caps)
 
 
+@dataclass(frozen=True)
+class Usage:
+    """What one user holds now: their running runs (a submission not yet a run counts)
+    and the bytes their running runs' documents keep staged (each digest once)."""
+
+    active_runs: int
+    staged_bytes: int
+
+
+async def usage(conn: asyncpg.Connection | asyncpg.Pool, owner: str) -> Usage:
+    row = await conn.fetchrow(_Q["web_usage"], owner)
+    return Usage(int(row["active_runs"]), int(row["staged_bytes"]))
+
+
 async def _check_caps(conn: asyncpg.Connection, owner: str, caps: UserCaps) -> None:
-    usage = await conn.fetchrow(_Q["web_usage"], owner)
-    if usage["active_runs"] > caps.max_active_runs:
-        raise OverCap(429, f"you have {usage['active_runs'] - 1} active run(s); the cap is "
+    held = await usage(conn, owner)
+    if held.active_runs > caps.max_active_runs:
+        raise OverCap(429, f"you have {held.active_runs - 1} active run(s); the cap is "
                       f"{caps.max_active_runs}: wait for one to finish or cancel one under "
                       "My runs (/runs)")
-    if usage["staged_bytes"] > caps.max_staged_bytes:
+    if held.staged_bytes > caps.max_staged_bytes:
         raise OverCap(413, f"your running runs would hold "
-                      f"{human_bytes(usage['staged_bytes'])} of staged files; the cap is "
+                      f"{human_bytes(held.staged_bytes)} of staged files; the cap is "
                       f"{human_bytes(caps.max_staged_bytes)}: wait for a run to finish or "
                       "cancel one under My runs (/runs)")
 
@@ -69,7 +81,7 @@ async def run_of(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID,
 
 async def runs_of(conn: asyncpg.Connection | asyncpg.Pool, owner: str,
                   limit: int) -> list[asyncpg.Record]:
-    return list(await conn.fetch(_Q["web_runs_of_owner"], owner, limit))
+    return list(await conn.fetch(_Q["web_runs_listed"], owner, limit, "owner"))
 
 
 async def run_readable(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID,
@@ -104,7 +116,7 @@ async def readers_of(conn: asyncpg.Connection | asyncpg.Pool,
 async def shared_with(conn: asyncpg.Connection | asyncpg.Pool, reader: str,
                       limit: int) -> list[asyncpg.Record]:
     """The runs other users shared with ``reader``, the newest first."""
-    return list(await conn.fetch(_Q["web_runs_shared_with"], reader, limit))
+    return list(await conn.fetch(_Q["web_runs_listed"], reader, limit, "reader"))
 
 
 async def run_stage(conn: asyncpg.Connection | asyncpg.Pool,
@@ -137,7 +149,7 @@ async def secret_key(conn: asyncpg.Connection | asyncpg.Pool, name: str) -> byte
     return secret
 
 
-# -- submissions to a cluster (citerun.web.kube) ------------------------------------------
+# -- submissions to a cluster (citerun.web.cluster) -----------------------------------------
 
 @dataclass(frozen=True)
 class Pending:
@@ -203,8 +215,7 @@ async def _release(conn: asyncpg.Connection, namespace: str, digests: list[str],
                    run_id: uuid.UUID) -> None:
     released = [r["digest"] for r in await conn.fetch(_Q["web_release_uploads"], namespace,
                                                       digests, run_id)]
-    if released:
-        await conn.execute(_RUNS_Q["documents_erase_unowned"], released)
+    await runs.erase_unowned(conn, released)
 
 
 async def resource_of(conn: asyncpg.Connection | asyncpg.Pool,

@@ -34,10 +34,16 @@ SELECT w.run_id AS id, coalesce(w.name, r.name) AS name,
 FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
 WHERE w.run_id = $1 AND w.owner = $2;
 
--- name: web_runs_of_owner --
--- A user's runs, the newest first, with their counts (a submission the operator has not
--- admitted yet as running, with none).
-SELECT w.run_id AS id, coalesce(w.name, r.name) AS name,
+-- name: web_runs_listed --
+-- A user's ($1) runs, the newest first, with their owner and counts: the runs they own
+-- ($3 = 'owner') or those others shared with them ($3 = 'reader'). A submission the
+-- operator has not admitted yet is running, with no counts. Each branch of "listed" is an
+-- index scan that $3 switches off as a whole, in a generic plan too.
+WITH listed AS (
+    SELECT run_id FROM web_runs WHERE $3::text = 'owner' AND owner = $1
+    UNION ALL
+    SELECT run_id FROM web_shares WHERE $3::text = 'reader' AND reader = $1)
+SELECT w.run_id AS id, coalesce(w.name, r.name) AS name, w.owner,
        coalesce(r.state, coalesce(w.closed_state, 'running')) AS state,
        coalesce(r.error, w.closed_error) AS error,
        coalesce(r.created_at, w.created_at) AS created_at, r.finished_at,
@@ -51,8 +57,7 @@ SELECT w.run_id AS id, coalesce(w.name, r.name) AS name,
        (SELECT count(*) FROM run_sources AS s WHERE s.run_id = w.run_id) AS documents,
        (SELECT count(*) FROM citations AS c WHERE c.run_id = w.run_id) AS citations,
        (SELECT count(*) FROM verdicts AS v WHERE v.run_id = w.run_id) AS judged
-FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
-WHERE w.owner = $1
+FROM listed JOIN web_runs AS w USING (run_id) LEFT JOIN runs AS r ON r.id = w.run_id
 ORDER BY w.created_at DESC, w.run_id
 LIMIT $2;
 
@@ -177,27 +182,6 @@ RETURNING g.reader;
 -- name: web_shares_of_run --
 -- Who may read one run (the caller checked it is the owner's).
 SELECT reader, created_at FROM web_shares WHERE run_id = $1 ORDER BY reader;
-
--- name: web_runs_shared_with --
--- The runs shared with a reader, the newest first, with their owner and counts.
-SELECT w.run_id AS id, coalesce(w.name, r.name) AS name, w.owner,
-       coalesce(r.state, coalesce(w.closed_state, 'running')) AS state,
-       coalesce(r.error, w.closed_error) AS error,
-       coalesce(r.created_at, w.created_at) AS created_at, r.finished_at,
-       r.id IS NULL AS pending,
-       coalesce((SELECT d.title FROM run_sources AS s JOIN documents AS d USING (digest)
-                 WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1),
-                (SELECT p.json -> 'thesis' ->> 'title' FROM reports AS p
-                 WHERE p.run_id = w.run_id)) AS title,
-       (SELECT s.filename FROM run_sources AS s
-        WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS filename,
-       (SELECT count(*) FROM run_sources AS s WHERE s.run_id = w.run_id) AS documents,
-       (SELECT count(*) FROM citations AS c WHERE c.run_id = w.run_id) AS citations,
-       (SELECT count(*) FROM verdicts AS v WHERE v.run_id = w.run_id) AS judged
-FROM web_shares AS g JOIN web_runs AS w USING (run_id) LEFT JOIN runs AS r ON r.id = w.run_id
-WHERE g.reader = $1
-ORDER BY w.created_at DESC, w.run_id
-LIMIT $2;
 
 -- name: web_run_stage --
 -- What a run's workers are doing now: its open tasks per kind, how many are claimed and

@@ -114,7 +114,9 @@ class KubeBackend:
         self._api = api
 
     def _custom(self) -> kubernetes.client.CustomObjectsApi:
-        return kubernetes.client.CustomObjectsApi(self._api or kube_client.api_client())
+        if self._api is None:
+            return kube_client.custom()  # the process's one client (citerun.kube.client)
+        return kubernetes.client.CustomObjectsApi(self._api)
 
     # -- the API server, each call in a thread ---------------------------------------------
 

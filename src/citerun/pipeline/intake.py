@@ -1,0 +1,115 @@
+"""The files a run takes, and what it stages for a thesis: the one intake of ``citerun
+verify`` and ``citerun serve``.
+
+Pure bytes, no Postgres and no file system. A thesis is a PDF, a Word ``.docx``, a ``.zip``
+holding a LaTeX thesis, or a lone ``.tex``; a library is BibTeX (``.bib``) or CSL-JSON
+(``.json``); a source is a PDF. The type is the name's suffix, checked against the file's
+first bytes (the suffixes and the magic numbers are :mod:`citerun.core.pdfmagic`'s). A
+thesis sent with the writer's libraries is staged as one bundle holding both, each library
+a ``library/N-name`` member (:data:`~citerun.pipeline.writer.formats.LIBRARY_DIR`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
+
+from citerun.core import errors, pdfmagic
+from citerun.pipeline.writer import archive, formats
+
+#: The suffixes of a thesis file and of a library file (the owner is core.pdfmagic).
+THESIS_SUFFIXES = pdfmagic.THESIS_SUFFIXES
+LIBRARY_SUFFIXES = pdfmagic.LIBRARY_SUFFIXES
+#: The thesis suffixes whose files are zip archives: a Word document, a LaTeX bundle.
+ZIP_SUFFIXES: tuple[str, ...] = (".docx", ".zip")
+#: The one suffix of a source.
+SOURCE_SUFFIX = ".pdf"
+
+
+class FileRefused(errors.CiterunError):
+    """A file of no type a run takes, or whose bytes are not of the type its name says."""
+
+
+def suffix(name: str) -> str:
+    """``name``'s suffix in lower case ("" when it has none)."""
+    return PurePosixPath(name).suffix.lower()
+
+
+def is_thesis_name(name: str) -> bool:
+    return suffix(name) in THESIS_SUFFIXES
+
+
+def is_library_name(name: str) -> bool:
+    return suffix(name) in LIBRARY_SUFFIXES
+
+
+def is_zip_thesis(name: str) -> bool:
+    """Whether the thesis ``name`` is read from a zip (so its size is what it expands to)."""
+    return suffix(name) in ZIP_SUFFIXES
+
+
+def check_thesis(name: str, data: bytes) -> None:
+    """Refuse (:class:`FileRefused`) a thesis of another type, or whose bytes are not what
+    its suffix says: a PDF, a zip for a .docx or a .zip, UTF-8 text for a .tex."""
+    kind = suffix(name)
+    if kind not in THESIS_SUFFIXES:
+        raise FileRefused(f"thesis {name!r}: send a .pdf, a .docx, a .zip holding a LaTeX "
+                          "thesis, or a .tex")
+    if kind == ".pdf" and not pdfmagic.is_pdf(data):
+        raise FileRefused(f"thesis {name!r} is not a PDF")
+    if kind in ZIP_SUFFIXES and not pdfmagic.is_zip(data):
+        raise FileRefused(f"thesis {name!r} is not a {kind} (no zip archive)")
+    if kind == ".tex":
+        check_text(name, data)
+
+
+def check_library(name: str, data: bytes) -> None:
+    """Refuse a library that is neither BibTeX nor CSL-JSON by its name, or is no text."""
+    if not is_library_name(name):
+        raise FileRefused(f"library {name!r}: send BibTeX (.bib) or CSL-JSON (.json)")
+    check_text(name, data)
+
+
+def check_source(name: str, data: bytes) -> None:
+    """Refuse a source that is not a PDF by its bytes."""
+    if not pdfmagic.is_pdf(data):
+        raise FileRefused(f"source {name!r} is not a PDF")
+
+
+def check_text(name: str, data: bytes) -> None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FileRefused(f"{name!r} is not UTF-8 text") from None
+    if "\0" in text:
+        raise FileRefused(f"{name!r} is not text")
+
+
+def library_member(index: int, name: str) -> str:
+    """The bundle member the ``index``-th library ``name`` is staged as."""
+    return f"{formats.LIBRARY_DIR}{index}-{name}"
+
+
+def bundle(files: Mapping[str, bytes], libraries: Sequence[tuple[str, bytes]],
+           main: str | None = None) -> bytes:
+    """A bundle of a LaTeX thesis's ``files`` (by path) with the ``libraries`` added;
+    ``main`` names its main .tex (None: the reader finds it)."""
+    named = {formats.MAIN_MEMBER: main.encode()} if main is not None else {}
+    library = {library_member(i, name): data for i, (name, data) in enumerate(libraries)}
+    return formats.bundle({**files, **named, **library})
+
+
+def thesis_bytes(name: str, data: bytes, libraries: Sequence[tuple[str, bytes]]) -> bytes:
+    """What a run stages for a thesis file ``name`` (.pdf, .docx, .zip, or a lone .tex)
+    with the writer's libraries (``(file name, bytes)``): the file itself when there is
+    no library, else a bundle holding both. Raises
+    :class:`~citerun.pipeline.writer.model.WriterFileError` for a .zip that is no readable
+    bundle."""
+    kind = suffix(name)
+    if kind == ".tex":
+        return bundle({name: data}, libraries, main=name)
+    if not libraries:
+        return data
+    if kind == ".zip":
+        return bundle(archive.read_bundle(data), libraries)
+    return bundle({name: data}, libraries)
