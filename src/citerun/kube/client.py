@@ -100,17 +100,43 @@ async def read_key_bytes(namespace: str, kind: str, name: str, key: str) -> byte
     return data
 
 
-async def get_run(namespace: str, name: str) -> dict[str, Any] | None:
+async def get_run(namespace: str, name: str, *,
+                  timeout_s: float | None = None) -> dict[str, Any] | None:
+    """The CitationRun, or None when there is none; ``timeout_s`` bounds the call."""
     def get() -> dict[str, Any] | None:
         try:
             obj = custom().get_namespaced_custom_object(
-                specs.GROUP, specs.VERSION, namespace, specs.PLURAL, name)
+                specs.GROUP, specs.VERSION, namespace, specs.PLURAL, name,
+                _request_timeout=timeout_s)
             return typing.cast(dict[str, Any], obj)
         except ApiException as err:
             if err.status == 404:
                 return None
             raise
     return await asyncio.to_thread(get)
+
+
+async def create_run(namespace: str, body: dict[str, Any], *,
+                     timeout_s: float | None = None) -> dict[str, Any]:
+    """Create a CitationRun; the object as the API server stored it (its uid)."""
+    def create() -> dict[str, Any]:
+        return typing.cast(dict[str, Any], custom().create_namespaced_custom_object(
+            specs.GROUP, specs.VERSION, namespace, specs.PLURAL, body,
+            _request_timeout=timeout_s))
+    return await asyncio.to_thread(create)
+
+
+async def delete_run(namespace: str, name: str, *, timeout_s: float | None = None) -> None:
+    """Delete a CitationRun (its finalizer runs first); one already gone is no error."""
+    def delete() -> None:
+        try:
+            custom().delete_namespaced_custom_object(
+                specs.GROUP, specs.VERSION, namespace, specs.PLURAL, name,
+                _request_timeout=timeout_s)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+    await asyncio.to_thread(delete)
 
 
 async def patch_status(namespace: str, name: str, status: dict[str, Any], *,

@@ -23,19 +23,16 @@ The namespace is the configured one (the department's), or the user's own from a
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import hashlib
 import logging
 import re
-import typing
 import uuid
 from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
 import asyncpg
-import kubernetes
 from kubernetes.client.exceptions import ApiException
 
 from citerun.core import runs, runspec
@@ -106,49 +103,24 @@ def _waiting_message(obj: dict[str, Any]) -> tuple[str, str | None]:
 class KubeBackend:
     """Runs created as CitationRuns by the service's ServiceAccount."""
 
-    def __init__(self, pool: asyncpg.Pool, settings: WebSettings,
-                 api: kubernetes.client.ApiClient | None = None) -> None:
+    def __init__(self, pool: asyncpg.Pool, settings: WebSettings) -> None:
         self.pool = pool
         self.settings = settings
         self.caps = store.UserCaps(settings.max_active_runs, settings.max_staged_bytes)
-        self._api = api
 
-    def _custom(self) -> kubernetes.client.CustomObjectsApi:
-        if self._api is None:
-            return kube_client.custom()  # the process's one client (citerun.kube.client)
-        return kubernetes.client.CustomObjectsApi(self._api)
-
-    # -- the API server, each call in a thread ---------------------------------------------
+    # -- the API server (citerun.kube.client, each call in a thread) -----------------------
 
     async def _create(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        def create() -> dict[str, Any]:
-            return typing.cast(dict[str, Any], self._custom().create_namespaced_custom_object(
-                runspec.GROUP, runspec.VERSION, namespace, runspec.PLURAL, body,
-                _request_timeout=self.settings.resource_timeout_s))
-        return await asyncio.to_thread(create)
+        return await kube_client.create_run(namespace, body,
+                                            timeout_s=self.settings.resource_timeout_s)
 
     async def _get(self, namespace: str, name: str) -> dict[str, Any] | None:
-        def get() -> dict[str, Any] | None:
-            try:
-                return typing.cast(dict[str, Any], self._custom().get_namespaced_custom_object(
-                    runspec.GROUP, runspec.VERSION, namespace, runspec.PLURAL, name,
-                    _request_timeout=self.settings.resource_timeout_s))
-            except ApiException as err:
-                if err.status == 404:
-                    return None
-                raise
-        return await asyncio.to_thread(get)
+        return await kube_client.get_run(namespace, name,
+                                         timeout_s=self.settings.resource_timeout_s)
 
     async def _delete(self, namespace: str, name: str) -> None:
-        def delete() -> None:
-            try:
-                self._custom().delete_namespaced_custom_object(
-                    runspec.GROUP, runspec.VERSION, namespace, runspec.PLURAL, name,
-                    _request_timeout=self.settings.resource_timeout_s)
-            except ApiException as err:
-                if err.status != 404:
-                    raise
-        await asyncio.to_thread(delete)
+        await kube_client.delete_run(namespace, name,
+                                     timeout_s=self.settings.resource_timeout_s)
 
     # -- the backend -----------------------------------------------------------------------
 
