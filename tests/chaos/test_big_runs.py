@@ -21,7 +21,11 @@ import asyncpg
 import pytest
 
 from citerun.core import flow, runs
+from citerun.core.settings import QueueSettings
 from tests.support import hostile_theses
+
+#: The queue settings the runs here are created with (the defaults).
+QUEUE = QueueSettings()
 
 pytestmark = pytest.mark.chaos
 
@@ -44,7 +48,8 @@ async def start_run(pool: asyncpg.Pool, name: str, tenant: str, thesis: tuple[st
                       for filename, data in sources]
     run_id = uuid.uuid4()
     await flow.create(pool, runs.RunRequest(id=run_id, name=name, thesis=staged,
-                                            sources=tuple(staged_sources), tenant=tenant))
+                                            sources=tuple(staged_sources), tenant=tenant),
+                      settings=QUEUE)
     return run_id
 
 

@@ -20,7 +20,11 @@ import asyncpg
 import pytest
 
 from citerun.core import flow, runs
+from citerun.core.settings import QueueSettings
 from tests.support import hostile_pdfs
+
+#: The queue settings the runs here are created with (the defaults).
+QUEUE = QueueSettings()
 
 pytestmark = pytest.mark.chaos
 
@@ -33,7 +37,7 @@ async def _start(pool: asyncpg.Pool, name: str, thesis: bytes,
     staged_sources = [await runs.stage_document(pool, p.read_bytes(), p.name) for p in sources]
     run_id = uuid.uuid4()
     await flow.create(pool, runs.RunRequest(id=run_id, name=name, thesis=staged,
-                                            sources=tuple(staged_sources)))
+                                            sources=tuple(staged_sources)), settings=QUEUE)
     return run_id
 
 

@@ -25,8 +25,12 @@ import asyncpg
 import pytest
 
 from citerun.core import flow, runs, runspec
+from citerun.core.settings import QueueSettings
 from tests.support import hostile_claims
 from tests.unit.test_judge import ChatServer, Reply
+
+#: The queue settings the runs here are created with (the defaults).
+QUEUE = QueueSettings()
 
 pytestmark = pytest.mark.chaos
 
@@ -45,7 +49,8 @@ async def _start(pool: asyncpg.Pool, tenant: str) -> uuid.UUID:
         "judge": {"kind": "openai", "openai": {"profile": "metered"}}}).to_json()
     run_id = uuid.uuid4()
     await flow.create(pool, runs.RunRequest(id=run_id, name=f"{tenant}-run", thesis=staged,
-                                            sources=tuple(sources), tenant=tenant, spec=spec))
+                                            sources=tuple(sources), tenant=tenant, spec=spec),
+                      settings=QUEUE)
     return run_id
 
 

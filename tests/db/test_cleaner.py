@@ -10,8 +10,12 @@ import asyncpg
 import pytest
 
 from citerun.core import flow, queue, runs
+from citerun.core.settings import QueueSettings
 from citerun.operator import cleaner
 from citerun.operator import settings as op_settings
+
+#: The queue settings the runs here are created with (the defaults).
+QUEUE = QueueSettings()
 
 DAY = 24 * 3600.0
 
@@ -21,7 +25,7 @@ async def _run(pool: asyncpg.Pool, name: str, *, state: str, age_days: float,
     doc = await runs.stage_document(pool, f"%PDF {name}".encode(), f"{name}.pdf")
     run_id = uuid.uuid4()
     await flow.create(pool, runs.RunRequest(id=run_id, name=name, thesis=doc, sources=(),
-                                            namespace="ns", resource_uid=resource))
+                                            namespace="ns", resource_uid=resource), settings=QUEUE)
     await pool.execute(
         "UPDATE tasks SET state = 'succeeded', finished_at = now() - make_interval(days => $2)"
         " WHERE run_id = $1", run_id, age_days)

@@ -16,6 +16,9 @@ from citerun.worker import registry as registry_mod
 from citerun.worker import runtime
 from tests.conftest import FAST_QUEUE_ENV
 
+#: The queue settings the runs here are created with (the defaults).
+QUEUE = QueueSettings()
+
 
 class _Parse(pydantic.BaseModel):
     digest: str
@@ -39,13 +42,13 @@ async def test_max_attempts_from_the_environment_dead_letters_after_two_attempts
         pool: asyncpg.Pool, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in {**FAST_QUEUE_ENV, "CITERUN_QUEUE__MAX_ATTEMPTS": "2"}.items():
         monkeypatch.setenv(key, value)
+    settings = Settings(database_url=database_url)
+    assert settings.queue.max_attempts == 2
     thesis = await runs.stage_document(pool, b"%PDF-1.7 not really", "thesis.pdf")
     run_id = uuid.uuid4()
     admission = await flow.create(pool, runs.RunRequest(id=run_id, name="r", thesis=thesis,
-                                                         sources=()))
+                                                         sources=()), settings=settings)
     assert admission.created
-    settings = Settings(database_url=database_url)
-    assert settings.queue.max_attempts == 2
     worker = runtime.Worker(database_url, _failing_registry(), settings)
     running = asyncio.create_task(worker.run(install_signal_handlers=False))
     try:
@@ -98,15 +101,15 @@ async def test_extraction_waits_for_open_downloads(pool: asyncpg.Pool) -> None:
     run_id = uuid.uuid4()
     await flow.create(pool, runs.RunRequest(
         id=run_id, name="r", thesis=thesis, sources=(),
-        fetches=(runs.FetchRequest("http://127.0.0.1:9/s.pdf", "s.pdf"),)))
+        fetches=(runs.FetchRequest("http://127.0.0.1:9/s.pdf", "s.pdf"),)), settings=QUEUE)
     await pool.execute("UPDATE documents SET state = 'parsed'")
     async with pool.acquire() as conn, conn.transaction():
         await runs.lock(conn, run_id)
-        await flow.of().advance(conn, run_id, priority=0)
+        await flow.of(QUEUE).advance(conn, run_id, priority=0)
         assert not await runs.tasks_open(conn, run_id, [flow.EXTRACT_CITATIONS])
         await conn.execute("UPDATE tasks SET state = 'succeeded' WHERE kind = $1",
                            flow.FETCH_DOCUMENT)
-        await flow.of().advance(conn, run_id, priority=0)
-        await flow.of().advance(conn, run_id, priority=0)  # deduped
+        await flow.of(QUEUE).advance(conn, run_id, priority=0)
+        await flow.of(QUEUE).advance(conn, run_id, priority=0)  # deduped
         assert await conn.fetchval("SELECT count(*) FROM tasks WHERE kind = $1",
                                    flow.EXTRACT_CITATIONS) == 1

@@ -9,6 +9,10 @@ import uuid
 import asyncpg
 
 from citerun.core import errors, flow, queue, runs
+from citerun.core.settings import QueueSettings
+
+#: The queue settings the runs here are created with (the defaults).
+QUEUE = QueueSettings()
 
 STORED = """Traceback (most recent call last):
   File "/app/src/citerun/pipeline/judging/client.py", line 88, in _complete
@@ -20,12 +24,12 @@ async def test_a_dead_judge_task_fails_the_run_with_a_code_only(pool: asyncpg.Po
     doc = await runs.stage_document(pool, b"%PDF-1.7 t", "t.pdf", tenant="team-a")
     run_id = uuid.uuid4()
     await flow.create(pool, runs.RunRequest(id=run_id, name="r", thesis=doc, sources=(),
-                                            tenant="team-a", namespace="team-a"))
+                                            tenant="team-a", namespace="team-a"), settings=QUEUE)
     [task_id] = await queue.enqueue(pool, [queue.NewTask(
         flow.JUDGE_CITATION, {"citation_id": 1}, run_id=run_id, dedupe_key="judge:test")])
     await pool.execute("UPDATE tasks SET state = 'failed', last_error = $2 WHERE id = $1",
                        task_id, STORED)
-    await flow.of().on_dead(pool, [task_id])
+    await flow.of(QUEUE).on_dead(pool, [task_id])
     run = await runs.get(pool, run_id)
     assert run is not None and run["state"] == "failed"
     assert run["error"] == (f"judge_citation task {task_id} failed on every attempt "

@@ -9,6 +9,10 @@ import uuid
 import asyncpg
 
 from citerun.core import flow, runs
+from citerun.core.settings import QueueSettings
+
+#: The queue settings the runs here are created with (the defaults).
+QUEUE = QueueSettings()
 
 PDF_A = b"%PDF-1.7 team-a's confidential thesis"
 PDF_B = b"%PDF-1.7 team-b's own thesis"
@@ -21,16 +25,17 @@ def _request(tenant: str, thesis: runs.StagedDocument, **kw: object) -> runs.Run
 
 async def test_another_tenants_digest_is_refused_like_an_unknown_one(pool: asyncpg.Pool) -> None:
     doc = await runs.stage_document(pool, PDF_A, "a.pdf", tenant="team-a")
-    stolen = await flow.create(pool, _request("team-b", doc, required_digests=(doc.digest,)))
+    stolen = await flow.create(pool, _request("team-b", doc, required_digests=(doc.digest,)),
+                               settings=QUEUE)
     ghost = runs.StagedDocument("e" * 64, "ghost.pdf")
     unknown = await flow.create(pool, _request("team-b", ghost,
-                                               required_digests=(ghost.digest,)))
+                                               required_digests=(ghost.digest,)), settings=QUEUE)
     assert not stolen.created and stolen.missing == (doc.digest,)
     assert not unknown.created and unknown.missing == (ghost.digest,)
     assert await pool.fetchval("SELECT count(*) FROM runs") == 0
     # The owner may use it.
-    assert (await flow.create(pool, _request("team-a", doc,
-                                             required_digests=(doc.digest,)))).created
+    assert (await flow.create(pool, _request("team-a", doc, required_digests=(doc.digest,)),
+                              settings=QUEUE)).created
 
 
 async def test_bytes_count_against_each_tenant_that_brings_them(pool: asyncpg.Pool) -> None:
@@ -39,7 +44,7 @@ async def test_bytes_count_against_each_tenant_that_brings_them(pool: asyncpg.Po
     # team-b brings the same 1000 bytes team-a already stored: they are new to team-b.
     over = await flow.create(
         pool, _request("team-b", thesis, payloads=((b"%PDF-" + b"a" * 995, "big.pdf"),)),
-        caps=runs.Caps(max_staged_bytes=1000))
+        caps=runs.Caps(max_staged_bytes=1000), settings=QUEUE)
     assert not over.created and "team-b" in (over.over_capacity or "")
 
 
@@ -47,8 +52,8 @@ async def test_forged_tenant_column_is_what_the_caller_passes_namespace(
         pool: asyncpg.Pool) -> None:
     thesis = await runs.stage_document(pool, PDF_B, "b.pdf", tenant="team-b")
     caps = runs.Caps(max_active_runs=1)
-    assert (await flow.create(pool, _request("team-b", thesis), caps=caps)).created
-    held = await flow.create(pool, _request("team-b", thesis), caps=caps)
+    assert (await flow.create(pool, _request("team-b", thesis), caps=caps, settings=QUEUE)).created
+    held = await flow.create(pool, _request("team-b", thesis), caps=caps, settings=QUEUE)
     assert not held.created and "team-b" in (held.over_capacity or "")
 
 
@@ -70,7 +75,7 @@ async def test_pages_and_chunks_go_when_no_run_of_an_owner_needs_them(
     first = _request("team-a", doc, payloads=((PDF_A, "a.pdf"),))
     second = _request("team-a", doc, payloads=((PDF_A, "a.pdf"),))
     for request in (first, second):
-        assert (await flow.create(pool, request)).created
+        assert (await flow.create(pool, request, settings=QUEUE)).created
     await runs.stage_document(pool, PDF_A, "a.pdf", tenant="team-c")
     await _parsed(pool, digest)
 
@@ -81,12 +86,13 @@ async def test_pages_and_chunks_go_when_no_run_of_an_owner_needs_them(
     assert owners == {"team-c"}
     assert await pool.fetchval("SELECT count(*) FROM chunks") == 1
     # team-a may not use it any more without bringing the bytes again.
-    again = await flow.create(pool, _request("team-a", doc, required_digests=(digest,)))
+    again = await flow.create(pool, _request("team-a", doc, required_digests=(digest,)),
+                              settings=QUEUE)
     assert again.missing == (digest,)
 
     # team-c's upload outlives its runs, until the staging TTL passes unused.
     third = _request("team-c", doc, required_digests=(digest,))
-    assert (await flow.create(pool, third)).created
+    assert (await flow.create(pool, third, settings=QUEUE)).created
     await runs.finish(pool, third.id, "failed", "x")
     assert await pool.fetchval("SELECT count(*) FROM document_pages") == 1
     await pool.execute("UPDATE document_owners SET owned_at = now() - interval '2 days'")
@@ -102,9 +108,10 @@ async def test_an_upload_outlives_a_run_so_a_waiting_run_still_finds_it(
         pool: asyncpg.Pool) -> None:
     doc = await runs.stage_document(pool, PDF_B, "b.pdf", tenant="team-b")
     first = _request("team-b", doc, required_digests=(doc.digest,))
-    assert (await flow.create(pool, first)).created
+    assert (await flow.create(pool, first, settings=QUEUE)).created
     await runs.finish(pool, first.id, "succeeded")
-    later = await flow.create(pool, _request("team-b", doc, required_digests=(doc.digest,)))
+    later = await flow.create(pool, _request("team-b", doc, required_digests=(doc.digest,)),
+                              settings=QUEUE)
     assert later.created and not later.missing
 
 
@@ -112,7 +119,7 @@ async def test_a_runs_own_judge_key_is_deleted_when_it_finishes(pool: asyncpg.Po
     doc = await runs.stage_document(pool, PDF_B, "b.pdf", tenant="team-b")
     request = _request("team-b", doc, judge_api_key="sk-run-key")
     assert "sk-run-key" not in repr(request)
-    assert (await flow.create(pool, request)).created
+    assert (await flow.create(pool, request, settings=QUEUE)).created
     assert await pool.fetchval("SELECT judge_api_key FROM run_secrets") == "sk-run-key"
     await runs.finish(pool, request.id, "succeeded")
     assert await pool.fetchval("SELECT count(*) FROM run_secrets") == 0
@@ -125,7 +132,8 @@ async def test_url_downloads_count_against_the_cap_the_run_was_admitted_with(
     over_cap = sql.load("citerun.worker", "tasks.sql")["tenant_over_byte_cap"]
     thesis = await runs.stage_document(pool, b"%PDF-" + b"t" * 95, "t.pdf", tenant="team-a")
     request = _request("team-a", thesis, required_digests=(thesis.digest,))
-    assert (await flow.create(pool, request, caps=runs.Caps(max_staged_bytes=300))).created
+    assert (await flow.create(pool, request, caps=runs.Caps(max_staged_bytes=300),
+                              settings=QUEUE)).created
     # 100 bytes held; a 250-byte download would make 350.
     assert await pool.fetchval(over_cap, request.id, 250, "a" * 64) is True
     assert await pool.fetchval(over_cap, request.id, 150, "a" * 64) is False

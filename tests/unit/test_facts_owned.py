@@ -19,6 +19,7 @@ from citerun.operator import access
 from citerun.operator import status as operator_status
 from citerun.pipeline import normalize
 from citerun.pipeline.report import meaning
+from citerun.core.settings import QueueSettings
 from citerun.core.states import RunState
 from citerun.worker import tasks
 
@@ -121,17 +122,19 @@ def test_the_worker_handles_each_kind_with_the_flows_payload_model() -> None:
 
 def test_a_task_carries_its_kinds_model_as_json_and_nothing_else() -> None:
     run_id = uuid.uuid4()
-    made = flow.of().task(flow.FETCH_DOCUMENT,
-                          flow.FetchPayload(run_id=run_id, url="https://x.test/a.pdf",
-                                            filename="a.pdf", role="source", keys=["k"]),
-                          run_id=run_id, priority=0, dedupe_key="d")
+    made = flow.of(QueueSettings()).task(flow.FETCH_DOCUMENT,
+                                         flow.FetchPayload(run_id=run_id,
+                                                           url="https://x.test/a.pdf",
+                                                           filename="a.pdf", role="source",
+                                                           keys=["k"]),
+                                         run_id=run_id, priority=0, dedupe_key="d")
     assert made.payload == {"run_id": str(run_id), "url": "https://x.test/a.pdf",
                             "filename": "a.pdf", "role": "source", "keys": ["k"]}
     # What the flow stores is what the worker's model reads back.
     assert flow.FetchPayload.model_validate(made.payload).run_id == run_id
     with pytest.raises(TypeError, match="FetchPayload"):
-        flow.of().task(flow.FETCH_DOCUMENT, flow.RunPayload(run_id=run_id), run_id=run_id,
-                       priority=0, dedupe_key="d")
+        flow.of(QueueSettings()).task(flow.FETCH_DOCUMENT, flow.RunPayload(run_id=run_id),
+                                      run_id=run_id, priority=0, dedupe_key="d")
 
 
 # -- DOI and year patterns: citerun.pipeline.normalize -----------------------------------

@@ -105,24 +105,26 @@ def test_a_profile_may_be_kept_to_some_namespaces(monkeypatch: pytest.MonkeyPatc
         "law": {"baseUrl": "https://judge.example.org", "model": "m",
                 "namespaces": ["law-faculty"]},
         "unlisted": {"baseUrl": "https://judge.example.org", "model": "m"}}))
+    profiles = runspec.judge_profiles()  # what the operator's startup reads, once
     spec = runspec.RunSpec.model_validate(
         {**_example(), "judge": {"kind": "openai", "openai": {"profile": "law"}}})
-    handlers._check_judge_profile(spec, "law-faculty")
+    handlers._check_judge_profile(spec, "law-faculty", profiles)
     with pytest.raises(handlers.InvalidRun) as other:
-        handlers._check_judge_profile(spec, "physics")
+        handlers._check_judge_profile(spec, "physics", profiles)
     with pytest.raises(handlers.InvalidRun) as missing:
         handlers._check_judge_profile(runspec.RunSpec.model_validate(
             {**_example(), "judge": {"kind": "openai", "openai": {"profile": "nope"}}}),
-            "physics")
+            "physics", profiles)
     # One message whether the profile is missing or kept from this namespace.
     assert str(other.value).replace("'law'", "X") == str(missing.value).replace("'nope'", "X")
     handlers._check_judge_profile(runspec.RunSpec.model_validate(
-        {**_example(), "judge": {"kind": "openai", "openai": {"profile": "default"}}}), "physics")
+        {**_example(), "judge": {"kind": "openai", "openai": {"profile": "default"}}}), "physics",
+        profiles)
     # Issue 41: a profile without a namespace list is open to none, not to every one.
     with pytest.raises(handlers.InvalidRun) as unlisted:
         handlers._check_judge_profile(runspec.RunSpec.model_validate(
             {**_example(), "judge": {"kind": "openai", "openai": {"profile": "unlisted"}}}),
-            "law-faculty")
+            "law-faculty", profiles)
     assert str(unlisted.value).replace("'unlisted'", "X") == str(missing.value).replace("'nope'", "X")
 
 

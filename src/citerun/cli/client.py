@@ -30,10 +30,10 @@ def _name_from(path: Path) -> str:
     return (name or "thesis")[:50]
 
 
-def submit(args: argparse.Namespace) -> int:
+def submit(args: argparse.Namespace, settings: Settings) -> int:
     from citerun.core import runspec as specs
 
-    url = Settings().cluster_database_url("citerun submit")
+    url = settings.cluster_database_url("citerun submit")
     try:
         thesis, sources = verify.check_arguments(args.thesis, args.sources, 1)
     except verify.UsageError as err:
@@ -93,7 +93,7 @@ def status(args: argparse.Namespace) -> int:
     return 0
 
 
-def report(args: argparse.Namespace) -> int:
+def report(args: argparse.Namespace, settings: Settings) -> int:
     fmt = args.format or "json"
     if args.out:
         try:
@@ -120,7 +120,7 @@ def report(args: argparse.Namespace) -> int:
         finally:
             await conn.close()
 
-    row = asyncio.run(fetch(Settings().cluster_database_url("citerun report")))
+    row = asyncio.run(fetch(settings.cluster_database_url("citerun report")))
     if row is None:
         print(f"citerun report: the report of {args.name} is not ready "
               f"({(obj.get('status') or {}).get('phase')})", file=sys.stderr)

@@ -1,7 +1,10 @@
 """The ``citerun`` command line.
 
-Sub-commands are thin: they read settings, find the database (an embedded Postgres when
+Sub-commands are thin: they find the database (an embedded Postgres when
 ``CITERUN_DATABASE_URL`` is unset) and call into the worker, pipeline or operator.
+:func:`main` is the process's entry: it reads the core :class:`Settings` once and hands
+them to the command; a command that needs another settings model (the pipeline's, the
+web's, the operator's) reads it once, here, and passes it on.
 """
 
 from __future__ import annotations
@@ -27,8 +30,7 @@ from citerun.core.states import RunState
 logger = logging.getLogger("citerun")
 
 
-def _settings_with(args: argparse.Namespace) -> Settings:
-    settings = Settings()
+def _settings_with(args: argparse.Namespace, settings: Settings) -> Settings:
     worker_changes = {k: v for k, v in (("concurrency", getattr(args, "concurrency", None)),
                                         ("metrics_port", getattr(args, "metrics_port", None)))
                       if v is not None}
@@ -38,8 +40,7 @@ def _settings_with(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def cmd_migrate(args: argparse.Namespace) -> int:
-    settings = _settings_with(args)
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     with localdb.database(settings) as url:
         applied = asyncio.run(db.migrate(url))
     print(f"applied {len(applied)} migration(s)" + (f": {applied}" if applied else ""))
@@ -57,7 +58,7 @@ def _die_with(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def cmd_worker(args: argparse.Namespace) -> int:
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from citerun.cli import verify, verify_run
 
     parent = int(os.environ.get(verify.VERIFY_PID_ENV, "0")) or None
@@ -74,7 +75,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     from citerun.worker import registry, runtime
 
-    settings = _settings_with(args)
+    settings = _settings_with(args, settings)
 
     def orphaned() -> bool:
         return parent is not None and os.getppid() != parent
@@ -85,7 +86,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         tasks = registry.load(args.tasks)
         if orphaned() or stopping:
             return
-        worker = runtime.Worker(url, tasks, settings)
+        from citerun.pipeline.settings import PipelineSettings
+
+        worker = runtime.Worker(url, tasks, settings, PipelineSettings())
         if parent is not None:
             stops.append(worker.stop)
             if stopping:
@@ -114,7 +117,7 @@ async def _watch_parent(orphaned: Callable[[], bool], stop: Callable[[], None]) 
     stop()
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
+def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     from pathlib import Path
 
     from rich.console import Console
@@ -134,7 +137,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except verify.UsageError as err:
         print(f"citerun verify: error: {err}", file=sys.stderr)
         return gate.EXIT_USAGE
-    settings = Settings()
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         # A first run applies every migration, one INFO line each: noise on a verify's
         # stderr, which should say what matters (--log-level DEBUG shows them).
@@ -168,18 +170,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return gate.EXIT_FAIL_ON if failed else gate.EXIT_PASSED
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from citerun.web import service
     from citerun.web.settings import ServeSettings
 
-    settings = Settings()
     if args.database_url:
         settings = settings.with_overrides(database_url=args.database_url)
     return service.serve(settings, ServeSettings().web, host=args.host, port=args.port,
                          workers=args.workers, concurrency=args.concurrency)
 
 
-def cmd_operator(args: argparse.Namespace) -> int:
+def cmd_operator(args: argparse.Namespace, settings: Settings) -> int:
     import kopf
 
     from citerun.operator import handlers
@@ -189,16 +190,17 @@ def cmd_operator(args: argparse.Namespace) -> int:
     # status writes conditional); the autoscaler elects one actor with its own Lease.
     scope: dict[str, object] = (
         {"namespaces": args.namespace} if args.namespace else {"clusterwide": True})
+    # The handlers' startup takes the settings read once for this process from the memo.
     asyncio.run(kopf.operator(standalone=True, **scope,  # type: ignore[arg-type]
-                              liveness_endpoint=f"http://0.0.0.0:{port}/healthz"))
+                              liveness_endpoint=f"http://0.0.0.0:{port}/healthz",
+                              memo=kopf.Memo(settings=settings)))
     return 0
 
 
-def cmd_reembed(args: argparse.Namespace) -> int:
+def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
     from citerun.pipeline import embed, reembed
     from citerun.pipeline.settings import PipelineSettings
 
-    settings = Settings()
     embedder = embed.make_embedder(PipelineSettings().embedding)
 
     async def run(url: str) -> int:
@@ -216,7 +218,7 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_upload(args: argparse.Namespace) -> int:
+def cmd_upload(args: argparse.Namespace, settings: Settings) -> int:
     from pathlib import Path
 
     from citerun.core import runs
@@ -233,7 +235,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
         finally:
             await pool.close()
 
-    url = Settings().cluster_database_url("citerun upload")
+    url = settings.cluster_database_url("citerun upload")
     for name in args.files:
         if not Path(name).is_file():
             print(f"citerun upload: error: {name!r} is not a file", file=sys.stderr)
@@ -242,22 +244,22 @@ def cmd_upload(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_submit(args: argparse.Namespace) -> int:
+def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     from citerun.cli import client
 
-    return client.submit(args)
+    return client.submit(args, settings)
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     from citerun.cli import client
 
     return client.status(args)
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     from citerun.cli import client
 
-    return client.report(args)
+    return client.report(args, settings)
 
 
 def _count(low: int, high: int) -> Callable[[str], int]:
@@ -432,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(2)
     configure_logging(args.log_level, args.log_format)
     try:
-        code = args.func(args)
+        code = args.func(args, Settings())
     except KeyboardInterrupt:
         code = 130
     except BaseException as err:  # noqa: BLE001 - every failure is one line, not a traceback

@@ -297,7 +297,7 @@ def parse_keys(pairs: list[str]) -> dict[str, list[str]]:
 def verify(settings: Settings, url: str, thesis: ThesisInput, sources: list[Path], *,
            keys: dict[str, list[str]], out: ReportPaths, workers: int, concurrency: int,
            timeout_s: float, console: Console) -> VerifyResult:
-    run_id = asyncio.run(start_run(url, thesis, sources, keys))
+    run_id = asyncio.run(start_run(url, thesis, sources, keys, settings=settings))
     console.print(f"run {run_id}: {thesis.path.name} against {len(sources)} source(s), "
                   f"{workers} worker(s)")
     local = LocalWorkers(settings.database_url, workers, settings.data_dir / "logs",

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from citerun.core import db, errors, flow, retry, runs, sql
+from citerun.core.settings import Settings
 from citerun.core.states import RunState
 
 if TYPE_CHECKING:  # the types of the verify's inputs; citerun.cli.verify imports this module
@@ -63,7 +64,7 @@ async def cancel_run(url: str, run_id: uuid.UUID, reason: str) -> None:
 
 
 async def start_run(url: str, thesis: ThesisInput, sources: list[Path],
-                    keys: dict[str, list[str]]) -> uuid.UUID:
+                    keys: dict[str, list[str]], *, settings: Settings) -> uuid.UUID:
     await db.migrate(url)
     pool = await db.create_pool(url, min_size=1, max_size=2)
     try:
@@ -80,7 +81,8 @@ async def start_run(url: str, thesis: ThesisInput, sources: list[Path],
             sources=tuple(staged_sources),
             spec={"thesis": thesis.filename, "sources": [s.name for s in sources],
                   "local": {"pid": os.getpid(),
-                            "process": process_identity(os.getpid())}}))
+                            "process": process_identity(os.getpid())}}),
+            settings=settings)
         return run_id
     finally:
         await pool.close()

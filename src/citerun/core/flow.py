@@ -218,15 +218,13 @@ class Flow:
                                   f"({errors.code_of(row['last_error'])})")
 
 
-def of(settings: Settings | QueueSettings | None = None) -> Flow:
-    """The flow with the attempts of ``settings`` (default: read from the environment)."""
-    if settings is None:
-        settings = Settings()
+def of(settings: Settings | QueueSettings) -> Flow:
+    """The flow with the attempts of ``settings`` (the process's, read once at its entry)."""
     return Flow(settings.queue if isinstance(settings, Settings) else settings)
 
 
 async def create(pool: asyncpg.Pool, request: runs.RunRequest, *,
-                 settings: Settings | QueueSettings | None = None,
+                 settings: Settings | QueueSettings,
                  caps: runs.Caps | None = None) -> runs.Admission:
     """Admit and create a run with its first tasks, in one transaction (see
     :func:`citerun.core.runs.create`)."""

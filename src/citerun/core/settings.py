@@ -81,13 +81,19 @@ class QueueSettings(BaseModel):
         return self
 
 
+def process_name() -> str:
+    """This process's name: on Kubernetes its pod's (``POD_NAME``, from the downward API),
+    else host and pid. A worker's id and the autoscaler's Lease holder."""
+    return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+
+
 class WorkerSettings(BaseModel):
     """The worker runtime: concurrency, wake-ups, maintenance and drain."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(
-        default_factory=lambda: os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
+        default_factory=process_name,
         description="Worker id; on Kubernetes the pod name (downward API) so the autoscaler "
         "can map a workers row to its pod.")
     concurrency: int = Field(

@@ -24,8 +24,6 @@ import dataclasses
 import datetime as dt
 import logging
 import math
-import os
-import socket
 import time
 import typing
 from collections import deque
@@ -118,16 +116,16 @@ def decide(obs: Observation, state: State, config: AutoscalerConfig) -> Decision
 
 class Autoscaler:
     def __init__(self, pool: asyncpg.Pool, operator: OperatorConfig,
-                 config: AutoscalerConfig,
-                 metrics: operator_metrics.OperatorMetrics | None = None,
-                 queue_settings: QueueSettings | None = None) -> None:
+                 config: AutoscalerConfig, queue_settings: QueueSettings, *, identity: str,
+                 metrics: operator_metrics.OperatorMetrics | None = None) -> None:
+        """``identity`` names this replica in the Lease (the pod's name on Kubernetes)."""
         self.pool = pool
-        self.queue = queue_settings or QueueSettings()
+        self.queue = queue_settings
         self.metrics = metrics
         self.operator = operator
         self.config = config
         self.state = State()
-        self.identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+        self.identity = identity
         self._wake = asyncio.Event()
         self._renewed_at: float | None = None  # monotonic time of our last renewal
         self.decisions: list[tuple[float, Decision]] = []

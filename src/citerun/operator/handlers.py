@@ -14,6 +14,11 @@
 * status: :mod:`citerun.operator.sync` follows ``citerun_runs`` notifications and a
   periodic resync; the operator keeps no state of its own outside Postgres and the
   resources.
+
+Settings are read once per process: the operator's (:data:`CONFIG`) when this module is
+imported, since kopf's decorators take its resync interval and finalizer retries; the core
+:class:`~citerun.core.settings.Settings` by ``citerun operator``, which hands them to
+:func:`startup` in kopf's memo (``memo.settings``); the judge profiles by :func:`startup`.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from citerun.operator import access, autoscaler, cleaner, status, sync
 from citerun.operator import metrics as operator_metrics
 from citerun.operator import settings as op_settings
 from citerun.core import runspec as specs
+from citerun.core import settings as core_settings
 from citerun.core.settings import Settings
 from citerun.core.states import RunState
 
@@ -56,7 +62,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 30
     settings.posting.level = logging.INFO
-    core = Settings()
+    core: Settings = memo.settings  # read once by `citerun operator`
+    memo.judge_profiles = runspec.judge_profiles()
     if not core.database_url:
         raise kopf.PermanentError("CITERUN_DATABASE_URL must be set for the operator")
     await db.migrate(core.database_url)
@@ -73,7 +80,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     leading = None  # without the autoscaler's Lease every replica cleans (idempotent)
     if CONFIG.autoscaler.enabled:
         scaler = autoscaler.Autoscaler(memo.pool, CONFIG.operator, CONFIG.autoscaler,
-                                       memo.metrics, core.queue)
+                                       core.queue, identity=core_settings.process_name(),
+                                       metrics=memo.metrics)
         memo.background.append(asyncio.create_task(scaler.run(core.database_url),
                                                    name="autoscaler"))
         leading = scaler.leading
@@ -121,7 +129,7 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
     previous = dict(body.get("status") or {})
     try:
         spec = specs.RunSpec.model_validate(dict(body.get("spec") or {}))
-        _check_judge_profile(spec, namespace)
+        _check_judge_profile(spec, namespace, memo.judge_profiles)
     except (pydantic.ValidationError, InvalidRun) as err:
         message = (specs.validation_message(err) if isinstance(err, pydantic.ValidationError)
                    else str(err))
@@ -143,9 +151,10 @@ async def _start(body: kopf.Body, meta: kopf.Meta, uid: str, name: str, namespac
             await _hold(body, namespace, name, previous, generation, "DocumentUnreadable",
                         str(err))
             return  # unreachable: _hold raises
-        admission = await flow.create(memo.pool, request, caps=runs.Caps(
-            CONFIG.operator.max_active_runs_per_tenant,
-            CONFIG.operator.max_staged_bytes_per_tenant))
+        admission = await flow.create(
+            memo.pool, request, settings=memo.settings,
+            caps=runs.Caps(CONFIG.operator.max_active_runs_per_tenant,
+                           CONFIG.operator.max_staged_bytes_per_tenant))
         if admission.missing:
             await _hold(body, namespace, name, previous, generation, "DocumentMissing",
                         "this namespace has no document stored under digest "
@@ -163,12 +172,13 @@ class InvalidRun(Exception):
     """The spec cannot be run as it is (a message for the user, safe to show)."""
 
 
-def _check_judge_profile(spec: specs.RunSpec, namespace: str) -> None:
+def _check_judge_profile(spec: specs.RunSpec, namespace: str,
+                         profiles: dict[str, specs.JudgeProfile]) -> None:
     judge = spec.judge_spec
     if judge.kind != "openai":
         return
     name = (judge.openai or specs.OpenAISpec()).profile
-    profile = runspec.judge_profiles().get(name)
+    profile = profiles.get(name)
     # Same words for a profile that does not exist and one this namespace may not use.
     if profile is None or not profile.allows(namespace):
         raise InvalidRun(f"spec.judge.openai.profile: {name!r} is not a judge profile of "
