@@ -10,7 +10,8 @@ import pydantic
 from citerun.core.runspec import RunJudgeKind
 from citerun.pipeline.judging.budget import TokenBudget
 from citerun.pipeline.judging.cache import AnswerCache
-from citerun.pipeline.judging.embedded import TrainedJudge, TrainedJudgeConfig
+from citerun.pipeline.judging.embedded import TrainedJudge
+from citerun.pipeline.judging.embedded_config import TrainedJudgeConfig
 from citerun.pipeline.judging.openai import OpenAIConfig, OpenAIJudge
 from citerun.pipeline.judging.rules import RulesJudge, RulesJudgeConfig
 from citerun.pipeline.judging.types import Embedder, Judge
