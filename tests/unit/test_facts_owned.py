@@ -298,3 +298,58 @@ def test_the_library_limits_are_settings_the_parse_child_obeys(
     outcome = steps.parse(data, limits, documents)
     assert isinstance(outcome, steps.Rejected)
     assert "5 entries, over the limit of 3" in outcome.message
+
+
+def test_the_latex_limits_are_settings_the_parse_child_obeys(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
+    from citerun.worker import steps
+    data = _latex_bundle(4)
+    documents = DocumentSettings(max_bytes=1 << 30)
+    assert isinstance(steps.parse(data, PipelineSettings().limits, documents), steps.Parsed)
+    monkeypatch.setenv("CITERUN_LIMITS__WRITER__LATEX__MAX_INCLUDES", "3")
+    limits = PipelineSettings().limits
+    assert limits.writer.latex.max_includes == 3
+    outcome = steps.parse(data, limits, documents)
+    assert isinstance(outcome, steps.Rejected)
+    assert "reads included files over 3 times" in outcome.message
+
+
+#: The input limits of the writer's readers still written as module constants, with their
+#: values: each is to become a field of LimitSettings (writer.limits), as the LaTeX
+#: reader's, the bundle's and the library's are; none may be added.
+_WRITER_CONSTANTS: dict[str, dict[str, int]] = {
+    "bib.py": {"MAX_BYTES": 20 * 1024 * 1024, "MAX_ENTRIES": 50_000,
+               "MAX_FIELD_CHARS": 2_000, "MAX_NAMES": 200},
+    "csl.py": {"MAX_BYTES": 20 * 1024 * 1024, "MAX_ITEMS": 50_000},
+    "docx_story.py": {"MAX_INSTRUCTION": 4 * 1024 * 1024, "MAX_FIELDS": 200_000,
+                      "MAX_OPEN_FIELDS": 64},
+    "fields.py": {"MAX_DEPTH": 256, "MAX_ELEMENTS": 4_000_000,
+                  "MAX_INFLATED": 16 * 1024 * 1024, "_MAX_CITAVI_OBJECTS": 200_000},
+}
+
+
+def test_no_writer_module_adds_a_limit_constant() -> None:
+    """A new limit of a writer's reader is a field of writer.limits (a setting), not a
+    module-level ``MAX_*``; the ones left are listed above with their values."""
+    import importlib
+
+    found: dict[str, dict[str, int]] = {}
+    for path in sorted((SRC / "pipeline" / "writer").glob("*.py")):
+        names = [t.id for node in ast.parse(path.read_text(encoding="utf-8")).body
+                 if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 if isinstance(t, ast.Name) and t.id.lstrip("_").startswith("MAX_")]
+        if names:
+            module = importlib.import_module(f"citerun.pipeline.writer.{path.stem}")
+            found[path.name] = {name: getattr(module, name) for name in names}
+    assert found == _WRITER_CONSTANTS
+
+
+def test_the_writer_limits_keep_their_defaults() -> None:
+    """The LaTeX reader's limits became settings with the values the constants had."""
+    from citerun.pipeline.writer.limits import LatexLimits
+    assert LatexLimits().model_dump() == {
+        "max_depth": 20, "max_total_chars": 20 * 1024 * 1024, "max_includes": 5_000,
+        "max_macro_body": 2_000, "max_macros": 10_000, "max_skipped": 1_000,
+        "max_quoted_chars": 10_000, "max_bibitems": 5_000, "max_cite_groups": 100}

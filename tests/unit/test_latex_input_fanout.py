@@ -1,7 +1,7 @@
 """Issue 41 (Low): tiny ``\\input`` files fanned out 10 x 20 deep (2.4 KB) escaped the text
 cap's intent and burnt the parse stage's clock on every run (18.6 s of CPU on the
 development machine before the 20 MB cap stopped it). Every reading of an included file
-now counts (latex_tables.MAX_INCLUDES): the bundle is refused at once, in the real parse job
+now counts (LatexLimits.max_includes, a setting): the bundle is refused at once, in the real parse job
 under the sandbox's parse limits, with a message that says why."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from citerun.pipeline.settings import DocumentSettings, LimitSettings
-from citerun.pipeline.writer import formats, latex_tables
+from citerun.pipeline.writer import formats
 from citerun.worker import sandbox, steps
 
 
@@ -32,7 +32,7 @@ async def test_an_input_fanout_is_refused_at_once() -> None:
                                 DocumentSettings(max_bytes=10**8), slots=limits.max_children)
     elapsed = time.monotonic() - started
     assert isinstance(outcome, steps.Rejected), outcome
-    assert f"reads included files over {latex_tables.MAX_INCLUDES:,} times" in outcome.message
+    assert f"reads included files over {limits.writer.latex.max_includes:,} times" in outcome.message
     assert elapsed < 3.0, elapsed
 
 

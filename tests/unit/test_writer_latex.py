@@ -16,7 +16,8 @@ import zipfile
 
 import pytest
 
-from citerun.pipeline.writer import archive, bib, latex, latex_tables, latex_text
+from citerun.pipeline.writer import archive, bib, latex, latex_text
+from citerun.pipeline.writer.limits import LatexLimits
 from citerun.pipeline.writer.model import (
     LibraryItem,
     WriterFileError,
@@ -285,7 +286,7 @@ def test_unclosed_arguments_cost_one_pass() -> None:
     for unit in ("\\cite[", "\\section[", "\\verb|", "\\label{", "$", "\\begin{verbatim}"):
         thesis, seconds = _timed(_doc(unit * 100_000))
         assert seconds < 20, unit
-        assert len(thesis.skipped) <= latex_tables.MAX_SKIPPED + 1
+        assert len(thesis.skipped) <= LatexLimits().max_skipped + 1
 
 
 def test_macro_bombs_are_refused_or_skipped() -> None:

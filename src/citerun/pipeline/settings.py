@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from citerun.pipeline import citations, embed
 from citerun.pipeline import judge as judges
 from citerun.pipeline.writer import archive
+from citerun.pipeline.writer.limits import WriterLimits
 from citerun.pipeline.writer.model import LibraryLimits
 
 
@@ -123,6 +124,11 @@ class LimitSettings(pydantic.BaseModel):
         "CSL-JSON) of a writer's file may be: bytes and entries "
         "(CITERUN_LIMITS__LIBRARY__MAX_ITEMS, ...). A file over a limit is refused as "
         "corrupt with the limit named.")
+    writer: WriterLimits = pydantic.Field(
+        default_factory=WriterLimits, description="How much of a writer's file its readers "
+        "take: the nesting, includes, macros and text of a LaTeX thesis "
+        "(CITERUN_LIMITS__WRITER__LATEX__MAX_INCLUDES, ...). Over a limit the file is refused "
+        "or the excess left out and reported, with the limit named.")
 
 
 class RetrievalConfig(pydantic.BaseModel):

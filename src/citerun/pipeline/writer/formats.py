@@ -24,6 +24,7 @@ from citerun.pipeline.document import Document, Page, TooComplex
 from citerun.pipeline.pdf.limits import DocumentError
 from citerun.pipeline.settings import LimitSettings
 from citerun.pipeline.writer import archive
+from citerun.pipeline.writer.limits import WriterLimits
 from citerun.pipeline.writer.model import (
     LibraryItem,
     LibraryLimits,
@@ -155,7 +156,7 @@ def read_document(data: bytes, limits: LimitSettings, max_bytes: int) -> Documen
             read = document.read_pdf(files[pdf_name], limits, max_bytes)
             return dataclasses.replace(read, written=Written("pdf", library=library,
                                                              skipped=skipped))
-        thesis = read_files(files, limits.bundle, limits.library)
+        thesis = read_files(files, limits.bundle, limits.library, limits.writer)
     except WriterFileError as err:
         raise DocumentError("corrupt", f"the writer's file cannot be read: {err}") from None
     total = sum(len(text) for _, text in thesis.pages)
@@ -205,14 +206,15 @@ def read_thesis(data: bytes, limits: archive.BundleLimits = archive.BundleLimits
 
 
 def read_files(files: Mapping[str, bytes], limits: archive.BundleLimits,
-               library: LibraryLimits) -> WrittenThesis:
-    """:func:`read_thesis` of a zip already read (its files by path)."""
-    thesis = _read_thesis(dict(files), limits, library)
+               library: LibraryLimits, writer: WriterLimits = WriterLimits()) -> WrittenThesis:
+    """:func:`read_thesis` of a zip already read (its files by path); ``writer`` bounds
+    the readers."""
+    thesis = _read_thesis(dict(files), limits, library, writer)
     return dataclasses.replace(thesis, pages=in_units(thesis.pages))
 
 
 def _read_thesis(files: dict[str, bytes], limits: archive.BundleLimits,
-                 library_limits: LibraryLimits) -> WrittenThesis:
+                 library_limits: LibraryLimits, writer: WriterLimits) -> WrittenThesis:
     # The readers load only when a writer's file is read: a worker parsing PDFs never does.
     from citerun.pipeline.writer import docx, latex
 
@@ -236,7 +238,7 @@ def _read_thesis(files: dict[str, bytes], limits: archive.BundleLimits,
                                    if p.startswith(LIBRARY_DIR) or p.lower().endswith(".json")},
                                   library_limits)
     thesis = latex.read_latex(files, main=main.decode("utf-8", errors="replace") if main else None,
-                              bib=extra, limits=library_limits)
+                              bib=extra, limits=library_limits, latex_limits=writer.latex)
     return dataclasses.replace(thesis, skipped=thesis.skipped + skipped)
 
 

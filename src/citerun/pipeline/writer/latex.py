@@ -12,9 +12,10 @@ groups, not a recursive parser: pylatexenc's walker reads about 70 KB of LaTeX a
 and recurses once per brace group (a file of 2,000 nested braces exhausts Python's
 stack), both too costly for a hostile file under the parse stage's 30 s. pylatexenc
 still gives the table of text macros (``\\ss``, ``\\ldots``, ``\\alpha``) and bib.py's
-decoding of titles. Bounds: ``\\input`` chains at most :data:`~.latex_tables.MAX_DEPTH` deep, every
-file and macro expansion read counts against :data:`~.latex_tables.MAX_TOTAL_CHARS`, and any argument
-is looked for within :data:`~.latex_tables.ARG_WINDOW` characters, so the work is linear in the text.
+decoding of titles. Bounds (:class:`~.limits.LatexLimits`, settings): ``\\input`` chains
+at most ``max_depth`` deep, every file and macro expansion read counts against
+``max_total_chars``, and any argument is looked for within
+:data:`~.latex_tables.ARG_WINDOW` characters, so the work is linear in the text.
 What is not read (a path leaving the bundle, a missing file, a file including itself)
 is reported as :class:`~.model.Skipped`.
 
@@ -48,6 +49,7 @@ from citerun.pipeline.writer.latex_tables import (
 from citerun.pipeline.writer.latex_text import (
     _decode, _newlines, _skip_macro_space, _skip_spaces, _Source, clean_claim,
 )
+from citerun.pipeline.writer.limits import LatexLimits
 from citerun.pipeline.writer.model import (
     LibraryItem, LibraryLimits, Skipped, WriterFileError, WrittenCitation, WrittenThesis,
 )
@@ -148,7 +150,8 @@ class _Reader(_Macros):
             for offset, cite, textual in cites:
                 span = _sentence_for(spans, offset, textual)
                 if span and quoted:
-                    span = _with_quotation(spans, span_starts, quoted, quote_starts, span)
+                    span = _with_quotation(spans, span_starts, quoted, quote_starts, span,
+                                           self.limits.max_quoted_chars)
                 claim = clean_claim(_cut(text, *span, cuts)) if span else ""
                 if not claim:
                     self.skip(cite.where, cite.marker, "a citation with no sentence around it")
@@ -217,17 +220,18 @@ def _choose_main(files: _Texts, main: str | None) -> str:
 
 def read_latex(files: Mapping[str, bytes], main: str | None = None,
                bib: Sequence[LibraryItem] = (),
-               limits: LibraryLimits = LibraryLimits()) -> WrittenThesis:
+               limits: LibraryLimits = LibraryLimits(),
+               latex_limits: LatexLimits = LatexLimits()) -> WrittenThesis:
     """The thesis in a bundle of LaTeX files (path inside the bundle -> bytes).
 
     ``main`` names the main .tex (else the one with ``\\documentclass``); ``bib`` are
     library items given besides the .bib files the thesis names. A key no library holds
     stays a citation (it is reported unresolved later); ``\\nocite`` is no citation.
-    ``limits`` bound each .bib read.
+    ``limits`` bound each .bib read, ``latex_limits`` the reading of the LaTeX.
     """
     texts = _Texts(files)
     main_path = _choose_main(texts, main)
-    reader = _Reader(texts, main_path)
+    reader = _Reader(texts, main_path, latex_limits)
     text = texts[main_path]
     has_document = _BEGIN_DOCUMENT.search(text) is not None
     if _BABEL_GERMAN.search(text[:200_000]):

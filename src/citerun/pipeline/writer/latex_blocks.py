@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from citerun.pipeline.citations import quotations
 from citerun.pipeline.writer.latex_tables import (
-    MAX_QUOTED_CHARS, _NAMES, _NOUN_BEFORE, _PAREN, _SPACES,
+    _NAMES, _NOUN_BEFORE, _PAREN, _SPACES,
 )
 from citerun.pipeline.writer.model import LibraryItem
 
@@ -209,16 +209,17 @@ def _sentence_for(spans: list[tuple[int, int]], offset: int,
 
 def _with_quotation(spans: list[tuple[int, int]], span_starts: list[int],
                     quoted: Sequence[quotations.Quotation], quote_starts: list[int],
-                    span: tuple[int, int]) -> tuple[int, int]:
+                    span: tuple[int, int], most: int) -> tuple[int, int]:
     """The claim's span widened back to the opening mark of a quotation of several
     sentences that ends in it ("„First. Second.“ \\cite{x}": the whole quotation is the
-    claim, so that it is checked verbatim, not its last sentence). Quotations do not
+    claim, so that it is checked verbatim, not its last sentence), if it is at most ``most``
+    characters long. Quotations do not
     overlap: the one the span's start is in is found by bisection."""
     start, end = span
     q = bisect.bisect_left(quote_starts, start) - 1
     if q >= 0:
         quotation = quoted[q]
-        if quotation.start < start <= quotation.end and start - quotation.start <= MAX_QUOTED_CHARS:
+        if quotation.start < start <= quotation.end and start - quotation.start <= most:
             opening = quotation.start - 1  # the opening mark
             k = bisect.bisect_right(span_starts, opening) - 1
             start = min(start, spans[k][0] if k >= 0 else opening)

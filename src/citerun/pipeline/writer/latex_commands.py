@@ -11,7 +11,7 @@ import unicodedata
 from citerun.pipeline.writer.latex_blocks import _Cite, _Frame, _Stream
 from citerun.pipeline.writer.latex_scan import _ReaderBase
 from citerun.pipeline.writer.latex_tables import (
-    ARG_WINDOW, MAX_CITE_GROUPS, _ACCENTS, _CITE_ANYWHERE, _CITES, _CONTROL_SYMBOLS, _DISPLAY_MATH,
+    ARG_WINDOW, _ACCENTS, _CITE_ANYWHERE, _CITES, _CONTROL_SYMBOLS, _DISPLAY_MATH,
     _ENV_ARGS, _FLOATS, _FOOT, _MULTI, _QUOTING, _SPACES, _TABULAR, _TEXT_LAST, _VERBATIM,
 )
 from citerun.pipeline.writer.latex_text import (
@@ -186,7 +186,7 @@ class _Commands(_ReaderBase):
             found = close.search(text, i)
             if name == "thebibliography":
                 self.bibitems.extend(bibitems(text[i:found.start() if found else len(text)],
-                                              len(self.bibitems)))
+                                              len(self.bibitems), self.limits.max_bibitems))
             if name in _DISPLAY_MATH:
                 self.emit(" ")
             elif (found and name != "thebibliography"
@@ -304,7 +304,7 @@ class _Commands(_ReaderBase):
                     if close < 0:
                         break
                     i = close + 1
-        while len(groups) < (MAX_CITE_GROUPS if name in _MULTI else 1):
+        while len(groups) < (self.limits.max_cite_groups if name in _MULTI else 1):
             first, j = _skip_optional(src, i)
             second, j = _skip_optional(src, j) if first is not None else (None, j)
             keys, end = read_group(text, j)

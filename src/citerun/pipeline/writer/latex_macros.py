@@ -10,7 +10,7 @@ import re
 from citerun.pipeline.writer.latex_blocks import _Frame
 from citerun.pipeline.writer.latex_commands import _Commands
 from citerun.pipeline.writer.latex_tables import (
-    MAX_DEPTH, MAX_MACRO_BODY, MAX_MACROS, _ARG_CONDITIONALS, _BUILTIN, _CITE_ANYWHERE,
+    _ARG_CONDITIONALS, _BUILTIN, _CITE_ANYWHERE,
     _CONDITIONAL_ARGS, _CONDITIONAL_TOKEN, _DECIDED, _EMPTY_TESTS, _LOADS, _NAME, _NO_VALUE,
     _SPACES, _TOKEN,
 )
@@ -129,7 +129,7 @@ class _Macros(_Commands):
         """Keep a definition for expansion; a package's never replaces a command this
         reader reads itself (a template's \\renewcommand of \\footnote or \\section)."""
         name = macro[1:] if macro.startswith("\\") else macro
-        if (len(body) > MAX_MACRO_BODY or len(self.macros) >= MAX_MACROS
+        if (len(body) > self.limits.max_macro_body or len(self.macros) >= self.limits.max_macros
                 or not re.fullmatch(r"[A-Za-z@]+", name)):
             return
         if self.in_package and name in _BUILTIN and name not in self.macros:
@@ -181,9 +181,9 @@ class _Macros(_Commands):
     def expand(self, src: _Source, start: int, name: str, i: int, depth: int) -> int:
         """A user macro read as its definition's text, ``#1``... replaced by the
         arguments given (``\\newcommand{\\mycite}[1]{\\parencite{#1}}`` cites)."""
-        if depth + 1 > MAX_DEPTH:
+        if depth + 1 > self.limits.max_depth:
             self.skip(src.where(start), "\\" + name,
-                      f"macro \\{name} expands over {MAX_DEPTH} levels deep")
+                      f"macro \\{name} expands over {self.limits.max_depth} levels deep")
             return i
         spec, body = self.macros[name]
         count = len(spec)
@@ -241,9 +241,9 @@ class _Macros(_Commands):
                 else (None, "")
             if path is None or path in self.loaded or path in self.open_files:
                 continue
-            if depth + 1 > MAX_DEPTH:
+            if depth + 1 > self.limits.max_depth:
                 self.skip(src.where(start), text[start:i],
-                          f"package {path!r}: files nest over {MAX_DEPTH} deep")
+                          f"package {path!r}: files nest over {self.limits.max_depth} deep")
                 continue
             self.loaded.add(path)
             self.frames.append(_Frame("package", None))
@@ -265,9 +265,9 @@ class _Macros(_Commands):
         decides is read, the other not; a test that cannot be decided here (a boolean, a
         counter) reads the first branch, and a citation in the other is listed."""
         text = src.text
-        if depth + 1 > MAX_DEPTH:
+        if depth + 1 > self.limits.max_depth:
             self.skip(src.where(start), "\\" + name,
-                      f"conditionals nest over {MAX_DEPTH} levels deep: read as text")
+                      f"conditionals nest over {self.limits.max_depth} levels deep: read as text")
             return i
         tests, kinds = _CONDITIONAL_ARGS.get(name, (1, "TF"))
         args: list[str] = []

@@ -11,10 +11,11 @@ from collections.abc import Iterable, Mapping
 
 from citerun.pipeline.writer.latex_blocks import _Block, _Frame, _Stream
 from citerun.pipeline.writer.latex_tables import (
-    ARG_WINDOW, MAX_DEPTH, MAX_INCLUDES, MAX_SKIPPED, MAX_TOTAL_CHARS, _BEGIN_DOCUMENT, _BLANK_REST,
+    ARG_WINDOW, _BEGIN_DOCUMENT, _BLANK_REST,
     _END_DOCUMENT, _GERMAN_SHORTHANDS, _PATH_MACRO, _RAW_TOKEN, _SPACES, _SPECIAL,
 )
 from citerun.pipeline.writer.latex_text import _newlines, _Source, _uncomment, math_text
+from citerun.pipeline.writer.limits import LatexLimits
 from citerun.pipeline.writer.model import LibraryItem, Skipped, WriterFileError
 
 
@@ -23,8 +24,9 @@ class _ReaderBase(abc.ABC):
     its output, the files it reads and the scan itself; what each control
     sequence does is :meth:`macro`, dispatched by :class:`~.latex._Reader`."""
 
-    def __init__(self, files: Mapping[str, str], main: str) -> None:
+    def __init__(self, files: Mapping[str, str], main: str, limits: LatexLimits) -> None:
         self.files = files
+        self.limits = limits
         self.main = main
         self.root = posixpath.dirname(main)
         self.blocks: list[_Block] = []
@@ -66,8 +68,8 @@ class _ReaderBase(abc.ABC):
             stream.brk()
 
     def skip(self, where: str, text: str, reason: str) -> None:
-        self.not_listed += len(self.skipped) >= MAX_SKIPPED
-        if len(self.skipped) < MAX_SKIPPED:
+        self.not_listed += len(self.skipped) >= self.limits.max_skipped
+        if len(self.skipped) < self.limits.max_skipped:
             self.skipped.append(Skipped(where=where, text=_SPACES.sub(" ", text[:600])[:300],
                                         reason=reason))
 
@@ -75,10 +77,10 @@ class _ReaderBase(abc.ABC):
 
     def count(self, chars: int) -> None:
         self.total += chars
-        if self.total > MAX_TOTAL_CHARS:
+        if self.total > self.limits.max_total_chars:
             raise WriterFileError(
                 f"the thesis's LaTeX with its included files and macros is over "
-                f"{MAX_TOTAL_CHARS:,} characters")
+                f"{self.limits.max_total_chars:,} characters")
 
     def resolve(self, name: str, current: str, suffix: str,
                 universe: Iterable[str] | None = None) -> tuple[str | None, str]:
@@ -111,7 +113,7 @@ class _ReaderBase(abc.ABC):
     def expand_path(self, name: str) -> str:
         """A file name with the thesis's own macros replaced by their text, as TeX expands
         them (``\\def\\PATH{.}`` and ``\\import{\\PATH/ch1/}{ch1}``; ``\\input{\\chapdir/intro}``)."""
-        for _ in range(MAX_DEPTH):
+        for _ in range(self.limits.max_depth):
             if "\\" not in name:
                 break
 
@@ -135,13 +137,14 @@ class _ReaderBase(abc.ABC):
         if path in self.open_files:
             self.skip(where, marker, f"included file {path!r} includes itself")
             return
-        if depth + 1 > MAX_DEPTH:
-            self.skip(where, marker, f"included file {path!r}: files nest over {MAX_DEPTH} deep")
+        if depth + 1 > self.limits.max_depth:
+            self.skip(where, marker,
+                      f"included file {path!r}: files nest over {self.limits.max_depth} deep")
             return
         self.includes += 1
-        if self.includes > MAX_INCLUDES:
+        if self.includes > self.limits.max_includes:
             raise WriterFileError(f"the thesis's LaTeX reads included files over "
-                                  f"{MAX_INCLUDES:,} times")
+                                  f"{self.limits.max_includes:,} times")
         text = self.files[path]
         begin = _BEGIN_DOCUMENT.search(text)
         if begin:  # a subfile: its own preamble is not the thesis's (lines kept)

@@ -1,4 +1,4 @@
-"""What the LaTeX reader knows of LaTeX: its bounds (``MAX_*``), the tables of cite
+"""What the LaTeX reader knows of LaTeX: the tables of cite
 commands, includes, definitions, conditionals, argument specs and environments, the
 text macros (from pylatexenc's table), and the patterns the reader matches with."""
 
@@ -11,27 +11,9 @@ from pylatexenc import latex2text  # type: ignore[import-untyped]
 from citerun.pipeline.citations import patterns
 
 
-#: How deep ``\\input`` files (and macros expanding into macros) may nest.
-MAX_DEPTH = 20
-#: Characters of LaTeX read in all, every included file and expansion counted.
-MAX_TOTAL_CHARS = 20 * 1024 * 1024
-#: ``\\input``/``\\include`` files read in all, each reading counted (issue 41: 20 tiny
-#: files each reading the next ten times, 2.4 KB, took 18.6 s of CPU to reach the text cap).
-MAX_INCLUDES = 5_000
+# The reader's bounds are settings (:class:`~citerun.pipeline.writer.limits.LatexLimits`).
 #: How far an argument (``[p. 45]``, ``{smith2020,jones2019}``) is looked for.
 ARG_WINDOW = 4_000
-#: A ``\\newcommand`` body longer than this is not expanded.
-MAX_MACRO_BODY = 2_000
-#: Macros defined beyond this many are not expanded.
-MAX_MACROS = 10_000
-#: Skipped things listed one by one; beyond this they are counted.
-MAX_SKIPPED = 1_000
-#: A quotation of several sentences is taken whole into its claim up to this length.
-MAX_QUOTED_CHARS = 10_000
-#: Entries of a hand-made reference list (``thebibliography``) read.
-MAX_BIBITEMS = 5_000
-#: Key groups of one multi-cite (``\\cites[..]{a}[..]{b}...``) read.
-MAX_CITE_GROUPS = 100
 
 # What each cite command prints in the text: "paren" nothing of the sentence (a
 # parenthesis, a number, a footnote mark), "names" the authors ("Smith et al. (2020)

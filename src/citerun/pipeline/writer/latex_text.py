@@ -12,7 +12,7 @@ import unicodedata
 
 from citerun.pipeline.citations import entries
 from citerun.pipeline.writer.latex_tables import (
-    ARG_WINDOW, MAX_BIBITEMS, _ACCENTS, _BIBITEM, _COMMENT, _CONTROL_SYMBOLS, _EMPTY_BRACKETS,
+    ARG_WINDOW, _ACCENTS, _BIBITEM, _COMMENT, _CONTROL_SYMBOLS, _EMPTY_BRACKETS,
     _NEWBLOCK, _NOTE_CITE, _PAGES, _RAW_TOKEN, _SPACE_AFTER_OPEN, _SPACE_BEFORE, _SPACES, _TEXT,
 )
 from citerun.pipeline.writer.model import LibraryItem
@@ -180,13 +180,13 @@ def note_text(tex: str | None) -> str:
     return math_text(text.replace("$", ""))
 
 
-def bibitems(tex: str, first: int = 0) -> list[LibraryItem]:
-    """The entries of a hand-made reference list (``\\bibitem[label]{key} text``): each
-    key's entry text read for its authors, year, title and DOI as a PDF's reference list
-    is (:func:`~citerun.pipeline.citations.entries.parse_entry`)."""
+def bibitems(tex: str, first: int, most: int) -> list[LibraryItem]:
+    """The first ``most`` entries of a hand-made reference list (``\\bibitem[label]{key}
+    text``): each key's entry text read for its authors, year, title and DOI as a PDF's
+    reference list is (:func:`~citerun.pipeline.citations.entries.parse_entry`)."""
     items: list[LibraryItem] = []
     found = list(_BIBITEM.finditer(tex))
-    for number, item in enumerate(found[:MAX_BIBITEMS]):
+    for number, item in enumerate(found[:most]):
         end = found[number + 1].start() if number + 1 < len(found) else len(tex)
         key = item.group("key").strip()
         text = _SPACES.sub(" ", note_text(_NEWBLOCK.sub(" ", _COMMENT.sub(
