@@ -17,8 +17,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from citerun.pipeline import citations, document, embed, memory, pdf, ranking, report as reports
 from citerun.pipeline import judge as judges
 from citerun.pipeline.document import Document, Source, TooComplex
+from citerun.pipeline.judging import settling
 from citerun.pipeline.settings import DocumentSettings, LimitSettings, PipelineSettings
-from citerun.pipeline.writer import formats, model as writer
+from citerun.pipeline.writer import attach, formats, model as writer
 
 
 def read(data: bytes, limits: LimitSettings, max_bytes: int) -> Document:
@@ -57,23 +58,8 @@ def extract(thesis: Document, limits: LimitSettings) -> citations.Extraction:
     return extraction
 
 
-def sources(thesis: Document, given: Sequence[Source]) -> list[citations.SourceInfo]:
-    """The sources as the mapping sees them: the writer's library item attaching a file
-    (its ``file`` field) gives its key and its metadata, exact as the library holds it."""
-    library = (formats.attached(thesis.written.library, [s.filename for s in given])
-               if thesis.written is not None else {})
-    infos = []
-    for s in given:
-        items = library.get(s.filename, ())
-        item, doc = (items[0] if len(items) == 1 else None), s.document
-        infos.append(citations.SourceInfo(
-            document_id=s.id, filename=s.filename,
-            title=item.title if item and item.title else doc.title,
-            authors=item.authors if item and item.authors else doc.authors,
-            year=item.year if item and item.year else doc.year,
-            explicit_keys=tuple(dict.fromkeys([*s.keys, *(i.key for i in items)])),
-            doi=item.doi if item and item.doi else doc.doi, arxiv_id=doc.arxiv_id))
-    return infos
+#: Each source as the mapping sees it (the writer's library item that attaches its file).
+sources = attach.source_infos
 
 
 def map(extraction: citations.Extraction, infos: Sequence[citations.SourceInfo],
@@ -86,36 +72,8 @@ def map(extraction: citations.Extraction, infos: Sequence[citations.SourceInfo],
     return citations.map_citations(extraction, infos, config)
 
 
-def settle(mapped: Sequence[citations.MappedCitation],
-           by_id: Mapping[str, Source]) -> list[judges.Judgement | bool]:
-    """Per citation: the verdict no judge is needed for (no source, an unreadable one, a
-    named work that is the source), True for the first citation of a (claim, source) pair
-    to judge, False for the others, which take its verdict (issue 41)."""
-    leaders: set[tuple[str, str]] = set()
-    settled: list[judges.Judgement | bool] = []
-    for m in mapped:
-        c, source = m.citation, by_id.get(m.document_id or "")
-        named = (judges.judge_named(c.names_work, source.document.title, source.document.authors,
-                                    next((p.text for p in source.document.pages if p.number == 1), ""))
-                 if source is not None and source.read and c.names_work else None)
-        if source is None:
-            settled.append(_fixed(judges.Verdict.UNRESOLVED_CITATION,
-                                  f"no source document matches the citation {c.marker!r}"
-                                  + (f" (reference: {m.reference.text[:200]})" if m.reference
-                                     else " and the reference list has no entry for it")))
-        elif not source.read:
-            settled.append(_fixed(judges.Verdict.SOURCE_UNAVAILABLE,
-                                  f"the source {source.filename} could not be read: {source.error}"))
-        elif named is not None:  # "a lock service called Chubby [8]" and the source is Chubby
-            settled.append(named)
-        else:
-            settled.append((c.claim, source.id) not in leaders)
-            leaders.add((c.claim, source.id))
-    return settled
-
-
-def _fixed(verdict: judges.Verdict, rationale: str) -> judges.Judgement:
-    return judges.Judgement(verdict=verdict, confidence=1.0, evidence=(), rationale=rationale)
+#: Per citation: a verdict no judge is needed for, or whether it is the pair's first.
+settle = settling.settle
 
 
 async def judge(the_judge: judges.Judge, claim: str,
