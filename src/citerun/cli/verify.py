@@ -34,7 +34,6 @@ from citerun.cli.verify_run import cancel_run, follow, save_report, start_run
 from citerun.core import citekeys, errors
 from citerun.core.settings import Settings
 from citerun.core.states import RunState
-from citerun.local.workers import VERIFY_PID_ENV as VERIFY_PID_ENV
 from citerun.local.workers import LocalWorkers
 from citerun.pipeline import intake
 from citerun.pipeline.writer import formats

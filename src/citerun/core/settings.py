@@ -176,7 +176,7 @@ ENV_NESTED = "__"
 #: before anything else) lets exactly these and the settings' own pass.
 NOT_SETTINGS: dict[str, str] = {
     "CITERUN_LOG_FORMAT": "the CLI's --log-format default, needed before any settings",
-    "CITERUN_VERIFY_PID": "citerun.cli.verify.VERIFY_PID_ENV: the `citerun verify` that "
+    "CITERUN_VERIFY_PID": "citerun.local.workers.VERIFY_PID_ENV: the `citerun verify` that "
     "started this worker (it lives and dies with it)",
     "CITERUN_JUDGE_PROFILES": "citerun.core.runspec.JUDGE_PROFILES_ENV: the judge profiles "
     "runs may choose (JSON, from the chart's judgeProfiles)",
