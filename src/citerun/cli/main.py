@@ -59,9 +59,10 @@ def _die_with(parent: int) -> None:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from citerun.cli import verify, verify_run
+    from citerun.cli import verify_run
+    from citerun.local import workers as local_workers
 
-    parent = int(os.environ.get(verify.VERIFY_PID_ENV, "0")) or None
+    parent = int(os.environ.get(local_workers.VERIFY_PID_ENV, "0")) or None
     stopping: list[int] = []  # a SIGTERM before the worker's own handler is installed
     stops: list[Callable[[], None]] = []
     if parent is not None:  # a worker of `citerun verify`: it lives and dies with it
