@@ -315,41 +315,74 @@ def test_the_latex_limits_are_settings_the_parse_child_obeys(
     assert "reads included files over 3 times" in outcome.message
 
 
-#: The input limits of the writer's readers still written as module constants, with their
-#: values: each is to become a field of LimitSettings (writer.limits), as the LaTeX
-#: reader's, the bundle's and the library's are; none may be added.
-_WRITER_CONSTANTS: dict[str, dict[str, int]] = {
-    "bib.py": {"MAX_BYTES": 20 * 1024 * 1024, "MAX_ENTRIES": 50_000,
-               "MAX_FIELD_CHARS": 2_000, "MAX_NAMES": 200},
-    "csl.py": {"MAX_BYTES": 20 * 1024 * 1024, "MAX_ITEMS": 50_000},
-    "docx_story.py": {"MAX_INSTRUCTION": 4 * 1024 * 1024, "MAX_FIELDS": 200_000,
-                      "MAX_OPEN_FIELDS": 64},
-    "fields.py": {"MAX_DEPTH": 256, "MAX_ELEMENTS": 4_000_000,
-                  "MAX_INFLATED": 16 * 1024 * 1024, "_MAX_CITAVI_OBJECTS": 200_000},
-}
+def test_the_docx_limits_are_settings_the_parse_child_obeys(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
+    from citerun.worker import steps
+    from tests.support import docx_fixtures as fx
+    data = fx.thesis_docx()
+    documents = DocumentSettings(max_bytes=1 << 30)
+    assert isinstance(steps.parse(data, PipelineSettings().limits, documents), steps.Parsed)
+    monkeypatch.setenv("CITERUN_LIMITS__WRITER__DOCX__MAX_FIELDS", "2")
+    limits = PipelineSettings().limits
+    assert limits.writer.docx.max_fields == 2
+    outcome = steps.parse(data, limits, documents)
+    assert isinstance(outcome, steps.Rejected)
+    assert "more than 2 fields" in outcome.message
 
 
-def test_no_writer_module_adds_a_limit_constant() -> None:
-    """A new limit of a writer's reader is a field of writer.limits (a setting), not a
-    module-level ``MAX_*``; the ones left are listed above with their values."""
-    import importlib
+def test_the_bib_limits_are_settings_the_parse_child_obeys(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import zipfile
 
-    found: dict[str, dict[str, int]] = {}
+    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
+    from citerun.worker import steps
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        bundle.writestr("main.tex", "\\documentclass{article}\n\\begin{document}\n"
+                        "Heat islands warm cities \\cite{k0}.\n\\bibliography{refs}\n"
+                        "\\end{document}\n")
+        bundle.writestr("refs.bib", "@misc{k0, author={Ames and Baker and Cole}, "
+                        "title={Urban heat}, year={2020}}\n")
+    data = buffer.getvalue()
+    documents = DocumentSettings(max_bytes=1 << 30)
+
+    def authors() -> tuple[str, ...]:
+        parsed = steps.parse(data, PipelineSettings().limits, documents)
+        assert isinstance(parsed, steps.Parsed)
+        written = parsed.document.written
+        assert written is not None
+        return written.library[0].authors
+
+    assert authors() == ("Ames", "Baker", "Cole")
+    monkeypatch.setenv("CITERUN_LIMITS__WRITER__BIB__MAX_NAMES", "2")
+    assert authors() == ("Ames", "Baker")
+
+
+def test_no_writer_module_has_a_limit_constant() -> None:
+    """A limit of a writer's reader is a field of writer.limits (a setting) or of the
+    library's or bundle's limits, not a module-level ``MAX_*``."""
+    found: dict[str, list[str]] = {}
     for path in sorted((SRC / "pipeline" / "writer").glob("*.py")):
         names = [t.id for node in ast.parse(path.read_text(encoding="utf-8")).body
                  if isinstance(node, (ast.Assign, ast.AnnAssign))
                  for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
                  if isinstance(t, ast.Name) and t.id.lstrip("_").startswith("MAX_")]
         if names:
-            module = importlib.import_module(f"citerun.pipeline.writer.{path.stem}")
-            found[path.name] = {name: getattr(module, name) for name in names}
-    assert found == _WRITER_CONSTANTS
+            found[path.name] = names
+    assert found == {}
 
 
 def test_the_writer_limits_keep_their_defaults() -> None:
-    """The LaTeX reader's limits became settings with the values the constants had."""
-    from citerun.pipeline.writer.limits import LatexLimits
+    """The readers' limits became settings with the values the constants had."""
+    from citerun.pipeline.writer.limits import BibLimits, DocxLimits, LatexLimits
     assert LatexLimits().model_dump() == {
         "max_depth": 20, "max_total_chars": 20 * 1024 * 1024, "max_includes": 5_000,
         "max_macro_body": 2_000, "max_macros": 10_000, "max_skipped": 1_000,
         "max_quoted_chars": 10_000, "max_bibitems": 5_000, "max_cite_groups": 100}
+    assert DocxLimits().model_dump() == {
+        "max_depth": 256, "max_elements": 4_000_000, "max_instruction": 4 * 1024 * 1024,
+        "max_fields": 200_000, "max_open_fields": 64, "max_inflated": 16 * 1024 * 1024,
+        "max_citavi_objects": 200_000}
+    assert BibLimits().model_dump() == {"max_field_chars": 2_000, "max_names": 200}

@@ -18,13 +18,16 @@ import zipfile
 
 import pytest
 
-from citerun.pipeline.writer import csl, docx, fields
+from citerun.pipeline.writer import csl
 from citerun.pipeline.writer.docx import read_docx
-from citerun.pipeline.writer.docx_story import MAX_OPEN_FIELDS
-from citerun.pipeline.writer.fields import MAX_DEPTH
-from citerun.pipeline.writer.model import WriterFileError, WrittenThesis, to_extraction
+from citerun.pipeline.writer.limits import DocxLimits
+from citerun.pipeline.writer.model import (
+    LibraryLimits, WriterFileError, WrittenThesis, to_extraction,
+)
 from tests.support import docx_fixtures as fx
 
+MAX_DEPTH = DocxLimits().max_depth
+MAX_OPEN_FIELDS = DocxLimits().max_open_fields
 SMITH, JONES = "ABCD2345", "5f0c8e52-7d2b-3c4e-8a1f-0b9d6e4c2a17"
 MUELLER, SCHMIDT, KELLER, VOGEL = (fx.MUELLER["id"], fx.SCHMIDT["id"], fx.KELLER["id"],
                                    fx.VOGEL["id"])
@@ -212,17 +215,18 @@ _DOCUMENT_OPEN = f'<w:document xmlns:w="{fx.W}"><w:body>'
 _DOCUMENT_CLOSE = "</w:body></w:document>"
 
 
-def _refused(data: bytes, message: str, *, seconds: float = 5.0, megabytes: float = 64.0) -> None:
+def _refused(data: bytes, message: str, *, seconds: float = 5.0, megabytes: float = 64.0,
+             limits: DocxLimits = DocxLimits()) -> None:
     """``data`` is refused naming ``message``, within the time and the Python memory given
     (timed in one run, memory traced in another: tracing slows every allocation)."""
     started = time.perf_counter()
     with pytest.raises(WriterFileError, match=message):
-        read_docx(data)
+        read_docx(data, docx_limits=limits)
     elapsed = time.perf_counter() - started
     tracemalloc.start()
     try:
         with pytest.raises(WriterFileError, match=message):
-            read_docx(data)
+            read_docx(data, docx_limits=limits)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -264,11 +268,11 @@ def test_deep_nesting_is_refused_in_bounded_time_and_memory() -> None:
              seconds=2, megabytes=64)
 
 
-def test_too_many_elements_are_refused_while_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_too_many_elements_are_refused_while_parsing() -> None:
     # The limit lowered so that the test is quick; the refusal is the same at 4 million.
-    monkeypatch.setattr(fields, "MAX_ELEMENTS", 10_000)  # parse_xml lives in .fields
     document = _DOCUMENT_OPEN + "<w:p>" + "<w:r/>" * 20_000 + "</w:p>" + _DOCUMENT_CLOSE
-    _refused(fx.docx("", document=document), "more than 10000 elements", seconds=2, megabytes=16)
+    _refused(fx.docx("", document=document), "more than 10000 elements", seconds=2, megabytes=16,
+             limits=DocxLimits(max_elements=10_000))
 
 
 def test_a_field_code_of_50_megabytes_is_refused() -> None:
@@ -345,8 +349,9 @@ def test_a_csl_json_library_is_read() -> None:
     ("[1, 2]", "item 1: a CSL-JSON item is a int"),
     ('[{"title": "no id"}]', "item 1: a CSL-JSON item has no id"),
     ("[" * 100_000 + "]" * 100_000, "not a CSL-JSON file"),
-    (json.dumps([{"id": str(n)} for n in range(csl.MAX_ITEMS + 1)]), "over the limit of 50000"),
-    ('[{"id": "a", "abstract": "' + "x" * csl.MAX_BYTES + '"}]', "over the limit of"),
+    (json.dumps([{"id": str(n)} for n in range(LibraryLimits().max_items + 1)]),
+     "over the limit of 50000"),
+    ('[{"id": "a", "abstract": "' + "x" * LibraryLimits().max_bytes + '"}]', "over the limit of"),
 ])
 def test_a_bad_csl_json_library_is_refused(text: str, message: str) -> None:
     with pytest.raises(WriterFileError, match=message):
@@ -389,13 +394,11 @@ def test_paperpile_fields_are_read_with_items_locators_and_paragraphs() -> None:
     assert thesis.skipped == ()
 
 
-def test_a_paperpile_field_whose_data_inflates_past_the_limit_is_skipped(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fields, "MAX_INFLATED", 1000)
+def test_a_paperpile_field_whose_data_inflates_past_the_limit_is_skipped() -> None:
     item = fx.paperpile_item("x1", "Big2020", "A" * 5000, ["Big"], 2020)
     body = fx.paragraph(fx.run("A claim "), fx.paperpile_field([item], "(Big, 2020)"),
                         fx.run(" stands here."))
-    thesis = read_docx(fx.docx(body))
+    thesis = read_docx(fx.docx(body), docx_limits=DocxLimits(max_inflated=1000))
     assert thesis.citations == ()
     assert [s.reason for s in thesis.skipped] == [
         "the Paperpile field data inflates beyond 1000 bytes"]

@@ -20,6 +20,7 @@ from citerun.pipeline.writer import archive, bib, latex, latex_text
 from citerun.pipeline.writer.limits import LatexLimits
 from citerun.pipeline.writer.model import (
     LibraryItem,
+    LibraryLimits,
     WriterFileError,
     WrittenCitation,
     WrittenThesis,
@@ -98,11 +99,11 @@ def test_bibtex_duplicate_key_skipped_first_kept() -> None:
 
 
 def test_bibtex_over_the_limits_refused_fast() -> None:
-    many = "".join(f"@misc{{k{i},title={{t}}}}\n" for i in range(bib.MAX_ENTRIES + 1))
+    many = "".join(f"@misc{{k{i},title={{t}}}}\n" for i in range(LibraryLimits().max_items + 1))
     started = time.monotonic()
     with pytest.raises(WriterFileError, match="entries, over the limit"):
         bib.read_bibtex(many)
-    huge = "@misc{k, abstract={" + "x" * (bib.MAX_BYTES + 1) + "}}"
+    huge = "@misc{k, abstract={" + "x" * (LibraryLimits().max_bytes + 1) + "}}"
     with pytest.raises(WriterFileError, match="over the limit"):
         bib.read_bibtex(huge)
     assert time.monotonic() - started < 5  # refused before parsing

@@ -127,8 +127,10 @@ class LimitSettings(pydantic.BaseModel):
     writer: WriterLimits = pydantic.Field(
         default_factory=WriterLimits, description="How much of a writer's file its readers "
         "take: the nesting, includes, macros and text of a LaTeX thesis "
-        "(CITERUN_LIMITS__WRITER__LATEX__MAX_INCLUDES, ...). Over a limit the file is refused "
-        "or the excess left out and reported, with the limit named.")
+        "(CITERUN_LIMITS__WRITER__LATEX__MAX_INCLUDES, ...), the XML parts and fields of a "
+        "Word thesis (CITERUN_LIMITS__WRITER__DOCX__MAX_FIELDS, ...), the fields and names "
+        "of a .bib's entries (CITERUN_LIMITS__WRITER__BIB__MAX_NAMES, ...). Over a limit "
+        "the file is refused or the excess left out and reported, with the limit named.")
 
 
 class RetrievalConfig(pydantic.BaseModel):

@@ -6,9 +6,11 @@ which is reported as :class:`~.model.Skipped`, never fatal to the rest) and reso
 "First von Last", ``{Institution Name}`` whole), and LaTeX in titles and names
 (``{\\"u}``, ``\\&``, protective braces) becomes text through pylatexenc. The ``file``
 field is read in the three shapes reference managers write it (see :func:`file_paths`)
-because it states which PDF belongs to which entry. A file over :data:`MAX_BYTES` or
-with more than :data:`MAX_ENTRIES` entries is refused before parsing, so its cost is
-bounded (50,000 short entries parse in about 6 s).
+because it states which PDF belongs to which entry. A file over the library's
+``max_bytes`` or with more than its ``max_items`` entries (:class:`~.model.LibraryLimits`)
+is refused before parsing, so its cost is bounded (50,000 short entries parse in about
+6 s); the fields decoded and names read of each entry are bounded by
+:class:`~.limits.BibLimits`. Both are settings.
 """
 
 from __future__ import annotations
@@ -24,16 +26,8 @@ from bibtexparser.middlewares.names import parse_single_name_into_parts, split_m
 from pylatexenc import latex2text  # type: ignore[import-untyped]
 
 from citerun.pipeline import normalize
+from citerun.pipeline.writer.limits import BibLimits
 from citerun.pipeline.writer.model import LibraryItem, LibraryLimits, Skipped, WriterFileError
-
-#: The defaults of the .bib's size and entries (settable: :class:`~.model.LibraryLimits`).
-MAX_BYTES = LibraryLimits().max_bytes
-MAX_ENTRIES = LibraryLimits().max_items
-#: A field longer than this is cut before LaTeX decoding (a title is never this long;
-#: pylatexenc recurses per brace group, so its input is kept small and flat).
-MAX_FIELD_CHARS = 2_000
-#: Names of one entry read (a physics collaboration lists thousands; mapping reads 100).
-MAX_NAMES = 200
 
 _ENTRY_START = re.compile(r"@\s*([A-Za-z]+)\s*[{(]")
 _NOT_ENTRIES = frozenset({"string", "comment", "preamble"})
@@ -46,13 +40,14 @@ _TO_TEXT = latex2text.LatexNodes2Text(math_mode="text", strict_latex_spaces=Fals
 logging.getLogger("bibtexparser").setLevel(logging.ERROR)
 
 
-def latex_text(value: str) -> str:
+def latex_text(value: str, most: int = BibLimits().max_field_chars) -> str:
     """A field's LaTeX as plain text, whitespace collapsed ("{\\"u}ber \\& {BERT}" ->
-    "über & BERT"). Deep nesting (which pylatexenc would recurse into) is flattened first."""
-    value = value[:MAX_FIELD_CHARS * 10]
+    "über & BERT"), its first ``most`` characters. Deep nesting (which pylatexenc would
+    recurse into) is flattened first."""
+    value = value[:most * 10]
     if _depth(value) > 20:
         value = value.replace("{", "").replace("}", "")
-    value = value[:MAX_FIELD_CHARS]
+    value = value[:most]
     try:
         text = str(_TO_TEXT.latex_to_text(value))
     except (RecursionError, ValueError, IndexError):
@@ -71,18 +66,19 @@ def _depth(value: str) -> int:
     return deepest
 
 
-def surnames(names: str) -> tuple[str, ...]:
-    """The surnames of a BibTeX name list, particles kept ("van Gogh"); a braced name
-    (``{World Health Organization}``) is one whole name."""
+def surnames(names: str, limits: BibLimits = BibLimits()) -> tuple[str, ...]:
+    """The surnames of a BibTeX name list (the first ``limits.max_names``), particles
+    kept ("van Gogh"); a braced name (``{World Health Organization}``) is one whole name."""
     found: list[str] = []
-    for name in split_multiple_persons_names(names[: MAX_FIELD_CHARS * 10])[:MAX_NAMES]:
+    most = limits.max_field_chars
+    for name in split_multiple_persons_names(names[: most * 10])[:limits.max_names]:
         if name.strip().lower() == "others":
             continue
         try:
             parts = parse_single_name_into_parts(name, strict=False)
         except (ValueError, IndexError):
             continue
-        surname = latex_text(" ".join([*parts.von, *parts.last]) or " ".join(parts.first))
+        surname = latex_text(" ".join([*parts.von, *parts.last]) or " ".join(parts.first), most)
         if surname:
             found.append(surname)
     return tuple(found)
@@ -169,15 +165,16 @@ def _field(entry: bibmodel.Entry, key: str) -> str | None:
     return field.value
 
 
-def item_of(entry: bibmodel.Entry) -> LibraryItem:
+def item_of(entry: bibmodel.Entry, limits: BibLimits = BibLimits()) -> LibraryItem:
     """One parsed entry as a library item."""
+    most = limits.max_field_chars
     names = _field(entry, "author") or _field(entry, "editor") or ""
     title = _field(entry, "title")
     files = _field(entry, "file") or ""
     return LibraryItem(
-        key=entry.key.strip(), title=latex_text(title) or None if title else None,
-        authors=surnames(names), year=year_of(entry), doi=doi_of(_field(entry, "doi")),
-        files=file_paths(files[: MAX_FIELD_CHARS * 10]) if files else (),
+        key=entry.key.strip(), title=latex_text(title, most) or None if title else None,
+        authors=surnames(names, limits), year=year_of(entry), doi=doi_of(_field(entry, "doi")),
+        files=file_paths(files[: most * 10]) if files else (),
         kind=entry.entry_type.lower() or None, origin="bibtex")
 
 
@@ -192,13 +189,15 @@ def _error_text(error: Exception) -> str:
     return _SPACES.sub(" ", str(text)).strip()[:200] or type(error).__name__
 
 
-def read_bibtex(text: str, limits: LibraryLimits = LibraryLimits()
+def read_bibtex(text: str, limits: LibraryLimits = LibraryLimits(),
+                bib_limits: BibLimits = BibLimits()
                 ) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
     """Every entry of a .bib as a library item, and what was skipped with the reason.
 
     Raises :class:`~.model.WriterFileError` for a file over ``limits.max_bytes`` or with
     more than ``limits.max_items`` entries (counted before parsing). A malformed entry or
     a second entry under a key already seen is skipped (the first one is kept).
+    ``bib_limits`` bound what is read of each entry.
     """
     max_bytes, max_entries = limits.max_bytes, limits.max_items
     size = len(text.encode("utf-8", errors="replace")) if len(text) * 4 > max_bytes else len(text)
@@ -218,7 +217,7 @@ def read_bibtex(text: str, limits: LibraryLimits = LibraryLimits()
     items: list[LibraryItem] = []
     skipped: list[Skipped] = []
     by_key = {entry.key.strip().lower(): entry for entry in library.entries}
-    _concatenate(library)
+    _concatenate(library, bib_limits.max_field_chars * 10)
     for block in library.failed_blocks:
         where = _line(block)
         raw = _SPACES.sub(" ", block.raw or "")[:200]
@@ -233,18 +232,19 @@ def read_bibtex(text: str, limits: LibraryLimits = LibraryLimits()
                                    text=_SPACES.sub(" ", entry.raw or "")[:200],
                                    reason="an entry without a key"))
             continue
-        items.append(item_of(_with_crossref(entry, by_key)))
+        items.append(item_of(_with_crossref(entry, by_key), bib_limits))
     return tuple(items), tuple(skipped)
 
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
 
-def _concatenate(library: Library) -> None:
+def _concatenate(library: Library, longest: int) -> None:
     """Resolves BibTeX's ``#`` concatenations (``"Proc. " # conf # { 2020}``), which
     bibtexparser leaves as written: each part a quoted or braced string, a number, or an
     ``@string`` macro (names case-insensitive, the month macros predefined as BibTeX
-    has them). A value with an unknown macro is kept as written."""
+    has them). A value with an unknown macro, or over ``longest`` characters, is kept as
+    written."""
     macros = {m: m.capitalize() for m in _MONTHS}
     macros.update({key.lower(): str(s.value).strip().strip('"{}')
                    for key, s in library.strings_dict.items()})
@@ -252,7 +252,7 @@ def _concatenate(library: Library) -> None:
         for field in entry.fields:
             value = field.value
             if (not isinstance(value, str) or getattr(field, "enclosing", None) != "no-enclosing"
-                    or len(value) > MAX_FIELD_CHARS * 10):
+                    or len(value) > longest):
                 continue
             resolved = _joined(value, macros)
             if resolved is not None:

@@ -5,8 +5,8 @@ the item data a Word field of Zotero or Mendeley carries (``itemData``, see
 :mod:`.docx`), so a field's item and the same item exported compare equal. Only what
 mapping uses is read (id, title, authors, year, DOI, type); a value of the wrong JSON
 type counts as absent rather than failing the whole library, while a file that is not
-a list of items, or is over the limits, is refused with a
-:class:`~.model.WriterFileError`.
+a list of items, or is over the limits (:class:`~.model.LibraryLimits`, settings), is
+refused with a :class:`~.model.WriterFileError`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,6 @@ from typing import Any
 
 from citerun.pipeline import normalize
 from citerun.pipeline.writer.model import LibraryFormat, LibraryItem, LibraryLimits, WriterFileError
-
-#: The defaults of a library file's size and items (settable: :class:`~.model.LibraryLimits`).
-MAX_BYTES = LibraryLimits().max_bytes
-MAX_ITEMS = LibraryLimits().max_items
 
 # CSL rich text: "<i>E. coli</i> in <sup>13</sup>C"; the markup is not part of the title.
 _MARKUP = re.compile(r"</?(?:i|b|sup|sub|sc|span)(?:\s[^<>]*)?>", re.IGNORECASE)

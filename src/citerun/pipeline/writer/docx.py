@@ -19,10 +19,10 @@ item, its metadata and the locator exactly. The fields read:
   ``ADDIN EN.CITE.DATA`` field.
 
 Every XML part, and the XML inside an EndNote field, is parsed by defusedxml with DTDs
-refused (no entity expansion, no external entity) and nesting deeper than
-:data:`~.fields.MAX_DEPTH` refused while parsing; a field code over :data:`~.docx_story.MAX_INSTRUCTION`
-characters, more than :data:`~.docx_story.MAX_FIELDS` fields or fields nested deeper than
-:data:`~.docx_story.MAX_OPEN_FIELDS` refuse the document. The .docx is opened by
+refused (no entity expansion, no external entity) and nesting deeper than ``max_depth``
+refused while parsing; a field code over ``max_instruction`` characters, more than
+``max_fields`` fields or fields nested deeper than ``max_open_fields`` refuse the document
+(:class:`~.limits.DocxLimits`, settings). The .docx is opened by
 :func:`.archive.read_bundle`. A field that cannot be read becomes a :class:`~.model.Skipped`.
 
 The claim of a citation is the sentence of its paragraph it stands in, every
@@ -43,22 +43,24 @@ from collections.abc import Mapping
 from citerun.pipeline.writer import archive
 from citerun.pipeline.writer.docx_citations import _Reader
 from citerun.pipeline.writer.docx_story import (
-    _REL, MAX_FIELDS, _attr, _children, _local, _Paragraph, _Story, NoteKind,
+    _REL, _attr, _children, _local, _Paragraph, _Story, NoteKind,
 )
 from citerun.pipeline.writer.fields import parse_xml
+from citerun.pipeline.writer.limits import DocxLimits
 from citerun.pipeline.writer.model import WriterFileError, WrittenThesis
 
 
 # --- the document ---------------------------------------------------------------------
 
-def _targets(files: Mapping[str, bytes], part: str) -> dict[str, str]:
+def _targets(files: Mapping[str, bytes], part: str, limits: DocxLimits) -> dict[str, str]:
     """The parts ``part`` relates to, by the last word of the relationship type."""
     folder, name = posixpath.split(part)
     rels = files.get(posixpath.join(folder, "_rels", f"{name}.rels"))
     if rels is None:
         return {}
     found: dict[str, str] = {}
-    for relation in parse_xml(rels, f"the relationships of {part or 'the package'}").iter(_REL):
+    for relation in parse_xml(rels, f"the relationships of {part or 'the package'}",
+                              limits).iter(_REL):
         kind = (relation.get("Type") or "").rsplit("/", 1)[-1]
         target = relation.get("Target") or ""
         if relation.get("TargetMode") == "External" or not target:
@@ -68,11 +70,11 @@ def _targets(files: Mapping[str, bytes], part: str) -> dict[str, str]:
     return found
 
 
-def _heading_styles(styles: bytes | None) -> frozenset[str]:
+def _heading_styles(styles: bytes | None, limits: DocxLimits) -> frozenset[str]:
     """Style ids of headings and the title, and of styles based on them."""
     if styles is None:
         return frozenset(f"Heading{n}" for n in range(1, 10)) | {"Title"}
-    root = parse_xml(styles, "word/styles.xml")
+    root = parse_xml(styles, "word/styles.xml", limits)
     based: dict[str, str] = {}
     heading: set[str] = set()
     for style in root.iter():
@@ -99,46 +101,51 @@ def _heading_styles(styles: bytes | None) -> frozenset[str]:
 
 
 def _notes(files: Mapping[str, bytes], path: str | None, kind: NoteKind,
-           headings: frozenset[str], budget: list[int]) -> dict[str, list[_Paragraph]]:
+           headings: frozenset[str], budget: list[int],
+           limits: DocxLimits) -> dict[str, list[_Paragraph]]:
     if path is None or path not in files:
         return {}
     notes: dict[str, list[_Paragraph]] = {}
-    for note in parse_xml(files[path], path, walked=True):
+    for note in parse_xml(files[path], path, limits, walked=True):
         if _local(note) != kind or (_attr(note, "type") or "normal") != "normal":
             continue
         note_id = _attr(note, "id")
         if note_id is not None:
             try:
-                notes[note_id] = _Story(headings, budget).read(note, depth=2)
+                notes[note_id] = _Story(headings, budget, limits).read(note, depth=2)
             except WriterFileError as err:
                 raise WriterFileError(f"{path}: {err}") from None
     return notes
 
 
-def read_docx(data: bytes, limits: archive.BundleLimits = archive.BundleLimits()) -> WrittenThesis:
-    """The thesis in a .docx: its citation fields, their claims, its text and the items."""
-    return read_docx_files(archive.read_bundle(data, limits))
+def read_docx(data: bytes, limits: archive.BundleLimits = archive.BundleLimits(),
+              docx_limits: DocxLimits = DocxLimits()) -> WrittenThesis:
+    """The thesis in a .docx: its citation fields, their claims, its text and the items;
+    ``limits`` bound the zip, ``docx_limits`` the reading of its parts."""
+    return read_docx_files(archive.read_bundle(data, limits), docx_limits)
 
 
-def read_docx_files(files: Mapping[str, bytes]) -> WrittenThesis:
+def read_docx_files(files: Mapping[str, bytes], limits: DocxLimits = DocxLimits()) -> WrittenThesis:
     """:func:`read_docx` of a .docx already unzipped (its parts by path)."""
-    main = _targets(files, "").get("officeDocument", "word/document.xml")
+    main = _targets(files, "", limits).get("officeDocument", "word/document.xml")
     if main not in files:
         raise WriterFileError(f"not a Word document: no {main}")
-    related = _targets(files, main)
+    related = _targets(files, main, limits)
     folder = posixpath.dirname(main)
-    headings = _heading_styles(files.get(related.get("styles", posixpath.join(folder, "styles.xml"))))
-    budget = [MAX_FIELDS]
-    root = parse_xml(files[main], main, walked=True)
+    headings = _heading_styles(
+        files.get(related.get("styles", posixpath.join(folder, "styles.xml"))), limits)
+    budget = [limits.max_fields]
+    root = parse_xml(files[main], main, limits, walked=True)
     body = next((b for b in root if _local(b) == "body"), None)
     try:
-        paragraphs = _Story(headings, budget).read(body, depth=2) if body is not None else []
+        paragraphs = (_Story(headings, budget, limits).read(body, depth=2)
+                      if body is not None else [])
     except WriterFileError as err:
         raise WriterFileError(f"{main}: {err}") from None
     notes: dict[NoteKind, dict[str, list[_Paragraph]]] = {
         "footnote": _notes(files, related.get("footnotes", posixpath.join(folder, "footnotes.xml")),
-                           "footnote", headings, budget),
+                           "footnote", headings, budget, limits),
         "endnote": _notes(files, related.get("endnotes", posixpath.join(folder, "endnotes.xml")),
-                          "endnote", headings, budget),
+                          "endnote", headings, budget, limits),
     }
-    return _Reader(paragraphs, notes).thesis()
+    return _Reader(paragraphs, notes, limits).thesis()

@@ -13,6 +13,7 @@ from citerun.pipeline import pdf
 from citerun.pipeline.citations import claims, markers, references
 from citerun.pipeline.writer import fields
 from citerun.pipeline.writer.docx_story import _Hit, _Paragraph, NoteKind
+from citerun.pipeline.writer.limits import DocxLimits
 from citerun.pipeline.writer.model import (
     LibraryItem,
     Skipped,
@@ -117,9 +118,10 @@ class _Reader:
     """Turns the stories' paragraphs and fields into the written thesis."""
 
     def __init__(self, paragraphs: list[_Paragraph],
-                 notes: dict[NoteKind, dict[str, list[_Paragraph]]]) -> None:
+                 notes: dict[NoteKind, dict[str, list[_Paragraph]]], limits: DocxLimits) -> None:
         self.paragraphs = paragraphs
         self.notes = notes
+        self.limits = limits
         self.citations: list[WrittenCitation] = []
         self.skipped: list[Skipped] = []
         self.library: dict[str, LibraryItem] = {}
@@ -136,7 +138,8 @@ class _Reader:
                 continue
             shown = " ".join(text[hit.start:hit.end].split())
             try:
-                self.parsed[id(hit)] = (hit, fields.citation_of(program, hit.instruction, hit.data), shown)
+                cited = fields.citation_of(program, hit.instruction, hit.data, self.limits)
+                self.parsed[id(hit)] = (hit, cited, shown)
             except (fields.Unreadable, WriterFileError) as err:
                 self.skipped.append(Skipped(
                     where, shown or " ".join(hit.instruction.split())[:80], str(err)))

@@ -1,7 +1,8 @@
 """A Word story (the body, a footnote, an endnote) read into paragraphs: their text,
 heading marks, note references and the citation fields in them (complex and simple
 fields, Mendeley's content controls, EndNote's field data), with the limits that refuse
-a document (:data:`MAX_INSTRUCTION`, :data:`MAX_FIELDS`, :data:`MAX_OPEN_FIELDS`)."""
+a document (:class:`~.limits.DocxLimits`: ``max_depth``, ``max_instruction``,
+``max_fields``, ``max_open_fields``)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,9 @@ from collections.abc import Iterator
 from typing import Literal
 
 from citerun.pipeline.writer import fields
-from citerun.pipeline.writer.fields import MAX_DEPTH
+from citerun.pipeline.writer.limits import DocxLimits
 from citerun.pipeline.writer.model import WriterFileError
 
-
-#: Characters of one field code beyond which the document is refused: a Zotero field
-#: citing twenty items with their abstracts is about 200 kB.
-MAX_INSTRUCTION = 4 * 1024 * 1024
-#: Fields of one document (citations, page numbers, cross-references) beyond which it
-#: is refused.
-MAX_FIELDS = 200_000
-#: Fields open inside one another beyond which the document is refused (Word nests a few).
-MAX_OPEN_FIELDS = 64
 
 _NAMESPACES = ("http://schemas.openxmlformats.org/wordprocessingml/2006/main",
                "http://purl.oclc.org/ooxml/wordprocessingml/main")
@@ -110,9 +102,10 @@ class _Field:
 class _Story:
     """Walks one story (the body, or one note) into paragraphs with their fields."""
 
-    def __init__(self, headings: frozenset[str], budget: list[int]) -> None:
+    def __init__(self, headings: frozenset[str], budget: list[int], limits: DocxLimits) -> None:
         self.headings = headings
         self.budget = budget  # fields left for the whole document, shared by its stories
+        self.limits = limits
         self.paragraphs: list[_Paragraph] = []
         self.open: list[_Paragraph] = []
         self.fields: list[_Field] = []
@@ -126,8 +119,8 @@ class _Story:
             if depth < 0:  # leaving it
                 self._leave(element)
                 continue
-            if depth > MAX_DEPTH:
-                raise WriterFileError(f"elements nested deeper than {MAX_DEPTH}")
+            if depth > self.limits.max_depth:
+                raise WriterFileError(f"elements nested deeper than {self.limits.max_depth}")
             name = _local(element)
             if name in _SKIP or name == _FALLBACK:
                 continue
@@ -210,8 +203,9 @@ class _Story:
             return
         field = self.fields[-1]
         field.size += len(text)
-        if field.size > MAX_INSTRUCTION:
-            raise WriterFileError(f"a field code of over {MAX_INSTRUCTION} characters")
+        if field.size > self.limits.max_instruction:
+            raise WriterFileError(
+                f"a field code of over {self.limits.max_instruction} characters")
         field.instruction.append(text)
 
     def _fld_char(self, element: ET.Element) -> None:
@@ -221,24 +215,26 @@ class _Story:
             for data in _children(element, "fldData"):
                 field.data.append(data.text or "")
                 field.size += len(data.text or "")
-                if field.size > MAX_INSTRUCTION:
-                    raise WriterFileError(f"a field's data of over {MAX_INSTRUCTION} characters")
+                if field.size > self.limits.max_instruction:
+                    raise WriterFileError(
+                        f"a field's data of over {self.limits.max_instruction} characters")
         elif kind == "separate":
             self._separate()
         elif kind == "end" and self.fields and self.fields[-1].element is None:
             self._end()
 
     def _begin(self, element: ET.Element | None, code: str | None = None) -> _Field:
-        if len(self.fields) >= MAX_OPEN_FIELDS:
-            raise WriterFileError(f"fields nested deeper than {MAX_OPEN_FIELDS}")
+        if len(self.fields) >= self.limits.max_open_fields:
+            raise WriterFileError(f"fields nested deeper than {self.limits.max_open_fields}")
         self.budget[0] -= 1
         if self.budget[0] < 0:
-            raise WriterFileError(f"more than {MAX_FIELDS} fields")
+            raise WriterFileError(f"more than {self.limits.max_fields} fields")
         instruction = code if code is not None else (
             _attr(element, "instr") or "" if element is not None else "")
         field = _Field(instruction=[instruction], hidden=self.coding > 0, element=element)
-        if len(instruction) > MAX_INSTRUCTION:
-            raise WriterFileError(f"a field code of over {MAX_INSTRUCTION} characters")
+        if len(instruction) > self.limits.max_instruction:
+            raise WriterFileError(
+                f"a field code of over {self.limits.max_instruction} characters")
         self.fields.append(field)
         self.coding += 1
         return field

@@ -4,6 +4,7 @@
 EndNote field carries) here; :func:`citation_of` reads it for the reference manager that
 wrote it (:func:`program_of`) into the items it cites with their locators and prefixes.
 A code that cannot be read raises :class:`Unreadable`, whose reason the report lists.
+What is read is bounded by :class:`~.limits.DocxLimits` (settings).
 The formats are described in :mod:`.docx`; Paperpile's is read here too:
 ``ADDIN paperpile_citation <clusterId>..</clusterId><metadata><citation><id>..</id>
 <locator>..</locator><locator_label>..</locator_label><prefix>..</prefix>
@@ -29,17 +30,8 @@ import defusedxml  # type: ignore[import-untyped]
 import defusedxml.ElementTree as SafeET  # type: ignore[import-untyped]
 
 from citerun.pipeline.writer import csl
+from citerun.pipeline.writer.limits import DocxLimits
 from citerun.pipeline.writer.model import LibraryItem, WriterFileError
-
-#: Elements nested deeper than this refuse the part: Word's deepest real nesting (tables
-#: in tables in text boxes) stays under a hundred.
-MAX_DEPTH = 256
-#: Elements of one part beyond which it is refused: the tree is held in memory (about
-#: 100 bytes an element); a 300-page thesis has about a million.
-MAX_ELEMENTS = 4_000_000
-#: Bytes a Paperpile field's compressed data may inflate to (its items with abstracts:
-#: a field citing ten items is about 30 kB).
-MAX_INFLATED = 16 * 1024 * 1024
 
 NOT_CITATIONS = ("ADDIN ZOTERO_BIBL", "ADDIN EN.REFLIST", "ADDIN CSL_BIBLIOGRAPHY",
                  "ADDIN MENDELEY BIBLIOGRAPHY", "ADDIN CITAVI BIBLIOGRAPHY",
@@ -49,15 +41,16 @@ MENDELEY_TAG = "MENDELEY_CITATION_v3_"
 _OS = re.compile(r"<os>([^<]*)</os>")
 
 
-def parse_xml(data: bytes, what: str, *, walked: bool = False) -> ET.Element:
-    """The root of ``data``, parsed without DTDs; refused past :data:`MAX_ELEMENTS`
-    (counted before parsing: every element opens with ``<``) or :data:`MAX_DEPTH`.
+def parse_xml(data: bytes, what: str, limits: DocxLimits, *, walked: bool = False) -> ET.Element:
+    """The root of ``data``, parsed without DTDs; refused past ``limits.max_elements``
+    (counted before parsing: every element opens with ``<``) or ``limits.max_depth``.
 
     A ``walked`` part (a story :class:`_Story` reads) has its depth checked by that
     walk, which visits every element anyway.
     """
-    if data.count(b"<") > 2 * MAX_ELEMENTS:
-        raise WriterFileError(f"{what}: more than {MAX_ELEMENTS} elements")
+    max_elements, max_depth = limits.max_elements, limits.max_depth
+    if data.count(b"<") > 2 * max_elements:
+        raise WriterFileError(f"{what}: more than {max_elements} elements")
     try:
         root = SafeET.fromstring(data, forbid_dtd=True)
     except defusedxml.DefusedXmlException as err:
@@ -74,13 +67,12 @@ def parse_xml(data: bytes, what: str, *, walked: bool = False) -> ET.Element:
     while stack:
         element, depth = stack.pop()
         elements += 1
-        if depth > MAX_DEPTH:
-            raise WriterFileError(f"{what}: elements nested deeper than {MAX_DEPTH}")
+        if depth > max_depth:
+            raise WriterFileError(f"{what}: elements nested deeper than {max_depth}")
         stack.extend((child, depth + 1) for child in element)
-    if elements > MAX_ELEMENTS:
-        raise WriterFileError(f"{what}: more than {MAX_ELEMENTS} elements")
+    if elements > max_elements:
+        raise WriterFileError(f"{what}: more than {max_elements} elements")
     return root
-
 
 
 class Unreadable(Exception):
@@ -123,15 +115,17 @@ def program_of(instruction: str) -> str | None:
     return None
 
 
-def citation_of(program: str, instruction: str, data: tuple[str, ...] = ()) -> Citation:
-    """What the field cites: ``instruction`` its code, ``data`` its ``w:fldData``."""
+def citation_of(program: str, instruction: str, data: tuple[str, ...] = (),
+                limits: DocxLimits = DocxLimits()) -> Citation:
+    """What the field cites: ``instruction`` its code, ``data`` its ``w:fldData``;
+    ``limits`` bound the data read from it."""
     if program in ("Zotero", "Mendeley"):
         return _csl_citation(program, instruction)
     if program == "Citavi":
-        return _citavi_citation(instruction)
+        return _citavi_citation(instruction, limits.max_citavi_objects)
     if program == "Paperpile":
-        return _paperpile_citation(instruction)
-    return _endnote_citation(instruction, data)
+        return _paperpile_citation(instruction, limits.max_inflated)
+    return _endnote_citation(instruction, data, limits)
 
 
 def _json(text: str, what: str) -> Any:
@@ -221,17 +215,14 @@ def _csl_citation(program: str, instruction: str) -> Citation:
 
 # Citavi's placeholder is Json.NET with preserved references: an object seen before is
 # written {"$ref": "7"}, pointing at the object that carries "$id": "7".
-_MAX_CITAVI_OBJECTS = 200_000
-
-
-def _citavi_ids(data: object) -> dict[str, Mapping[str, Any]]:
+def _citavi_ids(data: object, most: int) -> dict[str, Mapping[str, Any]]:
     ids: dict[str, Mapping[str, Any]] = {}
     stack = [data]
     seen = 0
     while stack:
         value = stack.pop()
         seen += 1
-        if seen > _MAX_CITAVI_OBJECTS:
+        if seen > most:
             raise Unreadable("the Citavi placeholder holds too many objects")
         if isinstance(value, Mapping):
             if isinstance(value.get("$id"), str):
@@ -288,7 +279,7 @@ def _citavi_names(reference: Mapping[str, Any], ids: Mapping[str, Mapping[str, A
     return ()
 
 
-def _citavi_citation(instruction: str) -> Citation:
+def _citavi_citation(instruction: str, most_objects: int) -> Citation:
     """Citavi's ``ADDIN CitaviPlaceholder{base64}``: a WordPlaceholder's ``Entries``."""
     head = instruction.lstrip()
     payload = head[len("ADDIN CitaviPlaceholder"):].strip()
@@ -296,7 +287,7 @@ def _citavi_citation(instruction: str) -> Citation:
         payload = payload[1:-1]
     raw = _base64(payload, "the Citavi placeholder")
     data = _json(raw.decode("utf-8-sig", errors="replace"), "the Citavi placeholder")
-    ids = _citavi_ids(data)
+    ids = _citavi_ids(data, most_objects)
     entries = _deref(data.get("Entries"), ids) if isinstance(data, Mapping) else None
     if not isinstance(entries, list):
         raise Unreadable("the Citavi placeholder has no Entries")
@@ -346,7 +337,7 @@ def _find(element: ET.Element, path: str) -> ET.Element | None:
     return current
 
 
-def _endnote_citation(instruction: str, data: tuple[str, ...]) -> Citation:
+def _endnote_citation(instruction: str, data: tuple[str, ...], limits: DocxLimits) -> Citation:
     """EndNote's ``<EndNote><Cite>`` XML, from the field's data or its code."""
     payload = instruction.lstrip()[len("ADDIN EN.CITE"):].strip()
     for chunk in data:
@@ -357,7 +348,7 @@ def _endnote_citation(instruction: str, data: tuple[str, ...]) -> Citation:
         raise Unreadable("the EndNote field holds no <EndNote> record")
     payload = payload[payload.index("<"):]  # a prolog or DTD before it is the parser's to refuse
     try:
-        root = parse_xml(payload.encode("utf-8"), "the EndNote field")
+        root = parse_xml(payload.encode("utf-8"), "the EndNote field", limits)
     except WriterFileError as err:
         raise Unreadable(str(err)) from None
     cited: list[Cited] = []
@@ -401,19 +392,19 @@ def _tag(text: str, name: str) -> str | None:
     return text[start + len(name) + 2:end] if start >= 0 and end >= 0 else None
 
 
-def _inflated(payload: str, what: str) -> bytes:
+def _inflated(payload: str, what: str, most: int) -> bytes:
     """``payload`` decoded from base64 and, where zlib-compressed, inflated within
-    :data:`MAX_INFLATED` bytes."""
+    ``most`` bytes."""
     raw = _base64(payload, what)
     if raw[:1] != b"x":  # no zlib header: the JSON itself
         return raw
     inflater = zlib.decompressobj()
     try:
-        out = inflater.decompress(raw, MAX_INFLATED)
+        out = inflater.decompress(raw, most)
     except zlib.error as err:
         raise Unreadable(f"{what} cannot be inflated ({err})") from None
     if inflater.unconsumed_tail:
-        raise Unreadable(f"{what} inflates beyond {MAX_INFLATED} bytes")
+        raise Unreadable(f"{what} inflates beyond {most} bytes")
     return out
 
 
@@ -436,15 +427,15 @@ def _paperpile_item(item: Mapping[str, Any], key: str) -> LibraryItem:
         origin="field")
 
 
-def _paperpile_citation(instruction: str) -> Citation:
+def _paperpile_citation(instruction: str, most_inflated: int) -> Citation:
     """Paperpile's ``ADDIN paperpile_citation``: the cited ids with their locators in
     ``<metadata>``, the items in ``<data>``. An item's key is its ``citekey`` (the key a
     BibTeX export of the library gives it), else its ``_id``."""
     payload = _tag(instruction, "data")
     items: dict[str, Mapping[str, Any]] = {}
     if payload is not None:
-        data = _json(_inflated(payload, "the Paperpile field data").decode("utf-8", "replace"),
-                     "the Paperpile field data")
+        raw = _inflated(payload, "the Paperpile field data", most_inflated)
+        data = _json(raw.decode("utf-8", "replace"), "the Paperpile field data")
         for item in data if isinstance(data, list) else ():
             if isinstance(item, Mapping) and csl._text(item.get("_id")):
                 items.setdefault(str(csl._text(item.get("_id"))), item)

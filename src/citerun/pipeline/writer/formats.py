@@ -24,7 +24,7 @@ from citerun.pipeline.document import Document, Page, TooComplex
 from citerun.pipeline.pdf.limits import DocumentError
 from citerun.pipeline.settings import LimitSettings
 from citerun.pipeline.writer import archive
-from citerun.pipeline.writer.limits import WriterLimits
+from citerun.pipeline.writer.limits import BibLimits, WriterLimits
 from citerun.pipeline.writer.model import (
     LibraryItem,
     LibraryLimits,
@@ -50,7 +50,8 @@ def is_writer_file(data: bytes) -> bool:
     return pdfmagic.is_zip(data)
 
 
-def read_library(files: Mapping[str, bytes], limits: LibraryLimits = LibraryLimits()
+def read_library(files: Mapping[str, bytes], limits: LibraryLimits = LibraryLimits(),
+                 bib_limits: BibLimits = BibLimits()
                  ) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
     """Every library item of the bundle's .bib and CSL-JSON files, in path order.
 
@@ -59,6 +60,7 @@ def read_library(files: Mapping[str, bytes], limits: LibraryLimits = LibraryLimi
     ``id`` and a ``type``, ``title``, ``author`` or ``issued``). Any other ``.json`` of a
     thesis's folder (an experiment's config, a code sample) is not a library and is left
     alone. An error in a library names its file (and the line, where the reader knows it).
+    ``limits`` bound each file, ``bib_limits`` each entry of a .bib.
     """
     from citerun.pipeline.writer import bib, csl  # readers load when a writer's file is read
 
@@ -72,7 +74,7 @@ def read_library(files: Mapping[str, bytes], limits: LibraryLimits = LibraryLimi
         shown = path[len(LIBRARY_DIR):] if given else path
         try:
             if path.lower().endswith(".bib"):
-                found, skips = bib.read_bibtex(text, limits)
+                found, skips = bib.read_bibtex(text, limits, bib_limits)
                 items.extend(found)
                 skipped.extend(dataclasses.replace(s, where=f"{shown}, {s.where}")
                                for s in skips)
@@ -152,7 +154,7 @@ def read_document(data: bytes, limits: LimitSettings, max_bytes: int) -> Documen
         files = archive.read_bundle(data, limits.bundle)
         pdf_name = pdf_with_library(files)
         if pdf_name is not None:  # a PDF thesis with its library (--bib)
-            library, skipped = read_library(files, limits.library)
+            library, skipped = read_library(files, limits.library, limits.writer.bib)
             read = document.read_pdf(files[pdf_name], limits, max_bytes)
             return dataclasses.replace(read, written=Written("pdf", library=library,
                                                              skipped=skipped))
@@ -196,13 +198,14 @@ def bound_written(thesis: WrittenThesis, limits: LimitSettings
 
 
 def read_thesis(data: bytes, limits: archive.BundleLimits = archive.BundleLimits(),
-                library: LibraryLimits = LibraryLimits()) -> WrittenThesis:
+                library: LibraryLimits = LibraryLimits(),
+                writer: WriterLimits = WriterLimits()) -> WrittenThesis:
     """The thesis in a writer's file: a .docx, or a bundle with a .tex (or a .docx) in it;
     its text in units of paragraphs (:func:`in_units`). ``limits`` bound the zip,
-    ``library`` its library files."""
+    ``library`` its library files, ``writer`` the readers."""
     if not is_writer_file(data):
         raise WriterFileError("not a Word document or a zip bundle")
-    return read_files(archive.read_bundle(data, limits), limits, library)
+    return read_files(archive.read_bundle(data, limits), limits, library, writer)
 
 
 def read_files(files: Mapping[str, bytes], limits: archive.BundleLimits,
@@ -219,14 +222,14 @@ def _read_thesis(files: dict[str, bytes], limits: archive.BundleLimits,
     from citerun.pipeline.writer import docx, latex
 
     if "word/document.xml" in files:
-        return docx.read_docx_files(files)
+        return docx.read_docx_files(files, writer.docx)
     documents = sorted(p for p in files if p.lower().endswith(".docx"))
     if len(documents) > 1:
         raise WriterFileError(f"the bundle holds {len(documents)} Word documents "
                               f"({', '.join(documents[:5])}); give one thesis")
     if documents:
-        library, skipped = read_library(files, library_limits)
-        thesis = docx.read_docx(files[documents[0]], limits)
+        library, skipped = read_library(files, library_limits, writer.bib)
+        thesis = docx.read_docx(files[documents[0]], limits, writer.docx)
         return dataclasses.replace(thesis, library=_merged(thesis.library, library),
                                    skipped=thesis.skipped + skipped)
     if not any(p.lower().endswith(".tex") for p in files):
@@ -236,9 +239,10 @@ def _read_thesis(files: dict[str, bytes], limits: archive.BundleLimits,
     # a CSL-JSON beside it are the library too.
     extra, skipped = read_library({p: b for p, b in files.items()
                                    if p.startswith(LIBRARY_DIR) or p.lower().endswith(".json")},
-                                  library_limits)
+                                  library_limits, writer.bib)
     thesis = latex.read_latex(files, main=main.decode("utf-8", errors="replace") if main else None,
-                              bib=extra, limits=library_limits, latex_limits=writer.latex)
+                              bib=extra, limits=library_limits, latex_limits=writer.latex,
+                              bib_limits=writer.bib)
     return dataclasses.replace(thesis, skipped=thesis.skipped + skipped)
 
 

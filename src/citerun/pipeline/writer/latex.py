@@ -49,7 +49,7 @@ from citerun.pipeline.writer.latex_tables import (
 from citerun.pipeline.writer.latex_text import (
     _decode, _newlines, _skip_macro_space, _skip_spaces, _Source, clean_claim,
 )
-from citerun.pipeline.writer.limits import LatexLimits
+from citerun.pipeline.writer.limits import BibLimits, LatexLimits
 from citerun.pipeline.writer.model import (
     LibraryItem, LibraryLimits, Skipped, WriterFileError, WrittenCitation, WrittenThesis,
 )
@@ -221,13 +221,15 @@ def _choose_main(files: _Texts, main: str | None) -> str:
 def read_latex(files: Mapping[str, bytes], main: str | None = None,
                bib: Sequence[LibraryItem] = (),
                limits: LibraryLimits = LibraryLimits(),
-               latex_limits: LatexLimits = LatexLimits()) -> WrittenThesis:
+               latex_limits: LatexLimits = LatexLimits(),
+               bib_limits: BibLimits = BibLimits()) -> WrittenThesis:
     """The thesis in a bundle of LaTeX files (path inside the bundle -> bytes).
 
     ``main`` names the main .tex (else the one with ``\\documentclass``); ``bib`` are
     library items given besides the .bib files the thesis names. A key no library holds
     stays a citation (it is reported unresolved later); ``\\nocite`` is no citation.
-    ``limits`` bound each .bib read, ``latex_limits`` the reading of the LaTeX.
+    ``limits`` bound each .bib read (``bib_limits`` its entries), ``latex_limits`` the
+    reading of the LaTeX.
     """
     texts = _Texts(files)
     main_path = _choose_main(texts, main)
@@ -239,7 +241,7 @@ def read_latex(files: Mapping[str, bytes], main: str | None = None,
     reader.frames.append(_Frame("base", None if has_document else reader.body))
     reader.open_files.append(main_path)
     reader.scan(_Source(main_path, text, _newlines(text)), 0)
-    library, skipped = _libraries(files, reader, limits)
+    library, skipped = _libraries(files, reader, limits, bib_limits)
     merged: dict[str, LibraryItem] = {}
     for item in (*library, *reader.bibitems, *bib):
         merged.setdefault(item.key, item)
@@ -249,8 +251,8 @@ def read_latex(files: Mapping[str, bytes], main: str | None = None,
                          library=items, skipped=(*reader.skipped, *skipped))
 
 
-def _libraries(files: Mapping[str, bytes], reader: _Reader, limits: LibraryLimits) -> tuple[
-        list[LibraryItem], list[Skipped]]:
+def _libraries(files: Mapping[str, bytes], reader: _Reader, limits: LibraryLimits,
+               bib_limits: BibLimits) -> tuple[list[LibraryItem], list[Skipped]]:
     """The items of the .bib files the thesis names; every .bib of the bundle when it
     names none (a thesis whose \\bibliography sits in a file not read)."""
     bibs = sorted(p for p in files if p.lower().endswith(".bib"))
@@ -271,7 +273,7 @@ def _libraries(files: Mapping[str, bytes], reader: _Reader, limits: LibraryLimit
     for path in paths:
         if not path.startswith(LIBRARY_DIR) and files[path] in given:
             continue
-        found, skips = bibtex.read_bibtex(_decode(files[path]), limits)
+        found, skips = bibtex.read_bibtex(_decode(files[path]), limits, bib_limits)
         items.extend(found)
         skipped.extend(dataclasses.replace(s, where=f"{path} {s.where}") for s in skips)
     return items, skipped

@@ -49,9 +49,55 @@ class LatexLimits(_Limits):
         "read.")
 
 
+class DocxLimits(_Limits):
+    """A Word thesis (:mod:`.docx`): its XML parts, fields and the data in the fields."""
+
+    max_depth: int = pydantic.Field(
+        256, ge=1, description="How deep elements of an XML part (or of an EndNote field's "
+        "XML) may nest: Word's deepest real nesting (tables in tables in text boxes) stays "
+        "under a hundred.")
+    max_elements: int = pydantic.Field(
+        4_000_000, ge=1, description="Elements of one XML part: the tree is held in memory "
+        "(about 100 bytes an element); a 300-page thesis has about a million.")
+    max_instruction: int = pydantic.Field(
+        4 * 1024 * 1024, ge=1, description="Characters of one field code or of one field's "
+        "data: a Zotero field citing twenty items with their abstracts is about 200 kB.")
+    max_fields: int = pydantic.Field(
+        200_000, ge=1, description="Fields of one document (citations, page numbers, "
+        "cross-references).")
+    max_open_fields: int = pydantic.Field(
+        64, ge=1, description="Fields open inside one another (Word nests a few).")
+    max_inflated: int = pydantic.Field(
+        16 * 1024 * 1024, ge=1, description="Bytes a Paperpile field's compressed data may "
+        "inflate to (a field citing ten items with abstracts is about 30 kB); a field over "
+        "it is left out and reported.")
+    max_citavi_objects: int = pydantic.Field(
+        200_000, ge=1, description="JSON objects of one Citavi placeholder; a field over it "
+        "is left out and reported.")
+
+
+class BibLimits(_Limits):
+    """A BibTeX/BibLaTeX library's entries (:mod:`.bib`); the file's size and entries are
+    the library's limits (:class:`~.model.LibraryLimits`)."""
+
+    max_field_chars: int = pydantic.Field(
+        2_000, ge=1, description="Characters of a title or name decoded from LaTeX: a "
+        "longer field is cut, and one over ten times this is read no further (a title is "
+        "never this long; pylatexenc recurses per brace group, so its input is kept small).")
+    max_names: int = pydantic.Field(
+        200, ge=1, description="Names of one entry read (a physics collaboration lists "
+        "thousands; mapping reads 100).")
+
+
 class WriterLimits(_Limits):
     """The readers of a writer's files (``CITERUN_LIMITS__WRITER__*``)."""
 
     latex: LatexLimits = pydantic.Field(
         default_factory=LatexLimits, description="A LaTeX thesis "
         "(CITERUN_LIMITS__WRITER__LATEX__MAX_INCLUDES, ...).")
+    docx: DocxLimits = pydantic.Field(
+        default_factory=DocxLimits, description="A Word thesis "
+        "(CITERUN_LIMITS__WRITER__DOCX__MAX_FIELDS, ...).")
+    bib: BibLimits = pydantic.Field(
+        default_factory=BibLimits, description="The entries of a .bib library "
+        "(CITERUN_LIMITS__WRITER__BIB__MAX_NAMES, ...).")
