@@ -122,3 +122,52 @@ async def test_a_zip_that_expands_beyond_the_users_cap_is_refused_before_unzippi
     assert "expands to" in body and "staged" in body, body
     assert await pool.fetchval("SELECT count(*) FROM documents") == 0
     assert elapsed < 2.0, elapsed
+
+
+async def test_citerun_serve_holds_uploads_to_the_configured_bundle_limits(
+        database_url: str, tmp_path: Path) -> None:
+    """The intake and the parse stage read a zip within the same limits: ``citerun serve``
+    passes the pipeline's configured ``CITERUN_LIMITS__BUNDLE__*`` to its intake, so a zip
+    of more members than configured is refused at upload (413), not taken and then
+    refused by the worker."""
+    import os
+    import socket
+    import signal
+    import subprocess
+
+    from citerun.core.settings import ENV_NESTED, ENV_PREFIX
+    from tests.conftest import citerun_command
+
+    data = bomb(members=4, member_bytes=1_000)  # thesis.tex, 4 chapters, noise.bin: 6 files
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITERUN_")}
+    env[f"{ENV_PREFIX}LIMITS{ENV_NESTED}BUNDLE{ENV_NESTED}MAX_MEMBERS"] = "3"
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([*citerun_command(), "serve", "--port", str(port),
+                                 "--database-url", database_url],
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while f"listening on {base}/" not in log.read_text():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            await asyncio.sleep(0.2)
+        async with users(base, "mallory") as (mallory,):
+            status, body = await _upload(mallory.http, base, mallory.csrf, data)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert status == 413, body
+    assert "holds 6 files, over the limit of 3" in body, body
+    pool = await asyncpg.connect(database_url)
+    try:
+        assert await pool.fetchval("SELECT count(*) FROM documents") == 0
+    finally:
+        await pool.close()

@@ -172,13 +172,16 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from citerun.pipeline.settings import PipelineSettings
     from citerun.web import service
     from citerun.web.settings import ServeSettings
 
     if args.database_url:
         settings = settings.with_overrides(database_url=args.database_url)
-    return service.serve(settings, ServeSettings().web, host=args.host, port=args.port,
-                         workers=args.workers, concurrency=args.concurrency)
+    # The upload intake checks a zip thesis against the bundle limits the workers read.
+    return service.serve(settings, ServeSettings().web, PipelineSettings().limits.bundle,
+                         host=args.host, port=args.port, workers=args.workers,
+                         concurrency=args.concurrency)
 
 
 def cmd_operator(args: argparse.Namespace, settings: Settings) -> int:

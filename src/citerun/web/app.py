@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncpg
 from aiohttp import web
 
+from citerun.pipeline.writer import archive
 from citerun.web import (
     assets,
     identity,
@@ -68,9 +69,11 @@ async def _close_intake(app: web.Application) -> None:
 
 
 async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
-                authenticator: identity.Authenticator | None = None) -> web.Application:
+                authenticator: identity.Authenticator | None = None, *,
+                bundle_limits: archive.BundleLimits) -> web.Application:
     """The application over ``pool`` (migrated), creating runs through ``backend``, with
-    the service's ``settings`` (read once, at start)."""
+    the service's ``settings`` (read once, at start); the upload intake holds a zip
+    thesis to ``bundle_limits``, the ones the pipeline's parse stage reads."""
     app = web.Application(
         middlewares=[middleware.errors_middleware, middleware.identity_middleware],
         client_max_size=MAX_FORM_BYTES)
@@ -79,7 +82,7 @@ async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
     app[KEY_SETTINGS] = settings
     app[KEY_AUTH] = authenticator or identity.Authenticator(settings)
     app[KEY_CSRF] = await store.secret_key(pool, store.CSRF_KEY)
-    app[KEY_INTAKE] = intake.Intake()
+    app[KEY_INTAKE] = intake.Intake(bundle_limits)
     app.on_cleanup.append(_close_intake)
     app.on_response_prepare.append(middleware.on_prepare)
     app.router.add_get("/healthz", healthz)

@@ -13,7 +13,9 @@ to 300 MiB) inside the event loop, before the user's caps were asked; six upload
   members expand to (as its central directory declares them; the parse stage refuses a
   member that inflates to more than it declares), not its compressed bytes: an upload
   whose expanded size does not fit in what the user's cap leaves is 413, before it is
-  unzipped.
+  unzipped. Its members and expanded size are held to the bundle limits the parse stage
+  reads (``CITERUN_LIMITS__BUNDLE__*``, which ``citerun serve`` passes to :class:`Intake`),
+  so the web never takes a zip its workers refuse.
 * **Off the loop, bounded.** What remains (a library added to the thesis's bundle) runs
   in a pool of ``WORKERS`` threads, at most ``MAX_WAITING`` uploads waiting for one (more
   is 503, "busy"); a library is appended to a ``.zip`` without inflating its members.
@@ -53,7 +55,9 @@ class IntakeRefused(Exception):
 class Intake:
     """One per application: who is uploading, and the threads that do the work."""
 
-    def __init__(self, workers: int = WORKERS, max_waiting: int = MAX_WAITING) -> None:
+    def __init__(self, limits: archive.BundleLimits, workers: int = WORKERS,
+                 max_waiting: int = MAX_WAITING) -> None:
+        self._limits = limits  # the pipeline's, as its parse stage reads a zip
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="citerun-intake")
         self._slots = asyncio.Semaphore(workers + max_waiting)
@@ -99,16 +103,15 @@ class Intake:
         async with self._slots:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._executor, prepare, name, data, libraries,
-                                              left, cap)
+                                              left, cap, self._limits)
 
 
-def expanded_size(name: str, data: bytes) -> int:
+def expanded_size(name: str, data: bytes, limits: archive.BundleLimits) -> int:
     """What the parse stage will read of a thesis: a zip's members as its central
-    directory declares them (``.zip``, ``.docx``), else its bytes. Reads the directory
-    only, never a member."""
+    directory declares them (``.zip``, ``.docx``), else its bytes; a zip of more members
+    than ``limits`` allow is refused. Reads the directory only, never a member."""
     if not file_types.is_zip_thesis(name):
         return len(data)
-    limits = archive.BundleLimits()
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as bundle:
             infos = bundle.infolist()
@@ -121,10 +124,10 @@ def expanded_size(name: str, data: bytes) -> int:
 
 
 def prepare(name: str, data: bytes, libraries: list[tuple[str, bytes]], left: int,
-            cap: int) -> bytes:
-    """:meth:`Intake.thesis`'s work, in a thread."""
-    size = expanded_size(name, data)
-    limit = archive.BundleLimits().max_total_bytes
+            cap: int, limits: archive.BundleLimits) -> bytes:
+    """:meth:`Intake.thesis`'s work, in a thread; ``limits`` are the parse stage's."""
+    size = expanded_size(name, data, limits)
+    limit = limits.max_total_bytes
     if size > limit:
         raise IntakeRefused(413, f"thesis {name!r} expands to {human_bytes(size)}, over the "
                             f"limit of {human_bytes(limit)}")

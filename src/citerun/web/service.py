@@ -23,6 +23,7 @@ from citerun.core import db, runs
 from citerun.core.settings import Settings
 from citerun.local import localdb
 from citerun.local.workers import LocalWorkers
+from citerun.pipeline.writer import archive
 from citerun.web import app as web_app
 from citerun.web import backend, store
 from citerun.web.settings import WebSettings
@@ -49,11 +50,14 @@ def backend_of(pool: asyncpg.Pool, settings: Settings,
 
 @contextlib.asynccontextmanager
 async def running(pool: asyncpg.Pool, settings: Settings, web_settings: WebSettings, *,
-                  host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+                  host: str = "127.0.0.1", port: int = 0,
+                  bundle_limits: archive.BundleLimits = archive.BundleLimits()
+                  ) -> AsyncIterator[str]:
     """The service listening on ``host:port`` (0: any free port) until the block ends;
-    yields its base URL."""
+    yields its base URL. ``bundle_limits`` are the pipeline's (:func:`serve` passes the
+    configured ones), which the upload intake holds a zip thesis to."""
     application = await web_app.build(pool, backend_of(pool, settings, web_settings),
-                                      web_settings)
+                                      web_settings, bundle_limits=bundle_limits)
     runner = web.AppRunner(application, access_log=None)
     await runner.setup()
     try:
@@ -66,8 +70,8 @@ async def running(pool: asyncpg.Pool, settings: Settings, web_settings: WebSetti
         await runner.cleanup()
 
 
-async def _serve(url: str, settings: Settings, web_settings: WebSettings, host: str,
-                 port: int) -> None:
+async def _serve(url: str, settings: Settings, web_settings: WebSettings,
+                 bundle_limits: archive.BundleLimits, host: str, port: int) -> None:
     await db.migrate(url)
     pool = await db.create_pool(url, min_size=1, max_size=settings.pool_max)
     stop = asyncio.Event()
@@ -75,18 +79,21 @@ async def _serve(url: str, settings: Settings, web_settings: WebSettings, host: 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
-        async with running(pool, settings, web_settings, host=host, port=port) as base:
+        async with running(pool, settings, web_settings, host=host, port=port,
+                           bundle_limits=bundle_limits) as base:
             print(f"citerun serve: listening on {base}/", flush=True)
             await stop.wait()
     finally:
         await pool.close()
 
 
-def serve(settings: Settings, web_settings: WebSettings, *, host: str, port: int,
-          workers: int | None, concurrency: int) -> int:
+def serve(settings: Settings, web_settings: WebSettings, bundle_limits: archive.BundleLimits,
+          *, host: str, port: int, workers: int | None, concurrency: int) -> int:
     """Serve until SIGINT or SIGTERM. ``workers`` None: two local workers with the
     embedded database, none with a configured URL. The kubernetes backend needs the
-    cluster's database (its workers and operator are the cluster's)."""
+    cluster's database (its workers and operator are the cluster's). ``bundle_limits``
+    are the pipeline's, as its workers read them (``CITERUN_LIMITS__BUNDLE__*``): the
+    upload intake refuses a zip thesis the parse stage would."""
     if web_settings.backend == "kubernetes":
         if not settings.database_url:
             raise runs.RunError("web.backend 'kubernetes' needs CITERUN_DATABASE_URL: the "
@@ -99,7 +106,7 @@ def serve(settings: Settings, web_settings: WebSettings, *, host: str, port: int
                               settings.data_dir / "logs" / "serve", concurrency, None,
                               settings.data_dir) if count else None)
         try:
-            asyncio.run(_serve(url, settings, web_settings, host, port))
+            asyncio.run(_serve(url, settings, web_settings, bundle_limits, host, port))
         finally:
             if local is not None:
                 local.stop()
