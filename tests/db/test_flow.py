@@ -12,6 +12,7 @@ import pytest
 
 from citerun.core import flow, runs
 from citerun.core.settings import QueueSettings, Settings
+from citerun.pipeline.settings import PipelineSettings
 from citerun.worker import registry as registry_mod
 from citerun.worker import runtime
 from tests.conftest import FAST_QUEUE_ENV
@@ -49,7 +50,7 @@ async def test_max_attempts_from_the_environment_dead_letters_after_two_attempts
     admission = await flow.create(pool, runs.RunRequest(id=run_id, name="r", thesis=thesis,
                                                          sources=()), settings=settings)
     assert admission.created
-    worker = runtime.Worker(database_url, _failing_registry(), settings)
+    worker = runtime.Worker(database_url, _failing_registry(), settings, PipelineSettings(), {})
     running = asyncio.create_task(worker.run(install_signal_handlers=False))
     try:
         for _ in range(400):

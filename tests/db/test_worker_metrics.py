@@ -11,6 +11,7 @@ import httpx
 
 from citerun.core import queue
 from citerun.core.settings import Settings
+from citerun.pipeline.settings import PipelineSettings
 from citerun.worker import runtime
 from tests.support import tasks as test_tasks
 
@@ -32,7 +33,7 @@ async def test_metrics_endpoint_reports_depth_latency_and_pickups(
     port = _free_port()
     settings = Settings(database_url=database_url, worker={
         "id": "metrics-worker", "metrics_port": port, "poll_s": 1})
-    worker = runtime.Worker(database_url, test_tasks.registry, settings)
+    worker = runtime.Worker(database_url, test_tasks.registry, settings, PipelineSettings(), {})
     running = asyncio.create_task(worker.run(install_signal_handlers=False))
     try:
         for _ in range(100):
@@ -68,7 +69,7 @@ async def test_workers_row_shows_busy_while_holding_and_idle_right_after(
     await pool.execute(test_tasks.SCHEMA)
     settings = Settings(database_url=database_url, worker={"id": "busy-worker"},
                         queue={"heartbeat_s": 0.2, "lease_s": 5})
-    worker = runtime.Worker(database_url, test_tasks.registry, settings)
+    worker = runtime.Worker(database_url, test_tasks.registry, settings, PipelineSettings(), {})
     running = asyncio.create_task(worker.run(install_signal_handlers=False))
     busy_seen: list[int] = []
     try:
@@ -114,7 +115,7 @@ async def test_healthz_never_reads_the_database_and_depth_is_read_once_per_inter
     settings = Settings(database_url=database_url, worker={
         "id": "probe-worker", "metrics_port": port, "depth_interval_s": 60},
         queue={"lease_s": 2, "heartbeat_s": 0.5})
-    worker = runtime.Worker(database_url, test_tasks.registry, settings)
+    worker = runtime.Worker(database_url, test_tasks.registry, settings, PipelineSettings(), {})
     reads: list[float] = []
     read_depth = worker._read_depth
 

@@ -52,24 +52,27 @@ def test_the_worker_takes_the_endpoint_from_the_profile_and_the_runs_own_key(
         "baseUrl": "https://judge.example.org", "model": "judge-model",
         "apiKeyEnv": "CITERUN_JUDGE_PROFILE_KEY_DEFAULT"}}))
     monkeypatch.setenv("CITERUN_JUDGE_PROFILE_KEY_DEFAULT", "sk-profile")
+    profiles = runspec.judge_profiles()  # what citerun worker reads at its start, once
+    # The tasks take the profiles the worker was given: the environment is not read again.
+    monkeypatch.delenv(runspec.JUDGE_PROFILES_ENV)
     spec = runspec.RunSpec.model_validate({**_example(), "judge": {
         "kind": "openai", "openai": {"apiKeySecretRef": {"name": "k", "key": "k"},
                                      "tokenBudget": 500}}}).to_json()
-    config, _ = tasks._run_config(PipelineSettings(), runspec.RunSpec.from_json(spec), "sk-run")
+    config, _ = tasks._run_config(PipelineSettings(), profiles, runspec.RunSpec.from_json(spec), "sk-run")
     assert config.kind == "openai"
     assert config.openai.url == "https://judge.example.org/v1/chat/completions"
     assert config.openai.model == "judge-model" and config.openai.token_budget == 500
     assert config.openai.api_key is not None
     assert config.openai.api_key.get_secret_value() == "sk-run"
     # Without its own key, the run uses the profile's.
-    config, _ = tasks._run_config(PipelineSettings(), runspec.RunSpec.from_json(spec), None)
+    config, _ = tasks._run_config(PipelineSettings(), profiles, runspec.RunSpec.from_json(spec), None)
     assert config.openai.api_key is None
     assert config.openai.api_key_env == "CITERUN_JUDGE_PROFILE_KEY_DEFAULT"
     # A profile the workers do not know fails the task for good, never a default URL.
     unknown = runspec.RunSpec.model_validate({**_example(), "judge": {
         "kind": "openai", "openai": {"profile": "other"}}}).to_json()
     with pytest.raises(Exception, match="not configured"):
-        tasks._run_config(PipelineSettings(), runspec.RunSpec.from_json(unknown), None)
+        tasks._run_config(PipelineSettings(), profiles, runspec.RunSpec.from_json(unknown), None)
 
 
 def test_a_runs_token_budget_stays_within_its_profiles_cap(
@@ -82,6 +85,7 @@ def test_a_runs_token_budget_stays_within_its_profiles_cap(
         "default": {"baseUrl": "https://judge.example.org", "model": "m",
                     "maxTokensPerRun": 5000},
         "open": {"baseUrl": "https://judge.example.org", "model": "m"}}))
+    profiles = runspec.judge_profiles()
 
     def budget(profile: str, asked: int | None) -> int | None:
         openai: dict[str, object] = {"profile": profile}
@@ -89,7 +93,8 @@ def test_a_runs_token_budget_stays_within_its_profiles_cap(
             openai["tokenBudget"] = asked
         spec = runspec.RunSpec.model_validate(
             {**_example(), "judge": {"kind": "openai", "openai": openai}}).to_json()
-        return tasks._run_config(PipelineSettings(), runspec.RunSpec.from_json(spec), None)[0].openai.token_budget
+        return tasks._run_config(PipelineSettings(), profiles,
+                                 runspec.RunSpec.from_json(spec), None)[0].openai.token_budget
 
     assert [budget("default", asked) for asked in (0, None, 10**9, 1200)] == [
         5000, 5000, 5000, 1200]

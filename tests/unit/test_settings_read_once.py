@@ -34,16 +34,13 @@ MAY_READ_SETTINGS: dict[str, tuple[frozenset[str], str]] = {
                              "settings (the resync interval and finalizer retries are "
                              "decorator arguments): read once, when citerun operator "
                              "imports the module"),
-    "worker/runtime.py": (frozenset({"PipelineSettings"}),
-                          "Worker(pipeline=None) reads the pipeline settings for callers "
-                          "that pass none (tests); citerun worker passes the process's"),
 }
 
 #: Where ``runspec.judge_profiles()`` may read CITERUN_JUDGE_PROFILES, and why there.
 MAY_READ_JUDGE_PROFILES: dict[str, str] = {
     "operator/handlers.py": "the operator's startup, once; the admission checks take them",
-    "worker/tasks.py": "the judge tasks read them per task (not yet passed from the "
-                       "worker's start)",
+    "cli/main.py": "citerun worker, once, for its Worker: the judge tasks take them from "
+                   "their TaskContext",
 }
 
 #: Where ``os.environ`` or ``os.getenv`` may be used, and why there.

@@ -87,9 +87,11 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         tasks = registry.load(args.tasks)
         if orphaned() or stopping:
             return
+        from citerun.core import runspec
         from citerun.pipeline.settings import PipelineSettings
 
-        worker = runtime.Worker(url, tasks, settings, PipelineSettings())
+        worker = runtime.Worker(url, tasks, settings, PipelineSettings(),
+                                runspec.judge_profiles())
         if parent is not None:
             stops.append(worker.stop)
             if stopping:

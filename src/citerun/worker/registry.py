@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import asyncpg
 import pydantic
 
-from citerun.core import errors, queue
+from citerun.core import errors, queue, runspec
 from citerun.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ class TaskContext:
     pool: asyncpg.Pool
     settings: Settings
     pipeline: PipelineSettings
+    judge_profiles: Mapping[str, runspec.JudgeProfile]
     completed: bool = field(default=False, init=False)
 
     @contextlib.asynccontextmanager

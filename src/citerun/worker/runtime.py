@@ -22,7 +22,7 @@ import random
 import signal
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -30,7 +30,7 @@ import asyncpg
 import pydantic
 
 import citerun
-from citerun.core import db, listener, queue, retry
+from citerun.core import db, listener, queue, retry, runspec
 from citerun.core.settings import Settings
 from citerun.pipeline.settings import PipelineSettings
 from citerun.core.states import TaskState, WorkerState
@@ -62,12 +62,15 @@ class Worker:
     """A queue worker. ``await Worker(...).run()`` returns after a drain."""
 
     def __init__(self, url: str, tasks: registry.Registry, settings: Settings,
-                 pipeline: PipelineSettings | None = None) -> None:
+                 pipeline: PipelineSettings,
+                 judge_profiles: Mapping[str, runspec.JudgeProfile]) -> None:
         self.url = url
         self.registry = tasks
         self.settings = settings
-        # Read once, here: every task of this worker gets the same (TaskContext.pipeline).
-        self.pipeline = pipeline if pipeline is not None else PipelineSettings()
+        # Read once, by the process's entry: every task of this worker gets the same
+        # (TaskContext.pipeline, TaskContext.judge_profiles).
+        self.pipeline = pipeline
+        self.judge_profiles = dict(judge_profiles)
         self.id = settings.worker.id
         self.metrics = metrics.WorkerMetrics(
             depth_interval_s=settings.worker.depth_interval_s,
@@ -263,7 +266,8 @@ class Worker:
                 await self._fail(task, f"invalid payload for {task.kind}: {err}", permanent=True)
                 return
             ctx = registry.TaskContext(task=task, worker_id=self.id, pool=self.pool,
-                                       settings=self.settings, pipeline=self.pipeline)
+                                       settings=self.settings, pipeline=self.pipeline,
+                                       judge_profiles=self.judge_profiles)
             self._held[task.id].ctx = ctx
             try:
                 await spec.handler(ctx, payload)

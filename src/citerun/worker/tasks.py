@@ -20,6 +20,7 @@ import http.cookiejar
 import json
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -84,13 +85,14 @@ def _run_spec(run_id: uuid.UUID, spec: Any) -> runspec.RunSpec | None:
     return _specs[run_id]
 
 
-def _run_config(base: PipelineSettings, run: runspec.RunSpec | None,
+def _run_config(base: PipelineSettings, profiles: Mapping[str, runspec.JudgeProfile],
+                run: runspec.RunSpec | None,
                 api_key: str | None = None) -> tuple[judge.JudgeConfig, RetrievalConfig]:
     """The run's judge and retrieval settings: its typed spec over the process defaults.
 
     An openai judge takes its endpoint and model from the judge profile the run names
-    (never from the spec), and the run's own key (``api_key``, read by the operator after
-    the access check) or else the profile's key.
+    among the worker's ``profiles`` (never from the spec), and the run's own key
+    (``api_key``, read by the operator after the access check) or else the profile's key.
     """
     if run is None:
         return base.judge, base.retrieval
@@ -99,7 +101,7 @@ def _run_config(base: PipelineSettings, run: runspec.RunSpec | None,
         judge_config = judge_config.model_copy(update={"kind": run.judge.kind})
         if run.judge.kind == "openai":
             chosen = run.judge.openai or runspec.OpenAISpec()
-            profile = runspec.judge_profiles().get(chosen.profile)
+            profile = profiles.get(chosen.profile)
             if profile is None:
                 raise registry_mod.PermanentError(
                     f"judge profile {chosen.profile!r} is not configured on the workers")
@@ -329,17 +331,19 @@ class JudgeSpendExhausted(registry_mod.PermanentError):
     """The run's namespace has spent its judge profile's tokens for the period."""
 
 
-async def _namespace_tokens_left(pool: asyncpg.Pool, run: runspec.RunSpec | None,
-                                 tenant: str) -> int | None:
+async def _namespace_tokens_left(pool: asyncpg.Pool,
+                                 profiles: Mapping[str, runspec.JudgeProfile],
+                                 run: runspec.RunSpec | None, tenant: str) -> int | None:
     """Tokens the namespace ``tenant`` may still spend this period on the judge profile the
-    run names (``maxTokensPerNamespace`` per ``budgetPeriod``); None for a run without one
-    (the embedded judge, a local run). Raises :class:`JudgeSpendExhausted` when none are
-    left. Runs judging at once may each finish the request they started (the overshoot
-    is at most the worker's concurrency times one answer), as with a run's own cap."""
+    run names (one of ``profiles``, ``maxTokensPerNamespace`` per ``budgetPeriod``); None
+    for a run without one (the embedded judge, a local run). Raises
+    :class:`JudgeSpendExhausted` when none are left. Runs judging at once may each finish
+    the request they started (the overshoot is at most the worker's concurrency times one
+    answer), as with a run's own cap."""
     if run is None or run.judge is None or run.judge.kind != "openai":
         return None
     name = (run.judge.openai or runspec.OpenAISpec()).profile
-    profile = runspec.judge_profiles().get(name)
+    profile = profiles.get(name)
     if profile is None:
         return None  # _run_config refuses the run
     spent = int(await pool.fetchval(_Q["tenant_profile_tokens"], tenant, name,
@@ -368,13 +372,14 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
         raise registry_mod.PermanentError(f"citation {payload.citation_id} does not exist")
     spec = _run_spec(row["run_id"], row["spec"] or {})
     judge_config, retrieval_config = _run_config(
-        ctx.pipeline, spec, await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
+        ctx.pipeline, ctx.judge_profiles, spec,
+        await ctx.pool.fetchval(_Q["run_judge_key"], row["run_id"]))
     # A first load takes seconds: off the loop.
     the_embedder = await asyncio.to_thread(embedder, ctx.pipeline.embedding)
     finder = retrieval.Retriever(the_embedder, retrieval_config, _bm25_cache)
     scope = judge_scope(row["tenant"], row["web_owner"])
     limit = judge_config.openai.token_budget
-    left = await _namespace_tokens_left(ctx.pool, spec, row["tenant"])
+    left = await _namespace_tokens_left(ctx.pool, ctx.judge_profiles, spec, row["tenant"])
     if left is not None:  # the namespace's budget for the period, on top of the run's
         limit = min(limit if limit is not None else left + row["tokens_spent"],
                     left + row["tokens_spent"])
