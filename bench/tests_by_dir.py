@@ -90,12 +90,17 @@ def documented(text: str) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--junit", type=pathlib.Path, help="a run's JUnit XML, for times")
+    parser.add_argument("--junit", type=pathlib.Path, action="append", default=[],
+                        help="a run's JUnit XML, for times (again for each part of a run)")
     parser.add_argument("--write", action="store_true",
                         help=f"replace the section of {ARCHITECTURE.relative_to(REPO)}")
     args = parser.parse_args(argv)
     counts = collect()
-    times = junit_times(args.junit) if args.junit else None
+    times: dict[str, tuple[float, collections.Counter[str]]] | None = None
+    for path in args.junit:  # a run in parts (one file each): their directories add up
+        for directory, (seconds, outcomes) in junit_times(path).items():
+            before_s, before = (times or {}).get(directory, (0.0, collections.Counter()))
+            times = {**(times or {}), directory: (before_s + seconds, before + outcomes)}
     text = table(counts, times)
     print(text)
     if args.write:
