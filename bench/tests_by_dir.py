@@ -3,13 +3,14 @@
 Usage (from the repository root)::
 
     python -m bench.tests_by_dir                          # counts, from pytest's collection
-    python -m bench.tests_by_dir --junit results.xml      # and times, from a run's JUnit XML
-    python -m bench.tests_by_dir --junit results.xml --write   # the "Tests" section of
-                                                               # docs/architecture.md
+    python -m bench.tests_by_dir --junit .test-results.xml   # and times (scripts/test's)
+    python -m bench.tests_by_dir --junit .test-results.xml --write   # the section of
+                                                                     # docs/architecture.md
 
 The counts are collected (``pytest --collect-only``), never written from memory;
 ``tests/unit/test_tests_by_dir.py`` fails when the section's counts differ from a fresh
-collection. The times come from a run's JUnit XML (``scripts/test --junitxml=FILE``):
+collection. The times come from a run's JUnit XML (``scripts/test`` writes
+``.test-results.xml``; ``--junit`` again for each file of a run made in parts):
 the sum of each test's own time (set-up and tear-down included), so they add up to the
 run's pytest time, not to the wall time of the installs before it.
 """
@@ -72,8 +73,8 @@ def table(counts: collections.Counter[str],
     rows = [head, "|---|---:|---|---:|"]
     for directory in sorted(counts):
         seconds, outcomes = (times or {}).get(directory, (None, collections.Counter()))
-        ran = (f"{outcomes['passed']} / {outcomes['failed']} / {outcomes['skipped']}"
-               if times else "–")
+        ran = ("–" if not times else "not run" if directory not in times else
+               f"{outcomes['passed']} / {outcomes['failed']} / {outcomes['skipped']}")
         took = "–" if seconds is None else f"{seconds / 60:.1f} min"
         rows.append(f"| `{directory}` | {counts[directory]:,} | {ran} | {took} |")
     total = sum(seconds for seconds, _ in (times or {}).values())
@@ -105,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.write:
         machine = ", ".join(f"{k} {v}" for k, v in basics().items())
-        how = ("Times: the run's JUnit XML (`scripts/test --junitxml=FILE`, then "
-               "`python -m bench.tests_by_dir --junit FILE --write`), on " + machine + "."
+        how = ("Times: each test's own time from the JUnit XML of "
+               f"{'one run' if len(args.junit) == 1 else f'a run in {len(args.junit)} parts'} "
+               "(`scripts/test` writes `.test-results.xml`; then `python -m bench.tests_by_dir "
+               "--junit .test-results.xml --write`), on " + machine + "."
                if times else "Times: not measured in this write (no `--junit`).")
         write_section(SECTION, f"{SECTION}\n\nCounted by `python -m bench.tests_by_dir` "
                       f"from pytest's collection (`tests/unit/test_tests_by_dir.py` fails "
