@@ -68,3 +68,21 @@ def test_verify_with_a_library_whose_pdfs_are_not_here(tmp_path: pathlib.Path) -
     assert found["novak2015"]["reference"] == "Novak (2015). Planning in ravens."
     assert found["owl1999"]["reference"] is None
     assert "the reference list has no entry for it" in found["owl1999"]["rationale"]
+
+
+def test_the_library_is_read_within_the_configured_limits(tmp_path: pathlib.Path) -> None:
+    """``citerun verify`` reads a ``--bib`` library (for the PDFs it attaches) within the
+    limits the worker will hold it to, ``CITERUN_LIMITS__LIBRARY__*``, not the built-in
+    ones: a library over the configured count is refused at once, before any database is
+    started, naming the file and the limit (before: read with the defaults, the run
+    started)."""
+    folder = tmp_path / "thesis"
+    folder.mkdir()
+    (folder / "thesis.tex").write_text(LATEX)
+    (folder / "refs.bib").write_text(BIB)
+    run = verify(tmp_path / "data", str(folder / "thesis.tex"), "--bib",
+                 str(folder / "refs.bib"), "--out", str(tmp_path / "report.json"),
+                 cwd=tmp_path, env_extra={"CITERUN_LIMITS__LIBRARY__MAX_ITEMS": "1"})
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert "refs.bib" in run.stderr and "2 entries, over the limit of 1" in run.stderr
+    assert not (tmp_path / "report.json").exists()

@@ -126,12 +126,13 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     from rich.console import Console
 
     from citerun.cli import verify, verify_run
+    from citerun.pipeline.settings import PipelineSettings
 
     console = Console(stderr=False)
     try:
         thesis_path, sources = verify.check_arguments(
             args.thesis, args.sources or [], args.workers, args.concurrency, args.timeout,
-            bibs=args.bib or [])
+            bibs=args.bib or [], limits=PipelineSettings().limits)
         keys = verify.parse_keys(args.key or [])
         out = verify.report_paths(
             Path(args.out) if args.out else Path.cwd() / f"{thesis_path.stem}.citerun.html",

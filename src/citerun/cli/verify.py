@@ -33,6 +33,7 @@ from rich.console import Console
 from citerun.cli.verify_run import cancel_run, follow, save_report, start_run
 from citerun.core import citekeys, errors
 from citerun.core.settings import Settings
+from citerun.pipeline.settings import LimitSettings
 from citerun.core.states import RunState
 from citerun.local.workers import LocalWorkers
 from citerun.pipeline import intake
@@ -142,14 +143,16 @@ def load_thesis(path: Path, bibs: list[Path]) -> ThesisInput:
                                            main=path.name), path.name)
 
 
-def library_sources(bibs: list[Path]) -> list[Path]:
+def library_sources(bibs: list[Path], limits: LimitSettings) -> list[Path]:
     """The PDFs the ``--bib`` libraries attach (their ``file`` fields) that exist on this
-    machine, relative to the library file as Zotero's and JabRef's exports write them."""
+    machine, relative to the library file as Zotero's and JabRef's exports write them;
+    each library read within the configured limits, as the worker will read it."""
     found: list[Path] = []
     for bib_path in bibs:
         text = bib_path.read_text(errors="replace")
         try:
-            items, _ = formats.read_library({bib_path.name: text.encode()})
+            items, _ = formats.read_library({bib_path.name: text.encode()}, limits.library,
+                                            limits.writer.bib)
         except WriterFileError as err:
             raise UsageError(f"--bib {str(bib_path)!r}: {err}") from None
         for item in items:
@@ -162,13 +165,15 @@ def library_sources(bibs: list[Path]) -> list[Path]:
     return found
 
 
-def missing_sources(bibs: list[Path]) -> list[tuple[str, str, tuple[str, ...]]]:
+def missing_sources(bibs: list[Path], limits: LimitSettings
+                    ) -> list[tuple[str, str, tuple[str, ...]]]:
     """The library items whose ``file`` fields name PDFs of which none is on this
     machine: (key, reference, the files named), in library order."""
     missing: list[tuple[str, str, tuple[str, ...]]] = []
     for bib_path in bibs:
         try:
-            items, _ = formats.read_library({bib_path.name: bib_path.read_bytes()})
+            items, _ = formats.read_library({bib_path.name: bib_path.read_bytes()},
+                                            limits.library, limits.writer.bib)
         except (WriterFileError, OSError):
             continue  # library_sources has said why
         for item in items:
@@ -178,9 +183,9 @@ def missing_sources(bibs: list[Path]) -> list[tuple[str, str, tuple[str, ...]]]:
     return missing
 
 
-def missing_lines(bibs: list[Path]) -> list[str]:
+def missing_lines(bibs: list[Path], limits: LimitSettings) -> list[str]:
     """What :func:`missing_sources` finds, one line each, for stderr."""
-    found = missing_sources(bibs)
+    found = missing_sources(bibs, limits)
     if not found:
         return []
     return [f"citerun verify: {len(found)} source PDF(s) named by the library are not on "
@@ -196,8 +201,12 @@ def _attached_path(bib_path: Path, name: str) -> Path:
 
 
 def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: int = 1,
-                    timeout_s: float = 1.0, bibs: list[str] | None = None
-                    ) -> tuple[Path, list[Path]]:
+                    timeout_s: float = 1.0, bibs: list[str] | None = None,
+                    limits: LimitSettings | None = None) -> tuple[Path, list[Path]]:
+    """The thesis and the sources to verify, or a :class:`UsageError`; the ``--bib``
+    libraries read within ``limits`` (the configured ones, ``CITERUN_LIMITS__*``; the
+    defaults where a command has none to give)."""
+    limits = limits or LimitSettings()
     thesis_path = check_thesis(thesis)
     for bib_name in bibs or ():
         if not Path(bib_name).is_file():
@@ -209,12 +218,12 @@ def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: 
             f"--concurrency must be between 1 and {MAX_CONCURRENCY}, got {concurrency}")
     if not timeout_s > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
-    attached = library_sources([Path(b) for b in bibs or ()])
+    attached = library_sources([Path(b) for b in bibs or ()], limits)
     if not sources and not bibs:
         raise UsageError("no sources: give --sources, or a --bib (its file fields name PDFs)")
     # A run without the source PDFs (issue 40): every key resolved or named missing,
     # every locator read; the PDFs the library names and this machine lacks are listed.
-    for line in missing_lines([Path(b) for b in bibs or ()]):
+    for line in missing_lines([Path(b) for b in bibs or ()], limits):
         print(line, file=sys.stderr)
     given = collect_sources(sources) if sources else []
     source_paths = [p for p in dict.fromkeys([*given, *(a.resolve() for a in attached)])
