@@ -14,7 +14,6 @@ import os
 import pathlib
 import signal
 import subprocess
-import time
 import typing
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -24,6 +23,7 @@ import asyncpg
 import pytest
 from kubernetes import client as k8s
 
+from tests.support import serve_process
 from tests.support.web_user import User
 
 import chart_support
@@ -63,15 +63,8 @@ class Serve:
 
     def start(self) -> None:
         self.starts += 1
-        with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(
-                [*citerun_command(), "serve", "--port", str(self.port), "--database-url",
-                 self.url], env=self.env, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while f"listening on {self.base}/" not in self.log():
-            assert self.proc.poll() is None, self.log()
-            assert time.monotonic() < deadline, self.log()
-            time.sleep(0.2)
+        self.proc = serve_process.start(citerun_command(), self.port, self.url, self.env,
+                                        self.log_path)
 
     def stop(self) -> int | None:
         if self.proc is None or self.proc.poll() is not None:

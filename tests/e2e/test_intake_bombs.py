@@ -133,10 +133,10 @@ async def test_citerun_serve_holds_uploads_to_the_configured_bundle_limits(
     import os
     import socket
     import signal
-    import subprocess
 
     from citerun.core.settings import ENV_NESTED, ENV_PREFIX
     from tests.conftest import citerun_command
+    from tests.support import serve_process
 
     data = bomb(members=4, member_bytes=1_000)  # thesis.tex, 4 chapters, noise.bin: 6 files
     with socket.socket() as probe:
@@ -145,17 +145,9 @@ async def test_citerun_serve_holds_uploads_to_the_configured_bundle_limits(
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITERUN_")}
     env[f"{ENV_PREFIX}LIMITS{ENV_NESTED}BUNDLE{ENV_NESTED}MAX_MEMBERS"] = "3"
     log = tmp_path / "serve.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([*citerun_command(), "serve", "--port", str(port),
-                                 "--database-url", database_url],
-                                env=env, stdout=out, stderr=subprocess.STDOUT)
+    proc = await asyncio.to_thread(serve_process.start, citerun_command(), port, database_url, env, log)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while f"listening on {base}/" not in log.read_text():
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            await asyncio.sleep(0.2)
         async with users(base, "mallory") as (mallory,):
             status, body = await _upload(mallory.http, base, mallory.csrf, data)
         proc.send_signal(signal.SIGTERM)

@@ -592,6 +592,7 @@ def test_citerun_serve_answers_and_stops_on_sigterm(database_url: str, tmp_path:
 
     from citerun.core.settings import ENV_NESTED, ENV_PREFIX
     from tests.conftest import citerun_command
+    from tests.support import serve_process
 
     # The web group's variables, spelled from the prefix and separator every setting uses.
     caps = f"{ENV_PREFIX}WEB{ENV_NESTED}MAX_ACTIVE_RUNS"
@@ -602,16 +603,8 @@ def test_citerun_serve_answers_and_stops_on_sigterm(database_url: str, tmp_path:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITERUN_")}
     env[caps] = "2"  # a setting of citerun serve: read, not refused
     log = tmp_path / "serve.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([*citerun_command(), "serve", "--port", str(port),
-                                 "--database-url", database_url],
-                                env=env, stdout=out, stderr=subprocess.STDOUT)
+    proc = serve_process.start(citerun_command(), port, database_url, env, log)
     try:
-        deadline = time.monotonic() + 60
-        while f"listening on http://127.0.0.1:{port}/" not in log.read_text():
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
         request = urllib.request.Request(f"http://127.0.0.1:{port}/api/runs",
                                          headers={"X-Forwarded-User": "alice"})
         with urllib.request.urlopen(request, timeout=10) as answer:

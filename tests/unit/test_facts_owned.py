@@ -259,93 +259,58 @@ def _latex_bundle(chapters: int) -> bytes:
     return buffer.getvalue()
 
 
-def test_the_bundle_limits_are_settings_the_parse_child_obeys(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
-    from citerun.worker import steps
-    data = _latex_bundle(4)
-    limits = PipelineSettings().limits
-    documents = DocumentSettings(max_bytes=1 << 30)
-    assert isinstance(steps.parse(data, limits, documents), steps.Parsed)
-    monkeypatch.setenv("CITERUN_LIMITS__BUNDLE__MAX_MEMBERS", "3")
-    limits = PipelineSettings().limits
-    assert limits.bundle.max_members == 3
-    outcome = steps.parse(data, limits, documents)
-    assert isinstance(outcome, steps.Rejected) and "over the limit of 3" in outcome.message
-
-
-def test_the_library_limits_are_settings_the_parse_child_obeys(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def _bib_bundle(bib: str) -> bytes:
+    """A LaTeX thesis citing k0 with ``bib`` as its refs.bib."""
     import io
     import zipfile
-
-    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
-    from citerun.worker import steps
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as bundle:
         bundle.writestr("main.tex", "\\documentclass{article}\n\\begin{document}\n"
                         "Heat islands warm cities \\cite{k0}.\n\\bibliography{refs}\n"
                         "\\end{document}\n")
-        bundle.writestr("refs.bib", "".join(f"@misc{{k{i}, title={{Title {i}}}, year={{2020}}}}\n"
-                                            for i in range(5)))
-    data = buffer.getvalue()
-    documents = DocumentSettings(max_bytes=1 << 30)
-    parsed = steps.parse(data, PipelineSettings().limits, documents)
-    assert isinstance(parsed, steps.Parsed)
-    monkeypatch.setenv("CITERUN_LIMITS__LIBRARY__MAX_ITEMS", "3")
-    limits = PipelineSettings().limits
-    assert limits.library.max_items == 3
-    outcome = steps.parse(data, limits, documents)
-    assert isinstance(outcome, steps.Rejected)
-    assert "5 entries, over the limit of 3" in outcome.message
+        bundle.writestr("refs.bib", bib)
+    return buffer.getvalue()
 
 
-def test_the_latex_limits_are_settings_the_parse_child_obeys(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
-    from citerun.worker import steps
-    data = _latex_bundle(4)
-    documents = DocumentSettings(max_bytes=1 << 30)
-    assert isinstance(steps.parse(data, PipelineSettings().limits, documents), steps.Parsed)
-    monkeypatch.setenv("CITERUN_LIMITS__WRITER__LATEX__MAX_INCLUDES", "3")
-    limits = PipelineSettings().limits
-    assert limits.writer.latex.max_includes == 3
-    outcome = steps.parse(data, limits, documents)
-    assert isinstance(outcome, steps.Rejected)
-    assert "reads included files over 3 times" in outcome.message
-
-
-def test_the_docx_limits_are_settings_the_parse_child_obeys(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
-    from citerun.worker import steps
+def _docx() -> bytes:
     from tests.support import docx_fixtures as fx
-    data = fx.thesis_docx()
-    documents = DocumentSettings(max_bytes=1 << 30)
+    return fx.thesis_docx()
+
+
+#: (the document, a limit's variable, its value, the refusal that value gives)
+REFUSALS = [
+    (lambda: _latex_bundle(4), "CITERUN_LIMITS__BUNDLE__MAX_MEMBERS", "3", "over the limit of 3"),
+    (lambda: _bib_bundle("".join(f"@misc{{k{i}, title={{Title {i}}}, year={{2020}}}}\n"
+                                 for i in range(5))),
+     "CITERUN_LIMITS__LIBRARY__MAX_ITEMS", "3", "5 entries, over the limit of 3"),
+    (lambda: _latex_bundle(4), "CITERUN_LIMITS__WRITER__LATEX__MAX_INCLUDES", "3",
+     "reads included files over 3 times"),
+    (_docx, "CITERUN_LIMITS__WRITER__DOCX__MAX_FIELDS", "2", "more than 2 fields"),
+]
+
+
+@pytest.mark.parametrize(("make", "variable", "value", "refusal"), REFUSALS,
+                         ids=[r[1] for r in REFUSALS])
+def test_the_writer_limits_are_settings_the_parse_child_obeys(
+        monkeypatch: pytest.MonkeyPatch, make: typing.Callable[[], bytes], variable: str,
+        value: str, refusal: str) -> None:
+    """Read whole within the defaults, refused under the setting (each failed before its
+    limit was a setting: the variable was unknown)."""
+    from citerun.pipeline.settings import DocumentSettings, PipelineSettings
+    from citerun.worker import steps
+    data, documents = make(), DocumentSettings(max_bytes=1 << 30)
     assert isinstance(steps.parse(data, PipelineSettings().limits, documents), steps.Parsed)
-    monkeypatch.setenv("CITERUN_LIMITS__WRITER__DOCX__MAX_FIELDS", "2")
-    limits = PipelineSettings().limits
-    assert limits.writer.docx.max_fields == 2
-    outcome = steps.parse(data, limits, documents)
-    assert isinstance(outcome, steps.Rejected)
-    assert "more than 2 fields" in outcome.message
+    monkeypatch.setenv(variable, value)
+    outcome = steps.parse(data, PipelineSettings().limits, documents)
+    assert isinstance(outcome, steps.Rejected) and refusal in outcome.message, outcome
 
 
 def test_the_bib_limits_are_settings_the_parse_child_obeys(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import io
-    import zipfile
-
     from citerun.pipeline.settings import DocumentSettings, PipelineSettings
     from citerun.worker import steps
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as bundle:
-        bundle.writestr("main.tex", "\\documentclass{article}\n\\begin{document}\n"
-                        "Heat islands warm cities \\cite{k0}.\n\\bibliography{refs}\n"
-                        "\\end{document}\n")
-        bundle.writestr("refs.bib", "@misc{k0, author={Ames and Baker and Cole}, "
-                        "title={Urban heat}, year={2020}}\n")
-    data = buffer.getvalue()
+    data = _bib_bundle("@misc{k0, author={Ames and Baker and Cole}, "
+                       "title={Urban heat}, year={2020}}\n")
     documents = DocumentSettings(max_bytes=1 << 30)
 
     def authors() -> tuple[str, ...]:
