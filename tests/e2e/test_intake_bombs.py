@@ -132,7 +132,6 @@ async def test_citerun_serve_holds_uploads_to_the_configured_bundle_limits(
     refused by the worker."""
     import os
     import socket
-    import signal
 
     from citerun.core.settings import ENV_NESTED, ENV_PREFIX
     from tests.conftest import citerun_command
@@ -145,17 +144,10 @@ async def test_citerun_serve_holds_uploads_to_the_configured_bundle_limits(
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITERUN_")}
     env[f"{ENV_PREFIX}LIMITS{ENV_NESTED}BUNDLE{ENV_NESTED}MAX_MEMBERS"] = "3"
     log = tmp_path / "serve.log"
-    proc = await asyncio.to_thread(serve_process.start, citerun_command(), port, database_url, env, log)
     base = f"http://127.0.0.1:{port}"
-    try:
+    with serve_process.running(citerun_command(), port, database_url, env, log):
         async with users(base, "mallory") as (mallory,):
             status, body = await _upload(mallory.http, base, mallory.csrf, data)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0, log.read_text()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert status == 413, body
     assert "holds 6 files, over the limit of 3" in body, body
     pool = await asyncpg.connect(database_url)

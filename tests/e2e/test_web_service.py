@@ -585,7 +585,6 @@ async def test_a_restarted_service_shows_the_same_runs(database_url: str) -> Non
 
 def test_citerun_serve_answers_and_stops_on_sigterm(database_url: str, tmp_path: Path) -> None:
     import os
-    import signal
     import socket
     import subprocess
     import urllib.request
@@ -603,18 +602,11 @@ def test_citerun_serve_answers_and_stops_on_sigterm(database_url: str, tmp_path:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITERUN_")}
     env[caps] = "2"  # a setting of citerun serve: read, not refused
     log = tmp_path / "serve.log"
-    proc = serve_process.start(citerun_command(), port, database_url, env, log)
-    try:
+    with serve_process.running(citerun_command(), port, database_url, env, log):
         request = urllib.request.Request(f"http://127.0.0.1:{port}/api/runs",
                                          headers={"X-Forwarded-User": "alice"})
         with urllib.request.urlopen(request, timeout=10) as answer:
             assert json.loads(answer.read()) == {"runs": []}
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0, log.read_text()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     typo = subprocess.run([*citerun_command(), "serve", "--database-url", database_url],
                           env={**env, caps[:-1]: "2"}, text=True,
                           capture_output=True, timeout=60)

@@ -3,9 +3,12 @@ log file, returned once it says it is listening (or failing the test with its lo
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
+import signal
 import subprocess
 import time
+from collections.abc import Iterator
 
 
 def start(command: list[str], port: int, database_url: str, env: dict[str, str],
@@ -23,3 +26,19 @@ def start(command: list[str], port: int, database_url: str, env: dict[str, str],
             raise AssertionError(f"citerun serve did not start:\n{log.read_text(errors='replace')}")
         time.sleep(0.2)
     return proc
+
+
+@contextlib.contextmanager
+def running(command: list[str], port: int, database_url: str, env: dict[str, str],
+            log: pathlib.Path) -> Iterator[subprocess.Popen[bytes]]:
+    """:func:`start`, then on leaving a SIGTERM that must end it with status 0 (its log
+    is the failure's message); killed if the test failed before."""
+    proc = start(command, port, database_url, env, log)
+    try:
+        yield proc
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text(errors="replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
