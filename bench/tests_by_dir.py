@@ -9,7 +9,7 @@ Usage (from the repository root)::
 
 The counts are collected (``pytest --collect-only``), never written from memory;
 ``tests/unit/test_tests_by_dir.py`` fails when the section's counts differ from a fresh
-collection. The times come from a run's JUnit XML (``scripts/test`` writes
+collection. A parametrized test counts once (its cases are in the outcomes). The times come from a run's JUnit XML (``scripts/test`` writes
 ``.test-results.xml``; ``--junit`` again for each file of a run made in parts):
 the sum of each test's own time (set-up and tear-down included), so they add up to the
 run's pytest time, not to the wall time of the installs before it.
@@ -40,7 +40,9 @@ def directory_of(nodeid: str) -> str:
 
 
 def collect() -> collections.Counter[str]:
-    """The number of tests pytest collects, per directory of their file."""
+    """The number of test functions pytest collects, per directory of their file: a
+    parametrized test counts once, since the cases of some depend on the data at hand
+    (``$CITERUN_EVALDATA``'s real PDFs), and the count must not."""
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
@@ -49,7 +51,13 @@ def collect() -> collections.Counter[str]:
     if result.returncode != 0 or not ids:
         raise RuntimeError(f"pytest --collect-only failed:\n{result.stdout[-2000:]}"
                            f"{result.stderr[-2000:]}")
-    return collections.Counter(directory_of(nodeid) for nodeid in ids)
+    return functions_per_directory(ids)
+
+
+def functions_per_directory(ids: list[str]) -> collections.Counter[str]:
+    """Test node ids -> test functions per directory (a parametrized test once)."""
+    return collections.Counter(directory_of(nodeid) for nodeid in
+                               dict.fromkeys(nodeid.split("[", 1)[0] for nodeid in ids))
 
 
 def junit_times(path: pathlib.Path) -> dict[str, tuple[float, collections.Counter[str]]]:
@@ -69,7 +77,7 @@ def junit_times(path: pathlib.Path) -> dict[str, tuple[float, collections.Counte
 
 def table(counts: collections.Counter[str],
           times: dict[str, tuple[float, collections.Counter[str]]] | None) -> str:
-    head = "| directory | tests | passed / failed / skipped | time |"
+    head = "| directory | test functions | cases passed / failed / skipped | time |"
     rows = [head, "|---|---:|---|---:|"]
     for directory in sorted(counts):
         seconds, outcomes = (times or {}).get(directory, (None, collections.Counter()))
@@ -78,7 +86,11 @@ def table(counts: collections.Counter[str],
         took = "–" if seconds is None else f"{seconds / 60:.1f} min"
         rows.append(f"| `{directory}` | {counts[directory]:,} | {ran} | {took} |")
     total = sum(seconds for seconds, _ in (times or {}).values())
-    rows.append(f"| **all** | {sum(counts.values()):,} | | "
+    cases: collections.Counter[str] = sum((o for _, o in (times or {}).values()),
+                                          collections.Counter())
+    ran_all = (f"{cases['passed']:,} / {cases['failed']} / {cases['skipped']}"
+               if times else "")
+    rows.append(f"| **all** | {sum(counts.values()):,} | {ran_all} | "
                 f"{f'{total / 60:.1f} min' if times else '–'} |")
     return "\n".join(rows)
 

@@ -33,3 +33,10 @@ def test_a_junit_file_gives_times_and_outcomes_per_directory(tmp_path) -> None:
     assert "| `tests/db` | 1 | 0 / 0 / 1 | 1.0 min |" in table
     assert tests_by_dir.documented(f"{tests_by_dir.SECTION}\n\n{table}\n") == {
         "tests/db": 1, "tests/unit": 2}
+
+
+def test_a_parametrized_test_counts_once() -> None:
+    """Some cases depend on the data at hand ($CITERUN_EVALDATA's PDFs): the count may not."""
+    ids = ["tests/unit/test_a.py::test_x[one]", "tests/unit/test_a.py::test_x[two]",
+           "tests/unit/test_a.py::test_y", "tests/db/test_b.py::TestC::test_z[1]"]
+    assert tests_by_dir.functions_per_directory(ids) == {"tests/unit": 2, "tests/db": 1}
