@@ -38,7 +38,7 @@ from citerun.core.states import RunState
 from citerun.local.workers import LocalWorkers
 from citerun.pipeline import intake
 from citerun.pipeline.writer import formats
-from citerun.pipeline.writer.model import WriterFileError
+from citerun.pipeline.writer.model import LibraryItem, WriterFileError
 
 
 class UsageError(errors.CiterunError):
@@ -143,11 +143,13 @@ def load_thesis(path: Path, bibs: list[Path]) -> ThesisInput:
                                            main=path.name), path.name)
 
 
-def library_sources(bibs: list[Path], limits: LimitSettings) -> list[Path]:
-    """The PDFs the ``--bib`` libraries attach (their ``file`` fields) that exist on this
-    machine, relative to the library file as Zotero's and JabRef's exports write them;
-    each library read within the configured limits, as the worker will read it."""
-    found: list[Path] = []
+Libraries = list[tuple[Path, tuple[LibraryItem, ...]]]
+
+
+def read_libraries(bibs: list[Path], limits: LimitSettings) -> Libraries:
+    """Each ``--bib`` library's items, read once within the configured limits, as the
+    worker will read them; a library that cannot be read is a :class:`UsageError`."""
+    libraries: Libraries = []
     for bib_path in bibs:
         text = bib_path.read_text(errors="replace")
         try:
@@ -155,27 +157,23 @@ def library_sources(bibs: list[Path], limits: LimitSettings) -> list[Path]:
                                             limits.writer.bib)
         except WriterFileError as err:
             raise UsageError(f"--bib {str(bib_path)!r}: {err}") from None
-        for item in items:
-            for name in item.files:
-                candidate = Path(name.replace("\\", "/"))
-                if not candidate.is_absolute():
-                    candidate = bib_path.parent / candidate
-                if candidate.suffix.lower() == ".pdf" and candidate.is_file():
-                    found.append(candidate)
-    return found
+        libraries.append((bib_path, items))
+    return libraries
 
 
-def missing_sources(bibs: list[Path], limits: LimitSettings
-                    ) -> list[tuple[str, str, tuple[str, ...]]]:
+def library_sources(libraries: Libraries) -> list[Path]:
+    """The PDFs the libraries attach (their ``file`` fields) that exist on this machine,
+    relative to the library file as Zotero's and JabRef's exports write them."""
+    return [path for bib_path, items in libraries for item in items for name in item.files
+            if (path := _attached_path(bib_path, name)).suffix.lower() == ".pdf"
+            and path.is_file()]
+
+
+def missing_sources(libraries: Libraries) -> list[tuple[str, str, tuple[str, ...]]]:
     """The library items whose ``file`` fields name PDFs of which none is on this
     machine: (key, reference, the files named), in library order."""
     missing: list[tuple[str, str, tuple[str, ...]]] = []
-    for bib_path in bibs:
-        try:
-            items, _ = formats.read_library({bib_path.name: bib_path.read_bytes()},
-                                            limits.library, limits.writer.bib)
-        except (WriterFileError, OSError):
-            continue  # library_sources has said why
+    for bib_path, items in libraries:
         for item in items:
             pdfs = [n for n in item.files if n.lower().endswith(".pdf")]
             if pdfs and not any(_attached_path(bib_path, n).is_file() for n in pdfs):
@@ -183,9 +181,9 @@ def missing_sources(bibs: list[Path], limits: LimitSettings
     return missing
 
 
-def missing_lines(bibs: list[Path], limits: LimitSettings) -> list[str]:
+def missing_lines(libraries: Libraries) -> list[str]:
     """What :func:`missing_sources` finds, one line each, for stderr."""
-    found = missing_sources(bibs, limits)
+    found = missing_sources(libraries)
     if not found:
         return []
     return [f"citerun verify: {len(found)} source PDF(s) named by the library are not on "
@@ -218,12 +216,13 @@ def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: 
             f"--concurrency must be between 1 and {MAX_CONCURRENCY}, got {concurrency}")
     if not timeout_s > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
-    attached = library_sources([Path(b) for b in bibs or ()], limits)
+    libraries = read_libraries([Path(b) for b in bibs or ()], limits)
+    attached = library_sources(libraries)
     if not sources and not bibs:
         raise UsageError("no sources: give --sources, or a --bib (its file fields name PDFs)")
     # A run without the source PDFs (issue 40): every key resolved or named missing,
     # every locator read; the PDFs the library names and this machine lacks are listed.
-    for line in missing_lines([Path(b) for b in bibs or ()], limits):
+    for line in missing_lines(libraries):
         print(line, file=sys.stderr)
     given = collect_sources(sources) if sources else []
     source_paths = [p for p in dict.fromkeys([*given, *(a.resolve() for a in attached)])
