@@ -20,11 +20,6 @@ from citerun.cli import verify
 from citerun.core.settings import Settings
 
 
-def _custom() -> Any:
-    from citerun.kube import client as kube
-    return kube.custom()
-
-
 def _name_from(path: Path) -> str:
     name = re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-")
     return (name or "thesis")[:50]
@@ -57,26 +52,19 @@ def submit(args: argparse.Namespace, settings: Settings) -> int:
         "metadata": {"name": name, "namespace": args.namespace},
         "spec": {"thesis": {"name": staged[0].filename, "digest": staged[0].digest},
                  "sources": [{"name": d.filename, "digest": d.digest} for d in staged[1:]]}}
-    _custom().create_namespaced_custom_object(specs.GROUP, specs.VERSION, args.namespace,
-                                              specs.PLURAL, body)
+    from citerun.kube import client as kube
+    asyncio.run(kube.create_run(args.namespace, body))
     print(f"citationrun.{specs.GROUP}/{name} created in {args.namespace}")
     return 0
 
 
 def _get(args: argparse.Namespace) -> dict[str, Any] | None:
-    from kubernetes.client.exceptions import ApiException
+    from citerun.kube import client as kube
 
-    from citerun.core import runspec as specs
-    try:
-        obj: dict[str, Any] = _custom().get_namespaced_custom_object(
-            specs.GROUP, specs.VERSION, args.namespace, specs.PLURAL, args.name)
-        return obj
-    except ApiException as err:
-        if err.status == 404:
-            print(f"citerun: CitationRun {args.namespace}/{args.name} not found",
-                  file=sys.stderr)
-            return None
-        raise
+    obj = asyncio.run(kube.get_run(args.namespace, args.name))
+    if obj is None:
+        print(f"citerun: CitationRun {args.namespace}/{args.name} not found", file=sys.stderr)
+    return obj
 
 
 def status(args: argparse.Namespace) -> int:
