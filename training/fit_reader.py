@@ -32,6 +32,7 @@ Time per model: docs/benchmarks.md ("The reader").
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -40,6 +41,8 @@ import sys
 import time
 
 import numpy
+
+from training.cpu import cores, cpu_flags, has_bf16
 
 LAYERS = 6
 
@@ -71,7 +74,47 @@ def blas_in_use() -> list[str]:
                    if "blas" in line.rsplit("/", 1)[-1].lower() and "/" in line})
 
 
-def train(args: argparse.Namespace) -> None:
+def precision_for(requested: str) -> str:
+    """``bf16`` where asked, or asked ``auto`` on a CPU with bf16 matrix units (``amx_bf16``
+    or ``avx512_bf16`` in /proc/cpuinfo); ``fp32`` elsewhere."""
+    if requested != "auto":
+        return requested
+    return "bf16" if has_bf16() else "fp32"
+
+
+#: What must be the same for a checkpoint to be resumed (the rest may change: threads, the
+#: checkpoints' period, --stop-after-steps).
+_RESUME_KEYS = ("weights", "leave_out", "set_weight", "epochs", "freeze", "freeze_words", "batch",
+                "bucket", "lr", "smoothing", "seed", "limit", "dropout", "precision", "foreach")
+
+
+def default_checkpoint_dir() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache")) / "citerun" / "train"
+
+
+def save_checkpoint(directory: pathlib.Path, state: dict[str, object]) -> pathlib.Path:
+    """``state`` to ``DIRECTORY/checkpoint.pt`` atomically: written to a temporary file,
+    flushed to disk, then renamed over the last one (a run killed while it writes leaves the
+    previous checkpoint whole)."""
+    import torch  # noqa: PLC0415
+
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "checkpoint.pt"
+    temporary = directory / f".checkpoint.pt.{os.getpid()}.tmp"
+    with temporary.open("wb") as f:
+        torch.save(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, target)
+    return target
+
+
+def fit(args: argparse.Namespace) -> tuple[object, dict[str, object]] | None:
+    """Train as ``args`` say, from the checkpoint in ``args.checkpoint_dir`` where
+    ``args.resume``; the fitted model and what ``train.json`` records, or None where
+    ``args.stop_after_steps`` stopped it (its checkpoint written)."""
+    import random
+
     import torch
     from torch import nn
 
@@ -79,14 +122,19 @@ def train(args: argparse.Namespace) -> None:
 
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    numpy.random.seed(args.seed % 2**32)
     # On CUDA an operation without a deterministic kernel warns instead of stopping the run.
     torch.use_deterministic_algorithms(True, warn_only=args.device != "cpu")
+    threads = args.threads or cores()
     if args.device == "cpu":
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(threads)
     else:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     device = torch.device(args.device)
+    precision = precision_for(args.precision) if args.device == "cpu" else args.precision.replace("auto", "fp32")
+    found: list[str] = []
     if args.device == "cpu":
         torch.ones((8, 8)) @ torch.ones((8, 8))  # loads the BLAS PyTorch was linked against
         found = blas_in_use()
@@ -94,6 +142,9 @@ def train(args: argparse.Namespace) -> None:
         if any("openblas" not in p.lower() and "mkl" not in p.lower() for p in found):
             print("  the reference BLAS: CPU training is about 25 times slower; "
                   "apt-get install libopenblas0-pthread", file=sys.stderr)
+    print(f"precision: {precision} ({'bf16 autocast around the forward, the loss in fp32' if precision == 'bf16' else 'no bf16 matrix units used'}), "
+          f"{threads} threads, dropout {args.dropout}, bucket {args.bucket}, "
+          f"word embeddings {'frozen' if args.freeze_words else 'trained'}", file=sys.stderr)
     data = dict(numpy.load(args.data))
     names = [str(n) for n in data["set_names"]]
     unknown = sorted(set(args.leave_out) | {w.split("=")[0] for w in args.set_weight})
@@ -108,48 +159,133 @@ def train(args: argparse.Namespace) -> None:
     for name, factor in (item.split("=") for item in args.set_weight):
         scale[names.index(name)] = float(factor)
     w = balanced(data["weights"][rows].astype(numpy.float64) * scale[data["sets"][rows]], labels)
-    ids_all = data["ids"].astype(numpy.int64)
-    types_all = data["types"].astype(numpy.int64)
-    mask_all = data["mask"].astype(numpy.int64)
-    model = CrossEncoder(load_weights(args.weights), LAYERS).to(device)
+    ids_all = data["ids"]
+    types_all = data["types"]
+    mask_all = data["mask"]
+    fingerprint = hashlib.sha256(rows.tobytes() + labels.tobytes() + w.tobytes()
+                                 + numpy.ascontiguousarray(ids_all[rows]).tobytes()).hexdigest()
+    model = CrossEncoder(load_weights(args.weights), LAYERS, dropout=args.dropout).to(device)
     frozen = [model.words, model.positions, model.types, model.norm, *model.layers[:args.freeze]] if args.freeze >= 0 else []
+    if args.freeze_words:
+        frozen.append(model.words)
     for part in frozen:  # the encoder's first layers as pre-training left them
         part.requires_grad_(False)
-    optimizer, schedule = optimiser(model, args.lr, args.epochs * math.ceil(len(rows) / args.batch))
+    per_epoch = math.ceil(len(rows) / args.batch)
+    optimizer, schedule = optimiser(model, args.lr, args.epochs * per_epoch, foreach=args.foreach)
+    trained = [p for p in model.parameters() if p.requires_grad]
     rng = numpy.random.RandomState(args.seed)
+    config = {k: (str(v) if isinstance(v, pathlib.Path) else v) for k, v in vars(args).items() if k in _RESUME_KEYS}
+    config["precision"] = precision
+    checkpoint_dir = args.checkpoint_dir or default_checkpoint_dir()
+    epoch, position, total, log, elapsed, resumed, plan = 0, 0, 0.0, [], 0.0, 0, None
+    if args.resume and (checkpoint_dir / "checkpoint.pt").exists():
+        state = torch.load(checkpoint_dir / "checkpoint.pt", map_location=device)
+        if state["config"] != config or state["fingerprint"] != fingerprint:
+            differ = sorted(k for k in set(config) | set(state["config"]) if config.get(k) != state["config"].get(k))
+            raise SystemExit(f"{checkpoint_dir / 'checkpoint.pt'} is of another run "
+                             f"({', '.join(differ) or 'other data'} differ): move it away or drop --resume")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        rng.set_state(state["plan_rng"])
+        plan = state["plan"]
+        epoch, position, total = state["epoch"], state["position"], state["total"]
+        log, elapsed, resumed = state["log"], state["elapsed"], state["resumed"] + 1
+        torch.set_rng_state(state["torch_rng"])
+        numpy.random.set_state(state["numpy_rng"])
+        random.setstate(state["python_rng"])
+        if state.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        print(f"resumed {checkpoint_dir / 'checkpoint.pt'}: epoch {epoch + 1}, batch {position} of "
+              f"{len(plan)}, {elapsed:.0f} s trained before", file=sys.stderr, flush=True)
+    elif args.resume:
+        print(f"no checkpoint in {checkpoint_dir}: starting afresh", file=sys.stderr)
+
+    def checkpoint() -> None:
+        save_checkpoint(checkpoint_dir, {
+            "config": config, "fingerprint": fingerprint, "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
+            "plan_rng": rng.get_state(), "plan": plan, "epoch": epoch, "position": position,
+            "total": total, "log": log, "elapsed": elapsed + time.perf_counter() - started,
+            "resumed": resumed, "torch_rng": torch.get_rng_state(), "numpy_rng": numpy.random.get_state(),
+            "python_rng": random.getstate(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if device.type == "cuda" else None})
+        progress = {"epoch": epoch + 1, "epochs": args.epochs, "batch": position,
+                    "batches": per_epoch, "pairs": int(len(rows)),
+                    "seconds": round(elapsed + time.perf_counter() - started, 1),
+                    "pairs_per_second": round(done_here * args.batch / max(time.perf_counter() - started, 1e-9), 2),
+                    "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        (checkpoint_dir / "progress.json").write_text(json.dumps(progress) + "\n", encoding="utf-8")
+        where = f"epoch {epoch + 1}, batch {position} of {len(plan)}" if plan is not None else f"{epoch} epochs done"
+        print(f"  checkpoint {checkpoint_dir / 'checkpoint.pt'}: {where}", file=sys.stderr, flush=True)
+
+    def tensor(a: numpy.ndarray, dtype: type = numpy.int64) -> torch.Tensor:
+        return torch.from_numpy(numpy.ascontiguousarray(a, dtype=dtype)).to(device)
+
     model.train()
     started = time.perf_counter()
-    log = []
-    lengths = mask_all[rows].sum(1)
-    for epoch in range(args.epochs):
-        total = 0.0
-        plan = batches(rng, lengths, args.batch, args.bucket)
-        for step, pick in enumerate(plan, 1):
-            if step % 100 == 0:
-                print(f"  epoch {epoch + 1}: batch {step} of {len(plan)} ({time.perf_counter() - started:.0f} s)",
-                      file=sys.stderr, flush=True)
+    saved = started
+    done_here = 0
+    lengths = mask_all[rows].sum(1).astype(numpy.int64)
+    while epoch < args.epochs:
+        if plan is None:
+            plan = batches(rng, lengths, args.batch, args.bucket)
+            position, total = 0, 0.0
+        while position < len(plan):
+            pick = plan[position]
             batch = rows[pick]
-            length = int(mask_all[batch].sum(1).max())
-
-            def tensor(a: numpy.ndarray) -> torch.Tensor:
-                return torch.from_numpy(numpy.ascontiguousarray(a)).to(device)
-
-            logits = model(tensor(ids_all[batch, :length]), tensor(types_all[batch, :length]),
-                           tensor(mask_all[batch, :length]))
-            loss_each = nn.functional.cross_entropy(logits, tensor(labels[pick]), reduction="none",
+            length = int(lengths[pick].max())
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+                logits = model(tensor(ids_all[batch, :length]), tensor(types_all[batch, :length]),
+                               tensor(mask_all[batch, :length]))
+            loss_each = nn.functional.cross_entropy(logits.float(), tensor(labels[pick]), reduction="none",
                                                     label_smoothing=args.smoothing)
-            weight = tensor(w[pick]).to(logits.dtype)
+            weight = tensor(w[pick], numpy.float32)
             loss = (loss_each * weight).sum() / weight.sum()
             optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            nn.utils.clip_grad_norm_(trained, 1.0)
             optimizer.step()
             schedule.step()
             total += float(loss) * len(pick)
-        line = f"epoch {epoch + 1}: loss {total / len(rows):.4f} ({time.perf_counter() - started:.0f} s)"
+            position += 1
+            done_here += 1
+            now = time.perf_counter()
+            if position % 100 == 0:
+                rate = done_here * args.batch / (now - started)
+                left = (args.epochs - epoch) * len(plan) - position
+                print(f"  epoch {epoch + 1}: batch {position} of {len(plan)} ({elapsed + now - started:.0f} s, "
+                      f"{rate:.1f} pairs/s, about {left * args.batch / rate / 3600:.1f} h left)",
+                      file=sys.stderr, flush=True)
+            if args.stop_after_steps and done_here >= args.stop_after_steps:
+                checkpoint()
+                print(f"stopped after {done_here} steps (--stop-after-steps)", file=sys.stderr)
+                return None
+            if now - saved >= args.checkpoint_every:
+                checkpoint()
+                saved = time.perf_counter()
+        line = f"epoch {epoch + 1}: loss {total / len(rows):.4f} ({elapsed + time.perf_counter() - started:.0f} s)"
         log.append(line)
         print(f"  {line}", file=sys.stderr, flush=True)
+        epoch, plan, position, total = epoch + 1, None, 0, 0.0
+        checkpoint()
     model.eval()
+    flags = sorted({"amx_bf16", "avx512_bf16"} & cpu_flags())
+    info = {"pairs": int(len(rows)), "left_out": list(args.leave_out), "set_weight": list(args.set_weight),
+            "epochs": args.epochs, "freeze": args.freeze, "freeze_words": args.freeze_words,
+            "bucket": args.bucket, "batch": args.batch, "lr": args.lr, "seed": args.seed,
+            "smoothing": args.smoothing, "dropout": args.dropout, "foreach": args.foreach,
+            "precision": precision, "cpu_bf16_flags": flags, "threads": threads, "blas": found,
+            "device": args.device, "seconds": round(elapsed + time.perf_counter() - started, 1),
+            "resumed": resumed, "torch": torch.__version__, "log": log}
+    return model, info
+
+
+def train(args: argparse.Namespace) -> None:
+    fitted = fit(args)
+    if fitted is None:
+        return
+    model, info = fitted
     args.out.mkdir(parents=True, exist_ok=True)
     fp32 = args.out / "reader.fp32.onnx"
     export(model.to("cpu"), fp32)
@@ -161,11 +297,7 @@ def train(args: argparse.Namespace) -> None:
         print(f"kept {fp32}: quantise it with `python -m training.fit_reader quantise`",
               file=sys.stderr)
         written = fp32
-    info = {"pairs": int(len(rows)), "left_out": list(args.leave_out), "set_weight": list(args.set_weight),
-            "epochs": args.epochs, "freeze": args.freeze, "bucket": args.bucket,
-            "batch": args.batch, "lr": args.lr, "seed": args.seed, "smoothing": args.smoothing,
-            "device": args.device, "seconds": round(time.perf_counter() - started, 1),
-            "torch": torch.__version__, "onnxruntime": _version("onnxruntime"), "log": log}
+    info["onnxruntime"] = _version("onnxruntime")
     (args.out / "train.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {written} in {info['seconds']} s", file=sys.stderr)
 
@@ -281,14 +413,30 @@ def main() -> None:
     t.add_argument("--freeze", type=int, default=-1, metavar="N",
                    help="keep the embeddings and the first N layers as pre-trained (-1: train all)")
     t.add_argument("--batch", type=int, default=32)
-    t.add_argument("--bucket", type=int, default=1, metavar="N",
+    t.add_argument("--bucket", type=int, default=16, metavar="N",
                    help="sort each run of N batches by length (less padding; 1: plain shuffle)")
     t.add_argument("--lr", type=float, default=4e-5)
     t.add_argument("--smoothing", type=float, default=0.05)
     t.add_argument("--seed", type=int, default=20261204)
-    t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--dropout", type=float, default=0.0,
+                   help="dropout of the encoder and the head (0: none, the fastest; bench.train_speed)")
+    t.add_argument("--freeze-words", action="store_true",
+                   help="keep the word embeddings as pre-trained (no gradient, no optimizer update)")
+    t.add_argument("--foreach", action=argparse.BooleanOptionalAction, default=False,
+                   help="AdamW's multi-tensor update")
+    t.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
+                   help="auto: bf16 autocast where the CPU has amx_bf16 or avx512_bf16, else fp32")
+    t.add_argument("--threads", type=int, default=0, help="0: one per core")
     t.add_argument("--device", default="cpu")
     t.add_argument("--limit", type=int, default=0, help="train on this many pairs only (a smoke run)")
+    t.add_argument("--checkpoint-dir", type=pathlib.Path, default=None,
+                   help="where the checkpoint goes (outside git; default ~/.cache/citerun/train)")
+    t.add_argument("--checkpoint-every", type=float, default=600.0, metavar="SECONDS",
+                   help="write a checkpoint this often (and at each epoch's end)")
+    t.add_argument("--resume", action="store_true",
+                   help="continue from the checkpoint in --checkpoint-dir where there is one")
+    t.add_argument("--stop-after-steps", type=int, default=0, metavar="N",
+                   help="checkpoint and stop after N optimiser steps of this call (tests)")
     args = parser.parse_args()
     if args.command == "weights":
         weights_command(args)
