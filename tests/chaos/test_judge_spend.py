@@ -9,8 +9,9 @@ profile allows 500 tokens a day per namespace; the demo thesis asks 10 questions
   ``judge_spend_exhausted`` (before: it spent 1,000 and succeeded, as would any number of
   runs); its second run fails without asking anything.
 * Namespace ``physics`` has a budget of its own (5 questions, then the same failure).
-* A run created in an earlier period does not count: once ``law``'s runs are dated two
-  days back, a new run of ``law`` asks again, within the new period's 500.
+* Spend of an earlier period does not count: once ``law``'s runs and spend are dated two
+  days back, a new run of ``law`` asks again, within the new period's 500 (spend is
+  charged to the day it is spent, issue 48: tests/db/test_judge_spend_period.py).
 """
 
 from __future__ import annotations
@@ -83,9 +84,10 @@ async def test_a_namespace_spends_at_most_its_profiles_budget_per_period(
             before = len(chat.seen)
             ended[label] = await _ended(pool, await _start(pool, tenant), worker)
             asked[label] = len(chat.seen) - before
-        # A new period: law's runs so far were created two days ago.
+        # A new period: law's runs so far were created, and spent, two days ago.
         await pool.execute("UPDATE runs SET created_at = created_at - interval '2 days' "
                            "WHERE tenant = 'law'")
+        await pool.execute("UPDATE judge_spend SET day = day - 2 WHERE tenant = 'law'")
         before = len(chat.seen)
         ended["law-3"] = await _ended(pool, await _start(pool, "law"), worker)
         asked["law-3"] = len(chat.seen) - before

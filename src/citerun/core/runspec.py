@@ -264,8 +264,8 @@ class JudgeProfile(_Model):
         "per-run cap a day); a run that finds it spent fails (judge_spend_exhausted).")
     budget_period: Literal["day", "week", "month"] = pydantic.Field(
         "day", alias="budgetPeriod",
-        description="The period maxTokensPerNamespace counts over (UTC, calendar): a run's "
-        "tokens count to the period it was created in.")
+        description="The period maxTokensPerNamespace counts over (UTC, calendar): tokens "
+        "count to the period they are spent in, whenever their run was created (issue 48).")
 
     def allows(self, namespace: str) -> bool:
         """Whether runs of ``namespace`` may use this profile."""

@@ -337,9 +337,11 @@ async def _namespace_tokens_left(pool: asyncpg.Pool,
     """Tokens the namespace ``tenant`` may still spend this period on the judge profile the
     run names (one of ``profiles``, ``maxTokensPerNamespace`` per ``budgetPeriod``); None
     for a run without one (the embedded judge, a local run). Raises
-    :class:`JudgeSpendExhausted` when none are left. Runs judging at once may each finish
-    the request they started (the overshoot is at most the worker's concurrency times one
-    answer), as with a run's own cap."""
+    :class:`JudgeSpendExhausted` when none are left. Spend is charged to the day it is
+    recorded (``run_add_tokens``), not to the run's creation (issue 48). Judges of the
+    namespace in flight when its spend reaches the budget may each finish the citation
+    they started: the overshoot in a period is at most the workers' concurrency times one
+    citation's answers (one, two when the first was invalid), wherever midnight falls."""
     if run is None or run.judge is None or run.judge.kind != "openai":
         return None
     name = (run.judge.openai or runspec.OpenAISpec()).profile

@@ -89,12 +89,12 @@ WHERE v.citation_id = $1
 ON CONFLICT (citation_id) DO NOTHING;
 
 -- name: tenant_profile_tokens --
--- Tokens the runs of tenant $1 created in the current period $3 (day, week, month; UTC)
--- spent on judge profile $2 (a run's tokens count to the period it was created in).
-SELECT coalesce(sum(tokens_spent), 0) FROM runs
-WHERE tenant = $1 AND spec #>> '{judge,kind}' = 'openai'
-  AND coalesce(spec #>> '{judge,openai,profile}', 'default') = $2
-  AND created_at >= date_trunc($3, now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
+-- Tokens tenant $1 spent on judge profile $2 in the current period $3 (day, week, month;
+-- UTC calendar): charged to the day they were spent (run_add_tokens), whenever the run
+-- was created and whether or not it still exists (issue 48).
+SELECT coalesce(sum(tokens), 0) FROM judge_spend
+WHERE tenant = $1 AND profile = $2
+  AND day >= date_trunc($3, now() AT TIME ZONE 'UTC')::date;
 
 -- name: run_unjudged_count --
 -- Citations of a run without a verdict yet.
@@ -102,8 +102,16 @@ SELECT count(*) FROM citations AS c
 WHERE c.run_id = $1 AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.citation_id = c.id);
 
 -- name: run_add_tokens --
--- Add judge tokens to a run's spent count.
-UPDATE runs SET tokens_spent = tokens_spent + $2 WHERE id = $1;
+-- Add judge tokens to a run's spent count, and charge them to its tenant's spend on the
+-- run's judge profile today (UTC; read by tenant_profile_tokens).
+WITH run AS (
+    UPDATE runs SET tokens_spent = tokens_spent + $2 WHERE id = $1 RETURNING tenant, spec
+)
+INSERT INTO judge_spend AS s (tenant, profile, day, tokens)
+SELECT tenant, coalesce(spec #>> '{judge,openai,profile}', 'default'),
+       (now() AT TIME ZONE 'UTC')::date, $2
+FROM run WHERE spec #>> '{judge,kind}' = 'openai'
+ON CONFLICT (tenant, profile, day) DO UPDATE SET tokens = s.tokens + excluded.tokens;
 
 -- name: run_report_rows --
 -- Every citation of a run with its verdict, in reading order. Its source's name is the
