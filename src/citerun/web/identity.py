@@ -9,8 +9,17 @@ Two ways in, both configured by the operator of the service (:class:`WebSettings
   the issuer's keys under an allow-list of asymmetric algorithms, ``iss``, ``aud``,
   ``exp`` (and ``nbf``/``iat`` when present).
 
-A bearer token wins over the header (the proxy may pass one through); a request with
-neither is 401.
+A bearer token wins over the header (the proxy may pass one through). Any other
+``Authorization`` scheme (a proxy's HTTP Basic sign-in, which nginx and oauth2-proxy pass
+on by default) is never read: it neither names a user nor stands in the way of the
+proxy's header. A request with neither is 401.
+
+A third way, for trying the service on one's own machine only: ``web.local_user``
+signs in every request that comes from a loopback peer *and* names a loopback host
+(``localhost``, ``127.0.0.1``, ``[::1]``), carries no proxy's forwarding headers and no
+identity header, as that one user. The host check keeps a web page that rebinds its own
+name to 127.0.0.1 out; :func:`citerun.web.service.serve` refuses to listen on anything
+but loopback with it; the kubernetes backend refuses it (:class:`WebSettings`).
 """
 
 from __future__ import annotations
@@ -52,7 +61,14 @@ class IdentityError(errors.CiterunError):
 @dataclass(frozen=True)
 class Identity:
     user: str
-    via: Literal["proxy", "bearer"]
+    via: Literal["proxy", "bearer", "local"]
+
+    @property
+    def browser_session(self) -> bool:
+        """A browser's own request (the proxy's header, the local user): it comes with
+        the browser's cookies, so it needs the session's CSRF token; a bearer call does
+        not (a browser never adds that header by itself)."""
+        return self.via != "bearer"
 
 
 def peer_address(peer: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -66,6 +82,26 @@ def peer_address(peer: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Addr
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
+
+
+#: Forwarding headers a proxy adds; a request carrying one is no local request.
+FORWARDING_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-IP")
+
+
+def loopback_host(host: str) -> bool:
+    """Whether a Host header (with or without its port) names this machine's loopback:
+    ``localhost`` (or a name under ``.localhost``), 127.0.0.0/8 or ``[::1]``."""
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1:].partition("]")[0]
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def check_user(name: str, where: str) -> str:
@@ -177,11 +213,15 @@ class Authenticator:
             if getall is not None and len(getall(header, [])) > 1:
                 raise IdentityError(400, f"the {header} header came more than once")
         authorization = headers.get("Authorization")
+        scheme = ""
         if authorization is not None:
-            scheme, _, token = authorization.partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
+            scheme, _, token = authorization.strip().partition(" ")
+            if scheme.lower() == "bearer":
+                if not token.strip():
+                    raise IdentityError(401, "the Authorization header is 'Bearer' with no token")
                 return Identity(await self.bearer(token.strip()), "bearer")
-            raise IdentityError(401, "the Authorization header is not 'Bearer <token>'")
+            # Any other scheme (Basic from the proxy's own sign-in) is the proxy's business:
+            # never read, never a sign-in, never in the way of the proxy's header.
         name = headers.get(self.settings.identity_header)
         if name is not None:
             if not self.trusted(peer):
@@ -189,7 +229,40 @@ class Authenticator:
                                     "believed only from the trusted proxy")
             return Identity(check_user(name[:MAX_USER_CHARS + 1], self.settings.identity_header),
                             "proxy")
-        raise IdentityError(401, "sign in first: no user identity came with the request")
+        local = self.local(peer, headers)
+        if local is not None:
+            return local
+        if scheme:
+            raise IdentityError(401, f"sign in first: the Authorization header is "
+                                f"{scheme[:20]!r}, which citerun never reads (only 'Bearer "
+                                f"<token>'), and no {self.settings.identity_header} header "
+                                "came from the trusted proxy")
+        raise IdentityError(401, "sign in first: no user identity came with the request"
+                            + self._local_hint(peer, headers))
+
+    def local(self, peer: str | None, headers: Mapping[str, str]) -> Identity | None:
+        """``web.local_user`` for a request from this machine to a loopback name, with
+        no proxy's forwarding headers; None otherwise."""
+        user = self.settings.local_user
+        address = peer_address(peer)
+        if user is None or address is None or not address.is_loopback:
+            return None
+        if not loopback_host(headers.get("Host", "")):
+            return None
+        if any(header in headers for header in FORWARDING_HEADERS):
+            return None
+        return Identity(user, "local")
+
+    def _local_hint(self, peer: str | None, headers: Mapping[str, str]) -> str:
+        """For someone who opened ``citerun serve`` directly on their machine: how in."""
+        address = peer_address(peer)
+        if self.settings.local_user is not None or address is None \
+                or not address.is_loopback or not loopback_host(headers.get("Host", "")) \
+                or any(header in headers for header in FORWARDING_HEADERS):
+            return ""
+        return (". Trying citerun on this machine? Start it as CITERUN_WEB__LOCAL_USER=<your "
+                "name> citerun serve: one user, loopback only (see the README's 'A web page "
+                "for writers')")
 
     async def bearer(self, token: str) -> str:
         """The user a bearer token names, once signature and claims are checked."""

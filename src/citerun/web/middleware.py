@@ -64,7 +64,7 @@ async def identity_middleware(request: web.Request, handler: Handler) -> web.Str
         return refusal
     new_session = None
     token = ""
-    if who.via == "proxy":
+    if who.browser_session:
         session = request.cookies.get(SESSION_COOKIE, "")
         if not _SESSION.match(session):
             if request.method not in ("GET", "HEAD"):
@@ -73,11 +73,11 @@ async def identity_middleware(request: web.Request, handler: Handler) -> web.Str
         token = csrf_token(request.app[KEY_CSRF], who.user, session)
     reset = CALLER.set(Caller(who, token))
     try:
-        if request.method not in ("GET", "HEAD", "OPTIONS") and who.via == "proxy":
+        if request.method not in ("GET", "HEAD", "OPTIONS") and who.browser_session:
             refused = await _csrf_refusal(request)
             if refused is not None:
-                logger.info("refused %s %s of %s: %s", request.method, request.path,
-                            who.user, refused)
+                logger.warning("refused %s %s of %s: %s", request.method, request.path,
+                               who.user, refused)
                 return error(request, 403, refused)
         response = await handler(request)
     finally:
@@ -89,8 +89,8 @@ async def identity_middleware(request: web.Request, handler: Handler) -> web.Str
 
 
 def _secure(request: web.Request) -> bool:
-    origin = request.app[KEY_SETTINGS].public_origin
-    return request.secure or (origin is not None and origin.startswith("https://"))
+    expected, _, _ = _expected_origin(request)
+    return request.secure or (expected is not None and expected.startswith("https://"))
 
 
 def csrf_token(key: bytes, user: str, session: str) -> str:
@@ -100,12 +100,70 @@ def csrf_token(key: bytes, user: str, session: str) -> str:
     return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
 
 
-def _same_origin(request: web.Request, origin: str) -> bool:
-    wanted = request.app[KEY_SETTINGS].public_origin
-    if wanted is not None:
-        return origin.lower() == wanted.lower()
-    parts = urlsplit(origin)
-    return parts.scheme in ("http", "https") and parts.netloc.lower() == request.host.lower()
+def _normal(origin: str) -> str | None:
+    """``scheme://host[:port]`` in lower case, the scheme's default port dropped; None
+    for anything that is not an http(s) origin."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    scheme = parts.scheme.lower()
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    default = 443 if scheme == "https" else 80
+    return f"{scheme}://{host}" + (f":{port}" if port is not None and port != default else "")
+
+
+def _expected_origin(request: web.Request) -> tuple[str | None, str, bool]:
+    """The origin this service's pages have (None: nothing usable), where that comes
+    from (for a refusal's words) and whether its scheme is known: ``web.public_origin``;
+    else, with ``web.trust_forwarded_origin`` and a trusted peer,
+    ``X-Forwarded-Proto``/``X-Forwarded-Host``; else the request's own ``Host`` (whose
+    scheme behind a TLS-terminating proxy is not known)."""
+    settings = request.app[KEY_SETTINGS]
+    if settings.public_origin is not None:
+        return (_normal(settings.public_origin), f"web.public_origin {settings.public_origin}",
+                True)
+    headers = request.headers
+    if settings.trust_forwarded_origin and request.app[KEY_AUTH].trusted(request.remote) \
+            and ("X-Forwarded-Host" in headers or "X-Forwarded-Proto" in headers):
+        hosts = headers.getall("X-Forwarded-Host", [headers.get("Host", "")])
+        protos = headers.getall("X-Forwarded-Proto", [request.scheme])
+        said = (f"X-Forwarded-Proto {', '.join(protos)} and "
+                f"{'X-Forwarded-Host' if 'X-Forwarded-Host' in headers else 'Host'} "
+                f"{', '.join(hosts)} from the trusted proxy")
+        if len(hosts) > 1 or len(protos) > 1 or "," in hosts[0] or "," in protos[0]:
+            return None, said + " (more than one value: set web.public_origin)", True
+        return _normal(f"{protos[0].strip()}://{hosts[0].strip()}"), said, True
+    host = headers.get("Host", "")
+    return _normal(f"{request.scheme}://{host}"), f"Host {host or '(none)'}", False
+
+
+def _same_origin(request: web.Request, origin: str) -> str | None:
+    """None when ``origin`` is this service's; else the refusal, naming what it compared
+    and what to set."""
+    expected, source, scheme_known = _expected_origin(request)
+    given = _normal(origin)
+    if given is not None and expected is not None:
+        if given == expected or (not scheme_known and given.partition("://")[2]
+                                 == expected.partition("://")[2]):
+            return None
+    if request.app[KEY_SETTINGS].public_origin is not None:
+        fix = ("if the page was this service's own, web.public_origin "
+               "(CITERUN_WEB__PUBLIC_ORIGIN) must be exactly the address in the browser's "
+               "address bar, scheme://host[:port]")
+    else:
+        fix = ("behind a proxy, set web.public_origin (CITERUN_WEB__PUBLIC_ORIGIN) to the "
+               "address in the browser's address bar, scheme://host[:port]; or have the "
+               "proxy pass the browser's Host (nginx: proxy_set_header Host $http_host), or "
+               "set X-Forwarded-Host and X-Forwarded-Proto there and "
+               "CITERUN_WEB__TRUST_FORWARDED_ORIGIN=true")
+    return (f"cross-site request refused: the browser's Origin {origin[:200]} is not this "
+            f"service's origin {expected or '(unknown)'} (from {source[:300]}); {fix}")
 
 
 async def _csrf_refusal(request: web.Request) -> str | None:
@@ -123,17 +181,27 @@ async def _csrf_refusal(request: web.Request) -> str | None:
     origin = request.headers.get("Origin")
     if site is not None:
         if site.strip().lower() != "same-origin":
-            return "cross-site request refused: it does not come from this service's pages"
-        if origin is not None and origin != "null" and not _same_origin(request, origin):
-            return "cross-site request refused: it does not come from this service's pages"
+            return (f"cross-site request refused: the browser says it comes from another "
+                    f"site's page (Sec-Fetch-Site: {site[:40]}, Origin: {(origin or '(none)')[:200]})")
+        if origin is not None and origin != "null":
+            refused = _same_origin(request, origin)
+            if refused is not None:
+                return refused
     else:
+        named = "Origin"
         if origin is None:
             referer = request.headers.get("Referer")
             if referer:
                 parts = urlsplit(referer)
                 origin = f"{parts.scheme}://{parts.netloc}"
-        if origin is None or not _same_origin(request, origin):
-            return "cross-site request refused: it does not come from this service's pages"
+                named = "Referer"
+        if origin is None:
+            return ("cross-site request refused: it carries none of Sec-Fetch-Site, Origin "
+                    "and Referer, so nothing says it comes from this service's pages")
+        refused = _same_origin(request, origin)
+        if refused is not None:
+            return refused if named == "Origin" else refused.replace(
+                "the browser's Origin", "the browser's Referer's origin", 1)
     given = request.headers.get(CSRF_HEADER)
     if given is None and request.content_type == "application/x-www-form-urlencoded":
         form = await request.post()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -55,7 +56,9 @@ async def running(pool: asyncpg.Pool, settings: Settings, web_settings: WebSetti
                   ) -> AsyncIterator[str]:
     """The service listening on ``host:port`` (0: any free port) until the block ends;
     yields its base URL. ``bundle_limits`` are the pipeline's (:func:`serve` passes the
-    configured ones), which the upload intake holds a zip thesis to."""
+    configured ones), which the upload intake holds a zip thesis to. ``web.local_user``
+    listens on a loopback address only."""
+    _check_local(web_settings, host)
     application = await web_app.build(pool, backend_of(pool, settings, web_settings),
                                       web_settings, bundle_limits=bundle_limits)
     runner = web.AppRunner(application, access_log=None)
@@ -70,6 +73,18 @@ async def running(pool: asyncpg.Pool, settings: Settings, web_settings: WebSetti
         await runner.cleanup()
 
 
+def _check_local(web_settings: WebSettings, host: str) -> None:
+    """``web.local_user`` listens on a loopback address only."""
+    try:
+        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if web_settings.local_user is not None and not loopback:
+        raise runs.RunError(f"web.local_user signs everyone who reaches the service in as "
+                            f"{web_settings.local_user!r}: it listens on loopback only "
+                            f"(--host 127.0.0.1 or ::1), not {host!r}")
+
+
 async def _serve(url: str, settings: Settings, web_settings: WebSettings,
                  bundle_limits: archive.BundleLimits, host: str, port: int) -> None:
     await db.migrate(url)
@@ -81,6 +96,13 @@ async def _serve(url: str, settings: Settings, web_settings: WebSettings,
     try:
         async with running(pool, settings, web_settings, host=host, port=port,
                            bundle_limits=bundle_limits) as base:
+            if web_settings.local_user is not None:
+                print(f"citerun serve: LOCAL MODE: every request from this machine to {base}/ "
+                      f"is user {web_settings.local_user!r}, with no sign-in (anyone with a "
+                      "login here can reach it). For one person's machine only: behind a "
+                      "proxy, unset CITERUN_WEB__LOCAL_USER.", flush=True)
+                logger.warning("local mode: every loopback request is %r, with no sign-in",
+                               web_settings.local_user)
             print(f"citerun serve: listening on {base}/", flush=True)
             await stop.wait()
     finally:
@@ -94,6 +116,7 @@ def serve(settings: Settings, web_settings: WebSettings, bundle_limits: archive.
     cluster's database (its workers and operator are the cluster's). ``bundle_limits``
     are the pipeline's, as its workers read them (``CITERUN_LIMITS__BUNDLE__*``): the
     upload intake refuses a zip thesis the parse stage would."""
+    _check_local(web_settings, host)
     if web_settings.backend == "kubernetes":
         if not settings.database_url:
             raise runs.RunError("web.backend 'kubernetes' needs CITERUN_DATABASE_URL: the "

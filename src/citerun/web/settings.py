@@ -64,7 +64,21 @@ class WebSettings(BaseModel):
         "refetches them at most this often (a key rotation), never per request.")
     public_origin: str | None = Field(
         None, description="The origin browsers see (https://citerun.example.org); POSTs "
-        "from a browser session must come from it. None: the request's own Host.")
+        "from a browser session must come from it. None: the request's own Host (or, with "
+        "trust_forwarded_origin, what the trusted proxy forwards). Behind a proxy that "
+        "does not pass the browser's Host (nginx's default), set this.")
+    trust_forwarded_origin: bool = Field(
+        False, description="Read the origin browsers see from X-Forwarded-Proto and "
+        "X-Forwarded-Host, only from trusted_proxies and only when public_origin is unset "
+        "(one value each; a list is refused). Off by default: a header is believed only "
+        "where the operator said a proxy that sets it (rather than passes the client's "
+        "on) stands in front.")
+    local_user: str | None = Field(
+        None, min_length=1, max_length=256, description="For trying citerun on one's own "
+        "machine: every request from loopback to a loopback name (localhost, 127.0.0.1, "
+        "[::1]), with no proxy's headers, is this user, with no sign-in. citerun serve "
+        "refuses it unless it listens on loopback only, and with the kubernetes backend. "
+        "Anyone with a login on the machine can reach loopback: one person's machine only.")
     max_active_runs: int = Field(
         3, ge=1, description="Runs one user may have running at once (429 above).")
     max_staged_bytes: int = Field(
@@ -106,6 +120,15 @@ class WebSettings(BaseModel):
                              f"{list(SAFE_ALGORITHMS)}")
         if self.public_origin is not None and self.public_origin.rstrip("/") != self.public_origin:
             raise ValueError("web.public_origin is an origin: no path, no trailing slash")
+        if self.public_origin is not None and not re.match(
+                r"^https?://[^/?#@\s]+$", self.public_origin):
+            raise ValueError("web.public_origin is an origin: http:// or https:// and a host "
+                             "(with its port if not the scheme's), e.g. https://citerun.example.org")
+        if self.local_user is not None:
+            if self.backend == "kubernetes":
+                raise ValueError("web.local_user is for one machine, not the kubernetes backend")
+            if self.local_user.strip() != self.local_user or not self.local_user.isprintable():
+                raise ValueError("web.local_user: a printable name without surrounding spaces")
         if self.namespace is not None and self.namespace_template is not None:
             raise ValueError("web.namespace and web.namespace_template: set one, not both")
         if self.backend == "kubernetes" and self.namespace is None \
