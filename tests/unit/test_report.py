@@ -26,6 +26,7 @@ def test_summary_counts_every_verdict() -> None:
         "contradicted": 1,
         "source_unavailable": 0,
         "unresolved_citation": 1,
+        "not_checked": 0,
     }
 
 

@@ -21,10 +21,12 @@ class Verdict(enum.StrEnum):
     CONTRADICTED = "contradicted"
     SOURCE_UNAVAILABLE = "source_unavailable"
     UNRESOLVED_CITATION = "unresolved_citation"
+    NOT_CHECKED = "not_checked"
 
 
-#: Verdicts a judge may give after reading the source; the other two are decided
-#: before any judge runs (no source matched, the source could not be read).
+#: Verdicts a judge may give after reading the source; two others are decided before any
+#: judge runs (no source matched, the source could not be read), and ``not_checked`` when
+#: the check of one citation failed on every attempt (the run still ends with its report).
 JUDGED: tuple[Verdict, ...] = (Verdict.SUPPORTED, Verdict.PARTIALLY_SUPPORTED,
                                Verdict.UNSUPPORTED, Verdict.CONTRADICTED)
 

@@ -25,15 +25,19 @@ from citerun.pipeline.settings import RetrievalConfig
 
 @dataclass(frozen=True)
 class Bm25Index:
-    """A BM25 index over chunks; ``ids`` are the chunks' ids in index order."""
+    """A BM25 index over chunks; ``ids`` are the chunks' ids in index order.
+    ``retriever`` is None where no chunk holds a word (a text layer of replacement
+    characters or stop words only): nothing can match, and bm25s cannot index it."""
 
     ids: tuple[int, ...]
-    retriever: bm25s.BM25
+    retriever: bm25s.BM25 | None
 
 
 def build_bm25(ids: Sequence[int], texts: Sequence[str]) -> Bm25Index:
     """The BM25 index of ``texts`` (English stop words left out)."""
     tokens = bm25s.tokenize(list(texts), stopwords="en", show_progress=False)
+    if not tokens.vocab:
+        return Bm25Index(tuple(ids), None)
     retriever = bm25s.BM25()
     retriever.index(tokens, show_progress=False)
     return Bm25Index(tuple(ids), retriever)
@@ -42,6 +46,8 @@ def build_bm25(ids: Sequence[int], texts: Sequence[str]) -> Bm25Index:
 def bm25_rank(index: Bm25Index, query: str, k: int) -> list[tuple[int, float]]:
     """Chunk ids and BM25 scores of the best ``k`` matches of ``query`` (score > 0)."""
     k = min(k, len(index.ids))
+    if index.retriever is None or k <= 0:
+        return []
     tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
     if not tokens.vocab:
         return []

@@ -28,7 +28,7 @@ import httpx
 import numpy as np
 import pydantic
 
-from citerun.core import flow, pdfmagic, runs, runspec, sql
+from citerun.core import errors, flow, pdfmagic, queue, runs, runspec, sql
 from citerun.core.flow import FetchPayload, JudgePayload, ParsePayload, RunPayload
 from citerun.worker import registry as registry_mod
 from citerun.worker import sandbox, steps
@@ -331,6 +331,15 @@ class JudgeSpendExhausted(registry_mod.PermanentError):
     """The run's namespace has spent its judge profile's tokens for the period."""
 
 
+class RunBudgetExhausted(registry_mod.PermanentError):
+    """The run has spent its judge's token budget."""
+
+
+#: Dead judge tasks with these codes stop the whole run (a budget is the run's or its
+#: namespace's, not one citation's); any other dead judge task costs only its citation.
+RUN_WIDE_CODES: frozenset[str] = frozenset({"judge_spend_exhausted", "run_budget_exhausted"})
+
+
 async def _namespace_tokens_left(pool: asyncpg.Pool,
                                  profiles: Mapping[str, runspec.JudgeProfile],
                                  run: runspec.RunSpec | None, tenant: str) -> int | None:
@@ -392,7 +401,7 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
         verdict = await recipe.judge(the_judge, row["claim"], lambda claim: finder.search(
             ctx.pool, claim, [row["digest"]]), ctx.pipeline.limits)
     except judge.BudgetExhausted as err:
-        raise registry_mod.PermanentError(str(err)) from err
+        raise RunBudgetExhausted(str(err)) from err
     async with ctx.fenced() as conn:
         run = await runs.lock(conn, row["run_id"])
         await _record(conn, payload.citation_id, row["run_id"], verdict,
@@ -437,9 +446,68 @@ async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> No
 
 # -- dead-lettered tasks -----------------------------------------------------------------
 
+#: What a dead judge task's error code means, in the writer's words (issue 46); any other
+#: code is named as it is. Never the stored error itself: it may hold a traceback.
+_NOT_CHECKED_WORDS: dict[str, str] = {
+    "model_mismatch": "its passages were embedded by another model than the workers' "
+                      "(run `citerun reembed`)",
+    "judge_unavailable": "the judge could not be reached",
+    "judge_request_error": "the judge refused the request",
+    "lost_lease": "the worker checking it stopped every time",
+    "timeout_error": "the check ran out of time",
+    "memory_error": "the check ran out of memory",
+}
+
+
+def not_checked_reason(filename: str | None, code: str) -> str:
+    """The rationale of a citation whose check failed on every attempt: what, against
+    which file, and why in words (with the stable code)."""
+    why = _NOT_CHECKED_WORDS.get(code, "an error in citerun")
+    against = f"against {filename}" if filename else "against its source"
+    return (f"This citation could not be checked {against}: {why} ({code}), on every "
+            "attempt. The rest of the report is complete; check this citation yourself.")
+
+
+async def _judge_not_checked(pool: asyncpg.Pool, settings: Settings, row: asyncpg.Record) -> bool:
+    """A judge task that died: its citation (and the run's others of the same claim and
+    source) get ``not_checked`` naming the file and the reason, and the run goes on to
+    its report. False where the task stops the run instead (a budget, an unknown
+    citation)."""
+    code = errors.code_of(row["last_error"])
+    citation_id = (row["payload"] or {}).get("citation_id")
+    if code in RUN_WIDE_CODES or not isinstance(citation_id, int):
+        return False
+    async with pool.acquire() as conn, conn.transaction():
+        run = await runs.lock(conn, row["run_id"])
+        citation = await conn.fetchrow(_Q["citation_source_file"], citation_id)
+        if run is None or citation is None or run["state"] != RunState.RUNNING:
+            return citation is not None
+        await conn.execute(_Q["verdict_insert"], citation_id, row["run_id"],
+                           str(judge.Verdict.NOT_CHECKED), 1.0,
+                           not_checked_reason(citation["filename"], code), [], "citerun")
+        await conn.execute(_Q["verdict_copy_same_pair"], citation_id)
+        logger.warning("citation %s of run %s not checked against %s (%s)", citation_id,
+                       row["run_id"], citation["filename"], code,
+                       extra={"action": "not_checked", "reason": code})
+        if await conn.fetchval(_Q["run_unjudged_count"], row["run_id"]) == 0:
+            await flow.of(settings).finalize(conn, row["run_id"], priority=run["priority"])
+        await runs.touch(conn, row["run_id"])
+    return True
+
+
 async def on_dead(pool: asyncpg.Pool, task_ids: list[int], settings: Settings) -> None:
-    """A pipeline task ran out of attempts: the flow decides what that means for its run."""
-    await flow.of(settings).on_dead(pool, task_ids)
+    """A pipeline task ran out of attempts. A judge task costs only its citation
+    (``not_checked``, issue 46); for the others the flow decides what it means for the
+    run (a dead parse fails its document for the run; extract and finalize fail it)."""
+    rest: list[int] = []
+    for task_id in task_ids:
+        row = await queue.get(pool, task_id)
+        if (row is not None and row["run_id"] is not None and row["kind"] == flow.JUDGE_CITATION
+                and await _judge_not_checked(pool, settings, row)):
+            continue
+        rest.append(task_id)
+    if rest:
+        await flow.of(settings).on_dead(pool, rest)
 
 
 registry.on_dead = on_dead

@@ -69,6 +69,12 @@ FROM citations AS c JOIN runs AS r ON r.id = c.run_id
 LEFT JOIN documents AS d ON d.digest = c.digest
 WHERE c.id = $1;
 
+-- name: citation_source_file --
+-- The file name the run gave a citation's source (NULL: no source mapped).
+SELECT c.id, s.filename FROM citations AS c
+LEFT JOIN run_sources AS s ON s.run_id = c.run_id AND s.digest = c.digest
+WHERE c.id = $1;
+
 -- name: verdict_insert --
 -- Record a citation's verdict (the first one recorded wins).
 INSERT INTO verdicts (citation_id, run_id, verdict, confidence, rationale, evidence, judge)

@@ -64,6 +64,11 @@ VERDICTS: dict[judge.Verdict, Meaning] = {
         "Unresolved citation", "#0550ae",
         "None of the sources you gave matches this citation, so it was not checked.",
         "Add the source’s PDF, or correct the reference entry."),
+    V.NOT_CHECKED: Meaning(
+        "Not checked", "#6e5494",
+        "citerun failed while checking this citation against its source (the reason names "
+        "the file); the rest of the report is complete.",
+        "Check this citation yourself, or run the thesis again."),
 }
 
 PROBLEMS: dict[Problem, Meaning] = {
@@ -110,7 +115,7 @@ TERMS: tuple[tuple[str, str], ...] = (
 # the less sure positive one; ties in reading order.
 _RISK: dict[judge.Verdict, int] = {
     V.CONTRADICTED: 0, V.UNSUPPORTED: 1, V.PARTIALLY_SUPPORTED: 3,
-    V.UNRESOLVED_CITATION: 4, V.SOURCE_UNAVAILABLE: 5, V.SUPPORTED: 6,
+    V.UNRESOLVED_CITATION: 4, V.SOURCE_UNAVAILABLE: 5, V.NOT_CHECKED: 5, V.SUPPORTED: 6,
 }
 _PROBLEM_RISK = 2
 _NEGATIVE = (V.CONTRADICTED, V.UNSUPPORTED)
