@@ -44,7 +44,7 @@ from citerun.pipeline.writer.latex_macros import _Macros
 from citerun.pipeline.writer.latex_tables import (
     _ACCENTS, _ARG_CONDITIONALS, _BABEL_GERMAN, _BEGIN_DOCUMENT, _CITE_NAME, _CITES, _DECIDED,
     _DEFINITIONS, _DOCUMENT_COMMANDS, _DOCUMENTCLASS, _DROPPED, _HEADINGS, _IF_NAME, _INCLUDES,
-    _LOADS, _NAME, _NOT_CITES, _NOT_MAIN_CLASSES, _QUOTE_MARKS, _SPECIAL_GERMAN, _TEXT, _TEXT_LAST,
+    _BARE_LENGTH, _LENGTH_REGISTERS, _LOADS, _NAME, _NOT_CITES, _NOTES, _NOT_MAIN_CLASSES, _QUOTE_MARKS, _SPECIAL_GERMAN, _TEXT, _TEXT_LAST,
 )
 from citerun.pipeline.writer.latex_text import (
     _decode, _newlines, _skip_macro_space, _skip_spaces, _Source, clean_claim,
@@ -103,8 +103,11 @@ class _Reader(_Macros):
             return self.end(src, start, i)
         if bare in _HEADINGS or bare == "caption":
             return self.titled(src, start, bare, i)
-        if bare in ("footnote", "footnotetext"):
-            return self.footnote(src, i)
+        if bare in _NOTES:
+            return self.footnote(src, bare, i)
+        if bare in _LENGTH_REGISTERS:  # "\vskip 2mm", "\parindent=0pt"
+            found = _BARE_LENGTH.match(text, i)
+            return found.end() if found else i
         if bare in ("item", "par", "clearpage", "newpage", "cleardoublepage", "bigskip",
                     "medskip", "smallskip", "appendix"):
             self.brk()
@@ -127,8 +130,9 @@ class _Reader(_Macros):
             return _skip_macro_space(text, i)
         if _CITE_NAME.search(bare) and bare not in _NOT_CITES:
             return self.unknown_cite(src, start, bare, i)
-        # Any other macro: its name is dropped, its groups read as text.
-        return _skip_macro_space(text, i)
+        # Any other macro: its name is dropped, its groups read as text; optional
+        # arguments that only place or size ("\\newthought[2cm]") are dropped too.
+        return self.layout_args(src, _skip_macro_space(text, i))
 
     # -- the result ----------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from citerun.pipeline.citations import quotations
@@ -83,6 +84,7 @@ class _Frame:
     env: str | None = None
     depth: int = 0  # a raw frame's brace depth
     on_close: Callable[[], None] | None = None
+    layout_after: int = 0  # optional arguments after its closing brace, dropped (\marginnote)
 
     def group(self) -> _Frame:
         """A brace group inside this frame: its text goes where this frame's goes."""
@@ -96,7 +98,10 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
     A citation that prints names ("\\textcite") gives the authors' surnames, as the page
     shows them; one that stands as a noun of its sentence (a numeric "\\cite{x} showed",
     "the work of \\cite{x}") gives its authors too, or its key where the library has none
-    (issue 40): a claim never has a hole where its citation stood.
+    (issue 40): a claim never has a hole where its citation stood. Only where the
+    sentence lacks them (issue 46): a cite after the authors' names ("Alt et al.
+    \\cite{x} give", "Smith and Jones~\\cite{x}") is not given them again, and one that
+    ends its sentence ("... they are running on \\cite{x}.") is no noun.
     """
     out: list[str] = []
     length = 0
@@ -108,16 +113,19 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
             out.append(piece)
             length += len(piece)
             continue
-        textual = not piece.in_footnote and (
+        named = piece.prints != _NAMES and _after_names("".join(out[-4:]), piece.keys, library)
+        textual = not piece.in_footnote and not named and (
             piece.prints == _NAMES or _opens_sentence(out, pieces, index))
-        if not textual and not piece.in_footnote and piece.prints == _PAREN and \
-                _NOUN_BEFORE.search("".join(out[-3:])):
+        if not textual and not piece.in_footnote and not named and piece.prints == _PAREN \
+                and _NOUN_BEFORE.search("".join(out[-3:])) and not _ends_sentence(pieces, index):
             # "Basierend auf der Arbeit von \cite{x} werden ...": the citation is a noun of
             # its sentence; the claim names it (its authors, else its key), leaving no hole.
             word = _names(piece.keys, library) or ", ".join(piece.keys)
             before = "" if not out or out[-1].endswith(" ") else " "
             following = pieces[index + 1] if index + 1 < len(pieces) else None
             after = "" if isinstance(following, str) and following.startswith(" ") else " "
+            if word.endswith(".") and isinstance(following, str) and following.startswith("."):
+                word, after = word[:-1], ""  # "Docker, Inc." before the sentence's period
             out.append(before)
             length += len(before)
             cites.append((length, piece, False))
@@ -155,6 +163,44 @@ def _opens_sentence(out: list[str], pieces: list[str | _Cite], index: int) -> bo
         if isinstance(piece, str) and piece.strip():
             return piece.lstrip()[:1].islower()
     return False
+
+
+# What ends a run of names a citation stands after: "et al.", "and colleagues",
+# "Smith's"; "usw." is not one.
+_ET_AL = re.compile(r"(?:\bet\s+al\.?|\bu\.\s*a\.|\band\s+(?:colleagues|co-?workers)|"
+                    r"\bund\s+(?:Kollegen|Mitarbeiter)|\bet\s+al\.?[’']s)\s*$")
+_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_LAST_WORD = re.compile(r"([^\W\d_][\w'’-]*?)(?:[’']s?)?\s*$")
+
+
+def _after_names(before: str, keys: Iterable[str], library: Mapping[str, LibraryItem]) -> bool:
+    """Whether the text ``before`` a cite ends in its authors' names, as a writer names
+    them before a numeric citation: "Alt et al.", "Smith and Jones", "Müller's"."""
+    before = before[-200:].rstrip()
+    if not before:
+        return False
+    if _ET_AL.search(before):
+        return True
+    last = _LAST_WORD.search(before)
+    if last is None or not last.group(1)[:1].isupper():
+        return False
+    word = last.group(1).casefold()
+    for key in keys:
+        item = library.get(key)
+        if item is not None and any(
+                word == name or word in name.split("-") for author in item.authors
+                for name in _WORD.findall(author.casefold())):
+            return True
+    return False
+
+
+def _ends_sentence(pieces: Sequence[str | _Cite], index: int) -> bool:
+    """Whether the cite at ``index`` ends its sentence: only cites, then a full stop (or
+    the block's end), follow it."""
+    for piece in pieces[index + 1:]:
+        if isinstance(piece, str) and piece.strip():
+            return piece.lstrip()[:1] in ".!?"
+    return True
 
 
 def _names(keys: Iterable[str], library: Mapping[str, LibraryItem]) -> str | None:

@@ -11,8 +11,9 @@ import unicodedata
 from citerun.pipeline.writer.latex_blocks import _Cite, _Frame, _Stream
 from citerun.pipeline.writer.latex_scan import _ReaderBase
 from citerun.pipeline.writer.latex_tables import (
-    ARG_WINDOW, _ACCENTS, _CITE_ANYWHERE, _CITES, _CONTROL_SYMBOLS, _DISPLAY_MATH,
-    _ENV_ARGS, _FLOATS, _FOOT, _MULTI, _QUOTING, _SPACES, _TABULAR, _TEXT_LAST, _VERBATIM,
+    ARG_WINDOW, FORMULA, LAYOUT_ARG, LENGTH_ARG, _ACCENTS, _CITE_ANYWHERE, _CITES,
+    _CONTROL_SYMBOLS, _CONTROL_WORD, _DISPLAY_MATH, _ENV_ARGS, _FLOATS, _FOOT, _MATH_TAIL,
+    _MULTI, _NOTES, _QUOTING, _SPACES, _TABULAR, _TEXT_LAST, _VERBATIM,
 )
 from citerun.pipeline.writer.latex_text import (
     _skip_optional, _skip_spaces, _skip_star, _Source, _uncomment, bibitems, locator_of, math_text,
@@ -38,8 +39,11 @@ class _Commands(_ReaderBase):
             return _skip_optional(src, i)[1]
         if name == "[":
             end = src.find("\\]", i, i + ARG_WINDOW)
-            self.emit(" ")
-            return i if end < 0 else end + 2
+            if end < 0:
+                self.emit(" ")
+                return i
+            self.display_math(text[i:end])
+            return end + 2
         if name == "(":
             end = src.find("\\)", i, i + ARG_WINDOW)
             if end < 0:
@@ -87,6 +91,10 @@ class _Commands(_ReaderBase):
                 self._check_dropped(src, start, i, found)
             elif kind == "{":
                 arg, end = read_group(text, i)
+                word = _CONTROL_WORD.match(text, i) if arg is None and end < 0 else None
+                if word is not None:  # "\\setlength\\parindent{0pt}": one token
+                    i = word.end()
+                    continue
                 if arg is None:
                     if end >= 0:  # opened and not closed within the window: skip as TeX would
                         self.frames.append(_Frame("raw", None, depth=1))
@@ -156,9 +164,14 @@ class _Commands(_ReaderBase):
                                   on_close=done))
         return j + 1
 
-    def footnote(self, src: _Source, i: int) -> int:
+    def footnote(self, src: _Source, name: str, i: int) -> int:
+        """A note (``\\footnote[3]{..}``, tufte's ``\\sidenote[][-2.7cm]{..}``,
+        ``\\marginnote{..}[-1cm]``): its text a block of its own that ends at its own
+        brace, its optional arguments (numbers, offsets) dropped."""
         text = src.text
-        i = _skip_optional(src, i)[1]
+        before, after = _NOTES[name]
+        for _ in range(before):
+            i = _skip_optional(src, i)[1]
         j = _skip_spaces(text, i)
         if j >= len(text) or text[j] != "{":
             return i
@@ -166,8 +179,26 @@ class _Commands(_ReaderBase):
         anchor = parent.anchor if parent.in_footnote else (
             parent.stream.block if parent.stream is not None else None)
         stream = _Stream("footnote", self.blocks) if parent.stream is not None else None
-        self.frames.append(_Frame("footnote", stream, anchor=anchor, in_footnote=True))
+        self.frames.append(_Frame("footnote", stream, anchor=anchor, in_footnote=True,
+                                  layout_after=after))
         return j + 1
+
+    def layout_args(self, src: _Source, i: int) -> int:
+        """Past the optional arguments at ``i`` that only place or size (``[-2.7cm]``,
+        ``[htbp]``, ``[width=3cm]``, ``[]``): none of them is text."""
+        for _ in range(3):
+            arg, j = _skip_optional(src, i)
+            if arg is None or not LAYOUT_ARG.fullmatch(arg):
+                break
+            i = j
+        return i
+
+    def display_math(self, tex: str) -> None:
+        """A display formula, marked as one in the text: "[formula]", with the full stop
+        or comma the writer set at its end (the sentence ends, or goes on, as written)."""
+        body = _MATH_TAIL.sub("", tex)
+        mark = body[-1] if body and body[-1] in ".,;:" else ""
+        self.emit(f" {FORMULA}{mark} ")
 
     def begin(self, src: _Source, start: int, i: int) -> int:
         text = src.text
@@ -188,7 +219,7 @@ class _Commands(_ReaderBase):
                 self.bibitems.extend(bibitems(text[i:found.start() if found else len(text)],
                                               len(self.bibitems), self.limits.max_bibitems))
             if name in _DISPLAY_MATH:
-                self.emit(" ")
+                self.display_math(text[i:found.start() if found else i])
             elif (found and name != "thebibliography"
                   and _CITE_ANYWHERE.search(text, i, found.start())):
                 self.skip(src.where(start), text[start:start + 200],
@@ -311,6 +342,11 @@ class _Commands(_ReaderBase):
             if keys is None:
                 break
             pre, post = (first, second) if second is not None else (None, first)
+            # tufte's \\cite[offset][post]{key}: an offset is no note
+            if pre is not None and LENGTH_ARG.fullmatch(pre):
+                pre = None
+            if post is not None and LENGTH_ARG.fullmatch(post):
+                post = None
             groups.append((_uncomment(pre), _uncomment(post), _uncomment(keys) or ""))
             i = end
         marker = _SPACES.sub(" ", text[start:i])[:500]

@@ -11,10 +11,12 @@ from collections.abc import Iterable, Mapping
 
 from citerun.pipeline.writer.latex_blocks import _Block, _Frame, _Stream
 from citerun.pipeline.writer.latex_tables import (
-    ARG_WINDOW, _BEGIN_DOCUMENT, _BLANK_REST,
+    ARG_WINDOW, LAYOUT_ARG, _BEGIN_DOCUMENT, _BLANK_REST,
     _END_DOCUMENT, _GERMAN_SHORTHANDS, _PATH_MACRO, _RAW_TOKEN, _SPACES, _SPECIAL,
 )
-from citerun.pipeline.writer.latex_text import _newlines, _Source, _uncomment, math_text
+from citerun.pipeline.writer.latex_text import (
+    _newlines, _skip_optional, _Source, _uncomment, math_text,
+)
 from citerun.pipeline.writer.limits import LatexLimits
 from citerun.pipeline.writer.model import LibraryItem, Skipped, WriterFileError
 
@@ -186,7 +188,12 @@ class _ReaderBase(abc.ABC):
                 self.frames.append(self.top.group())
             elif token == "}":
                 if len(self.frames) > base and self.top.kind != "env":
+                    after = self.top.layout_after
                     self.close()
+                    for _ in range(after):  # \marginnote{..}[-1cm]
+                        arg, j = _skip_optional(src, i)
+                        if arg is not None and LAYOUT_ARG.fullmatch(arg):
+                            i = j
             elif token == "%":
                 end = text.find("\n", i)
                 i = n if end < 0 else end + 1
@@ -238,7 +245,7 @@ class _ReaderBase(abc.ABC):
             end = src.find("$$", start + 2, start + ARG_WINDOW)
             if end < 0:
                 return start + 2
-            self.emit(" ")
+            self.display_math(text[start + 2:end])
             return end + 2
         end = start + 1
         while True:
@@ -250,6 +257,10 @@ class _ReaderBase(abc.ABC):
             end += 1
         self.emit(math_text(text[start + 1:end]))
         return end + 1
+
+    @abc.abstractmethod
+    def display_math(self, tex: str) -> None:
+        """Emit a display formula's mark."""
 
     @abc.abstractmethod
     def macro(self, src: _Source, start: int, depth: int) -> int:

@@ -82,7 +82,7 @@ _ARGSPECS: dict[str, str] = {
     "includegraphics": "*[[{", "usepackage": "[{[", "RequirePackage": "[{[",
     "documentclass": "[{[", "newtheorem": "*{[{[", "newenvironment": "*{[[{{",
     "renewenvironment": "*{[[{{", "DeclareMathOperator": "*{{", "color": "[{",
-    "pagecolor": "[{", "todo": "[{", "marginpar": "[{", "marginnote": "[{",
+    "pagecolor": "[{", "todo": "[{",
     "bibitem": "[{", "newacronym": "[{{{", "newglossaryentry": "{{", "captionsetup": "[{",
     "DeclareFieldFormat": "[{{", "ExecuteBibliographyOptions": "[{", "defbibheading": "{[{",
     "addtocontents": "{{", "addcontentsline": "{{{", "titleformat": "*{[{{{{[",
@@ -93,6 +93,12 @@ _ARGSPECS: dict[str, str] = {
     "newcounter": "{[", "let": "", "includeonly": "{", "excludecomment": "{",
     "includecomment": "{", "newgeometry": "{", "restoregeometry": "",
     "AtBeginDocument": "{", "AtEndDocument": "{",
+    # Layout: lengths, offsets, counts (issue 46: none of it is text).
+    "enlargethispage": "*{", "addvspace": "{", "needspace": "{", "Needspace": "*{",
+    "phantom": "{", "hphantom": "{", "vphantom": "{", "footnotemark": "[",
+    "sidenotemark": "[", "pagebreak": "[", "nopagebreak": "[", "nolinebreak": "[",
+    "setstretch": "{", "hyphenation": "{", "setlist": "[{", "columnbreak": "",
+    "resizebox": "*{{t", "scalebox": "{[t", "rotatebox": "[{t",
     # The text of these is their last argument.
     "textcolor": "[{t", "colorbox": "[{t", "href": "[{t", "foreignlanguage": "[{t",
     "makebox": "[[t", "framebox": "[[t", "parbox": "[[[{t", "foreignquote": "{t",
@@ -125,10 +131,42 @@ _ENV_ARGS = {"tabular": 1, "tabular*": 2, "tabularx": 2, "tabulary": 2, "longtab
              "wraptable": 2, "multicols": 1, "multicols*": 1, "subfigure": 1, "subtable": 1,
              "figwindow": 1}
 
+# Notes: their text is a note's, their citations stand for the body sentence of their
+# mark; each with the optional arguments before its text (tufte's \\sidenote[num][offset]
+# and \\marginnote[offset], \\marginpar[left]) and after it (marginnote's [offset]).
+_NOTES: dict[str, tuple[int, int]] = {
+    "footnote": (1, 0), "footnotetext": (1, 0), "sidenote": (2, 0), "sidenotetext": (2, 0),
+    "marginnote": (1, 1), "marginpar": (1, 0), "mpfootnote": (1, 0)}
+# A TeX length: "2mm", "-2.7cm", "0.5\\textwidth", "1em plus 2pt".
+_LENGTH = (r"[-+]?\s*(?:\d+(?:[.,]\d*)?|[.,]\d+)?\s*(?:(?:pt|pc|in|bp|cm|mm|dd|cc|sp|ex|em|mu"
+           r"|px)(?![A-Za-z])|\\(?:text|line|column|paper|marginpar)(?:width|height)\b"
+           r"|\\(?:baselineskip|parindent|parskip|hsize|vsize|fill|stretch)\b)")
+_LENGTHS = rf"{_LENGTH}(?:\s*(?:plus|minus)\s*{_LENGTH})*"
+# An optional argument that places or sizes, never text: empty, a length, a float's
+# placement ("htbp", "t", "H"), keys with values ("width=0.5\\textwidth").
+LAYOUT_ARG = re.compile(rf"\s*(?:{_LENGTHS}|[htbpHF!]+|[A-Za-z -]+\s*=[^=]*(?:,[^=,]*=?[^,]*)*)?\s*")
+LENGTH_ARG = re.compile(rf"\s*{_LENGTHS}\s*")
+# TeX's own length commands and registers: "\\vskip 2mm", "\\parindent=0pt".
+_BARE_LENGTH = re.compile(rf"\s*=?\s*{_LENGTHS}(?![A-Za-z])")
+_LENGTH_REGISTERS = frozenset({
+    "vskip", "hskip", "kern", "mskip", "mkern", "parskip", "parindent",
+    "baselineskip", "lineskip", "tabcolsep", "columnsep", "arraycolsep", "itemsep", "parsep",
+    "topsep", "partopsep", "labelsep", "leftmargin", "abovecaptionskip", "belowcaptionskip",
+    "textfloatsep", "intextsep", "floatsep", "footnotesep", "marginparsep", "marginparwidth",
+    "fboxsep", "fboxrule", "arrayrulewidth"})
+
+# A display formula stands in a claim as this mark (issue 46: never its symbols run
+# together, "\\frac{1}{2\\pi}" as "12π").
+FORMULA = "[formula]"
+# What ends a formula's body besides its last symbol: labels, tags, line ends, spaces.
+_MATH_TAIL = re.compile(r"(?:\s|\\(?:label|tag\*?)\s*\{[^{}]*\}|\\(?:nonumber|notag)\b|\\\\|&|"
+                        r"\\[,;:! ]|\\q?quad\b|\\(?:text|mbox|mathrm)\s*\{\s*\}|[{}])+$")
+_CONTROL_WORD = re.compile(r"\s*\\[A-Za-z@]+")
+
 # What a template's package may not redefine: the commands this reader reads itself.
 _BUILTIN = (frozenset(_CITES) | _INCLUDES | _DEFINITIONS | _DOCUMENT_COMMANDS | _HEADINGS
             | frozenset(_ARGSPECS) | frozenset(_LOADS) | _NOT_CITES
-            | frozenset({"footnote", "footnotetext", "caption", "item", "par", "begin", "end",
+            | frozenset(_NOTES) | frozenset({"caption", "item", "par", "begin", "end",
                          "bibliography", "addbibresource", "verb", "newline", "linebreak"}))
 # Conditionals with their branches as arguments: (test arguments, branches given).
 _CONDITIONAL_ARGS: dict[str, tuple[int, str]] = {

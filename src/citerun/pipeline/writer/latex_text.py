@@ -156,9 +156,59 @@ def _uncomment(tex: str | None) -> str | None:
     return _COMMENT.sub("", tex) if tex and "%" in tex else tex
 
 
+_FRACTION = re.compile(r"\\(?:[dtc]?frac|sqrt)(?![A-Za-z])")
+
+
+def _fractions(tex: str) -> str:
+    """``\\frac{1}{2\\pi}`` as "1/(2\\pi)", ``\\sqrt{x}`` as "√(x)" (issue 46: not "12π"):
+    each part in parentheses unless it is one symbol or number."""
+    def part(arg: str) -> str:
+        arg = _fractions(arg.strip())
+        return arg if re.fullmatch(r"\w+|\\[A-Za-z]+", arg) else f"({arg})"
+
+    out: list[str] = []
+    position = 0
+    for _ in range(200):
+        found = _FRACTION.search(tex, position)
+        if found is None:
+            break
+        i = found.end()
+        if found.group() == "\\sqrt":
+            i = _skip_optional_text(tex, i)
+        first, end = read_group(tex, i)
+        if first is None:
+            out.append(tex[position:found.end()])
+            position = found.end()
+            continue
+        if found.group() == "\\sqrt":
+            out.append(tex[position:found.start()] + "√" + part(first))
+            position = end
+            continue
+        second, end2 = read_group(tex, end)
+        if second is None:
+            out.append(tex[position:end])
+            position = end
+            continue
+        out.append(f"{tex[position:found.start()]}{part(first)}/{part(second)}")
+        position = end2
+    out.append(tex[position:])
+    return "".join(out)
+
+
+def _skip_optional_text(tex: str, i: int) -> int:
+    """Past a ``[..]`` at ``i`` (``\\sqrt[3]{x}``'s index)."""
+    if tex.startswith("[", i):
+        end = tex.find("]", i)
+        return end + 1 if end > 0 else i
+    return i
+
+
 def math_text(tex: str) -> str:
-    """Inline math as text: symbols as characters (``\\alpha`` α, ``\\leq`` ≤), other
-    macros and braces dropped ("p \\leq 0.05" -> "p ≤ 0.05")."""
+    """Inline math as text: symbols as characters (``\\alpha`` α, ``\\leq`` ≤), fractions
+    as "a/(b)", other macros and braces dropped ("p \\leq 0.05" -> "p ≤ 0.05")."""
+    if "frac" in tex or "sqrt" in tex:
+        tex = _fractions(tex)
+
     def symbol(match: re.Match[str]) -> str:
         name = match.group(1)
         return _TEXT.get(name, _CONTROL_SYMBOLS.get(name, ""))
