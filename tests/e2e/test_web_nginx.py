@@ -305,7 +305,8 @@ async def _browse(public: str, log: pathlib.Path) -> None:
             answer = await other.goto(f"{public}/runs")
             assert answer is not None and answer.status == 200
             assert await other.locator(f'tr[data-run="{run_id}"]').count() == 0
-            assert (await other.goto(f"{public}/runs/{run_id}")).status == 404  # type: ignore[union-attr]
+            answer = await other.goto(f"{public}/runs/{run_id}")
+            assert answer is not None and answer.status == 404
         finally:
             await browser.close()
 

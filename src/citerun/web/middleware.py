@@ -182,7 +182,8 @@ async def _csrf_refusal(request: web.Request) -> str | None:
     if site is not None:
         if site.strip().lower() != "same-origin":
             return (f"cross-site request refused: the browser says it comes from another "
-                    f"site's page (Sec-Fetch-Site: {site[:40]}, Origin: {(origin or '(none)')[:200]})")
+                    f"site's page (Sec-Fetch-Site: {site[:40]}, "
+                    f"Origin: {(origin or '(none)')[:200]})")
         if origin is not None and origin != "null":
             refused = _same_origin(request, origin)
             if refused is not None:

@@ -122,8 +122,9 @@ class WebSettings(BaseModel):
             raise ValueError("web.public_origin is an origin: no path, no trailing slash")
         if self.public_origin is not None and not re.match(
                 r"^https?://[^/?#@\s]+$", self.public_origin):
-            raise ValueError("web.public_origin is an origin: http:// or https:// and a host "
-                             "(with its port if not the scheme's), e.g. https://citerun.example.org")
+            raise ValueError("web.public_origin is an origin: http:// or https:// and a "
+                             "host (with its port if not the scheme's), e.g. "
+                             "https://citerun.example.org")
         if self.local_user is not None:
             if self.backend == "kubernetes":
                 raise ValueError("web.local_user is for one machine, not the kubernetes backend")
