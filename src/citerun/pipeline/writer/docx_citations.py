@@ -23,6 +23,8 @@ from citerun.pipeline.writer.model import (
 )
 
 
+# A name's own full stop and the sentence's ("et al.."), never an ellipsis.
+_DOUBLED_STOP = re.compile(r"(?<=[^\W\d_])\.\s*\.(?![.\w])")
 _NARRATIVE = re.compile(r"^(?P<lead>[^()\[\]]*?[^\W\d_][^()\[\]]*?)\s*(?P<paren>[(\[][^()\[\]]*[)\]])\s*$")
 
 
@@ -83,7 +85,8 @@ class _Claims:
         point = self._clean_offset(offset)
         index = max(bisect.bisect_left(self.span_starts, point) - 1, 0)
         start, end = self.spans[index]
-        return claims.claim_text(self.text, start, end, [])
+        # "as outlined by Carrozzino et al. (2021)." cut to its names: one full stop
+        return _DOUBLED_STOP.sub(".", claims.claim_text(self.text, start, end, []))
 
 
 

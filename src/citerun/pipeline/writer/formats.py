@@ -15,6 +15,7 @@ import bisect
 import dataclasses
 import io
 import posixpath
+import re
 import zipfile
 from collections.abc import Iterable, Mapping
 
@@ -42,7 +43,8 @@ LIBRARY_DIR = "library/"
 #: Suffixes of a library file in a bundle: BibTeX/BibLaTeX and CSL-JSON (pdfmagic owns them).
 LIBRARY_SUFFIXES = pdfmagic.LIBRARY_SUFFIXES
 #: What the CLI puts in a bundle from a LaTeX thesis's folder (text only: no figures).
-BUNDLE_SUFFIXES = (".tex", ".bib", ".json", ".ltx", ".sty", ".cls", ".bbx", ".cbx")
+BUNDLE_SUFFIXES = (".tex", ".bib", ".json", ".ltx", ".sty", ".cls", ".bbx", ".cbx", ".def",
+                   ".cfg", ".clo")  # a class's own files beside it (tufte-common.def)
 
 
 def is_writer_file(data: bytes) -> bool:
@@ -50,8 +52,20 @@ def is_writer_file(data: bytes) -> bool:
     return pdfmagic.is_zip(data)
 
 
+def library_name(path: str, bundle: Mapping[str, bytes]) -> str:
+    """How a library file of the bundle is named to the writer: a ``--bib`` staged as
+    ``library/0-literature.bib`` by the thesis's own file of the same bytes
+    (``thesis/literature.bib``), else by the name it was given (``literature.bib``);
+    any other by its path in the bundle (issue 46)."""
+    if not path.startswith(LIBRARY_DIR):
+        return path
+    data = bundle.get(path)
+    same = sorted(p for p, d in bundle.items() if not p.startswith(LIBRARY_DIR) and d == data)
+    return same[0] if same else re.sub(r"^\d+-", "", path[len(LIBRARY_DIR):])
+
+
 def read_library(files: Mapping[str, bytes], limits: LibraryLimits = LibraryLimits(),
-                 bib_limits: BibLimits = BibLimits()
+                 bib_limits: BibLimits = BibLimits(), bundle: Mapping[str, bytes] | None = None
                  ) -> tuple[tuple[LibraryItem, ...], tuple[Skipped, ...]]:
     """Every library item of the bundle's .bib and CSL-JSON files, in path order.
 
@@ -59,8 +73,9 @@ def read_library(files: Mapping[str, bytes], limits: LibraryLimits = LibraryLimi
     library (under :data:`LIBRARY_DIR`), or a JSON list of CSL items (objects with an
     ``id`` and a ``type``, ``title``, ``author`` or ``issued``). Any other ``.json`` of a
     thesis's folder (an experiment's config, a code sample) is not a library and is left
-    alone. An error in a library names its file (and the line, where the reader knows it).
-    ``limits`` bound each file, ``bib_limits`` each entry of a .bib.
+    alone. An error in a library names its file (and the line, where the reader knows it),
+    as :func:`library_name` names it among ``bundle`` (all the bundle's files; ``files``
+    by default). ``limits`` bound each file, ``bib_limits`` each entry of a .bib.
     """
     from citerun.pipeline.writer import bib, csl  # readers load when a writer's file is read
 
@@ -71,7 +86,7 @@ def read_library(files: Mapping[str, bytes], limits: LibraryLimits = LibraryLimi
             continue
         text = files[path].decode("utf-8", errors="replace")
         given = path.startswith(LIBRARY_DIR)
-        shown = path[len(LIBRARY_DIR):] if given else path
+        shown = library_name(path, files if bundle is None else bundle)
         try:
             if path.lower().endswith(".bib"):
                 found, skips = bib.read_bibtex(text, limits, bib_limits)
@@ -239,7 +254,7 @@ def _read_thesis(files: dict[str, bytes], limits: archive.BundleLimits,
     # a CSL-JSON beside it are the library too.
     extra, skipped = read_library({p: b for p, b in files.items()
                                    if p.startswith(LIBRARY_DIR) or p.lower().endswith(".json")},
-                                  library_limits, writer.bib)
+                                  library_limits, writer.bib, bundle=files)
     thesis = latex.read_latex(files, main=main.decode("utf-8", errors="replace") if main else None,
                               bib=extra, limits=library_limits, latex_limits=writer.latex,
                               bib_limits=writer.bib)
@@ -322,4 +337,20 @@ def locate(extraction: citations.Extraction, thesis: Document) -> citations.Extr
         cursor[citation.page] = at
         block = bisect.bisect_right(starts, unit_start[citation.page] + at) - 1
         located.append(dataclasses.replace(citation, location=blocks[block]))
-    return dataclasses.replace(extraction, citations=tuple(located))
+    # What the rules of the page did not take says where it stands the same way: a
+    # Word thesis has paragraphs, not the "page 5" of a unit of its text (issue 46).
+    skipped = []
+    for skip in extraction.skipped:
+        unit = _UNIT_WHERE.fullmatch(skip.where)
+        number = int(unit.group(1)) if unit else 0
+        text = units.get(number, "")
+        at = text.find(skip.text[:80]) if unit and text and skip.text else -1
+        if unit and at >= 0:
+            block = bisect.bisect_right(starts, unit_start[number] + at) - 1
+            skip = dataclasses.replace(skip, where=blocks[block] + unit.group(2))
+        skipped.append(skip)
+    return dataclasses.replace(extraction, citations=tuple(located), skipped=tuple(skipped))
+
+
+# Where the rules of the page say a thing stands: "page 5", "page 5, footnote 2".
+_UNIT_WHERE = re.compile(r"page (\d+)(.*)", re.DOTALL)

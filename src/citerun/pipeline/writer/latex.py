@@ -84,6 +84,8 @@ class _Reader(_Macros):
             return self.define_document_command(src, start, i)
         if bare in _LOADS:
             return self.load(src, start, bare, i, depth)
+        if bare in ("IfFileExists", "InputIfFileExists"):
+            return self.if_file_exists(src, start, bare, i, depth)
         if bare in _DECIDED or bare in _ARG_CONDITIONALS:
             return self.arg_conditional(src, start, bare, i, depth)
         if bare == "newif":  # \newif\ifdraft: a definition, not a conditional
@@ -175,7 +177,8 @@ class _Texts(Mapping[str, str]):
 
     def __init__(self, files: Mapping[str, bytes]) -> None:
         self._files = {path: data for path, data in files.items()
-                       if path.lower().endswith((".tex", ".ltx", ".sty", ".cls"))}
+                       if path.lower().endswith((".tex", ".ltx", ".sty", ".cls", ".def",
+                                                 ".cfg", ".clo"))}
         self._texts: dict[str, str] = {}
 
     def __getitem__(self, path: str) -> str:
@@ -268,8 +271,8 @@ def _libraries(files: Mapping[str, bytes], reader: _Reader, limits: LibraryLimit
             skipped.append(Skipped(where=where, text=name, reason=f"library {name!r}: {why}"))
         elif path not in paths:
             paths.append(path)
-    if not reader.libraries:
-        paths = bibs
+    if not reader.libraries:  # the --bib libraries (under LIBRARY_DIR) are read besides
+        paths = [p for p in bibs if not p.startswith(LIBRARY_DIR)]
     # The same file given again with --bib (the CLI puts it under library/, read besides):
     # read once, so that its items and its skipped entries are not listed twice.
     given = {files[p] for p in files if p.startswith(LIBRARY_DIR)}

@@ -292,6 +292,34 @@ class _Macros(_Commands):
             self.scan(_Source(src.path, chosen, [], line=line), depth + 1, cost=100)
         return i
 
+    def if_file_exists(self, src: _Source, start: int, name: str, i: int, depth: int) -> int:
+        """``\\IfFileExists{file}{then}{else}`` (``\\InputIfFileExists`` inputs the file
+        too): decided by the bundle, as TeX decides it by the disk. The branch not taken
+        is not read, nor listed: its ``\\input`` of a file that is not there is no
+        citation lost (issue 46). A file the bundle lacks may be a system one TeX finds;
+        the bundle is all this reader has, so the else branch is read."""
+        text = src.text
+        args: list[str] = []
+        for _ in range(3):
+            arg, end = read_group(text, i)
+            if arg is None:  # not the shape expected: read on as text
+                return i
+            args.append(arg)
+            i = end
+        if depth + 1 > self.limits.max_depth:
+            self.skip(src.where(start), "\\" + name,
+                      f"conditionals nest over {self.limits.max_depth} levels deep: read as text")
+            return i
+        target = (_uncomment(args[0]) or "").strip()
+        path = self.resolve(target, src.path, ".tex")[0] if target else None
+        line = int(src.where(start).rsplit(":", 1)[1])
+        chosen = args[1] if path is not None else args[2]
+        if chosen:
+            self.scan(_Source(src.path, chosen, [], line=line), depth + 1, cost=100)
+        if path is not None and name == "InputIfFileExists":
+            self.include(target, src, start, depth, text[start:i])
+        return i
+
     def tex_if(self, src: _Source, name: str, i: int) -> int:
         """A TeX conditional: ``\\iffalse``, ``\\ifx&#1&`` and ``\\if\\relax\\detokenize{#1}
         \\relax`` (a template's test for an empty argument) are decided and the branch

@@ -44,12 +44,17 @@ def locator_of(postnote: str) -> str | None:
     return locator
 
 
+# A name's own full stop and the sentence's ("Inc.."), never an ellipsis ("...").
+_DOUBLED_STOP = re.compile(r"(?<=[^\W\d_])\.\.(?!\.)")
+
+
 def clean_claim(text: str) -> str:
     """A claim's text tidied after its citations were cut: "data (see )." -> "data (see)."."""
     text = _SPACES.sub(" ", text)
     text = _EMPTY_BRACKETS.sub("", text)
     text = _SPACE_BEFORE.sub(r"\1", text)
     text = _SPACE_AFTER_OPEN.sub(r"\1", text)
+    text = _DOUBLED_STOP.sub(".", text)  # "Inc." before the sentence's full stop
     return _SPACES.sub(" ", text).strip()
 
 
