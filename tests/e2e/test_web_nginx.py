@@ -34,6 +34,7 @@ import socket
 import ssl
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
@@ -351,6 +352,6 @@ async def _refused_upload(public: str) -> str:
             await tab.get_by_role("button", name="Upload and check").click()
             alert = tab.locator("#upload-error")
             await alert.wait_for(state="visible", timeout=30_000)
-            return await alert.inner_text()
+            return str(await alert.inner_text())
         finally:
             await browser.close()
