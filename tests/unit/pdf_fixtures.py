@@ -11,6 +11,7 @@ the right ``reason``.
 from __future__ import annotations
 
 import random
+import re
 import typing
 
 import pymupdf
@@ -172,3 +173,47 @@ def column(x: float, top: float, lines: typing.Sequence[str], *, leading: float 
             placed.append((x + shift, y, line.lstrip("\t")))
         y += leading
     return placed
+
+
+def scan_of(data: bytes, *, dpi: int = 300) -> bytes:
+    """Each page of ``data`` as a scanner gives it back: a grey image of the page at
+    ``dpi``, no text layer."""
+    source = pymupdf.open(stream=data, filetype="pdf")
+    doc = pymupdf.open()
+    for page in source:
+        image = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY).tobytes("png")
+        scanned = doc.new_page(width=page.rect.width, height=page.rect.height)
+        scanned.insert_image(scanned.rect, stream=image)
+    source.close()
+    return _save(doc)
+
+
+def garbled_layer_pdf(pages: typing.Sequence[typing.Sequence[str]], *, visible: bool = True) -> bytes:
+    """:func:`garble` of a :func:`text_pdf` of ``pages``."""
+    return garble(text_pdf(pages), visible=visible)
+
+
+def garble(data: bytes, *, visible: bool = True) -> bytes:
+    """``data`` with a text layer of glyph codes, no words: every font's ToUnicode map
+    sends each character to the private use area (as a PDF whose fonts lost their encoding
+    reads; MuPDF gives U+FFFD for others), while the page still shows the words.
+    ``visible`` false draws the text invisibly (render mode 3): nothing on the page for
+    OCR to read either."""
+    doc = pymupdf.open(stream=data, filetype="pdf")
+    if not visible:
+        for page in doc:
+            page.clean_contents()
+            for xref in page.get_contents():
+                stream = re.sub(rb"\b[0-7] Tr\b", b"3 Tr", doc.xref_stream(xref))
+                doc.update_stream(xref, re.sub(rb"\bBT\b", b"BT 3 Tr", stream))
+    cmap = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Garbled def "
+            "/CMapType 2 def\n1 begincodespacerange <00> <FF> endcodespacerange\n"
+            "1 beginbfrange\n<00> <FF> <E000>\nendbfrange\nendcmap CMapName currentdict /CMap "
+            "defineresource pop end end").encode()
+    to_unicode = doc.get_new_xref()
+    doc.update_object(to_unicode, "<<>>")
+    doc.update_stream(to_unicode, cmap)
+    for page in doc:
+        for font in page.get_fonts():
+            doc.xref_set_key(font[0], "ToUnicode", f"{to_unicode} 0 R")
+    return _save(doc)

@@ -99,11 +99,11 @@ def written_json(document: Document) -> dict[str, Any] | None:
 
 
 def page_row(page: Page) -> tuple[int, str, float, float, list[layout.LineRow], bytes | None,
-                                  str | None]:
+                                  str | None, bool]:
     """A page as ``document_pages`` stores it: number, text, width, height, lines, image,
-    label."""
+    label, read by OCR."""
     return (page.number, page.text, page.width, page.height, layout.line_rows(page.lines),
-            page.image, page.label)
+            page.image, page.label, page.ocr)
 
 
 def page_from_row(row: Row) -> Page:
@@ -112,7 +112,8 @@ def page_from_row(row: Row) -> Page:
     return Page(number=int(row["number"]), text=str(row["text"]),
                 lines=layout.lines_of(_get(row, "lines") or ()),
                 width=float(_get(row, "width") or 0.0), height=float(_get(row, "height") or 0.0),
-                image=bytes(image) if image is not None else None, label=_get(row, "label"))
+                image=bytes(image) if image is not None else None, label=_get(row, "label"),
+                ocr=bool(_get(row, "ocr")))
 
 
 def _get(row: Row, key: str) -> Any:
@@ -153,22 +154,29 @@ def check_text(pages: collections.abc.Sequence[tuple[int, str]] | collections.ab
     return None
 
 
-def read_pdf(data: bytes, limits: LimitSettings, max_bytes: int) -> Document:
-    """A PDF's pages and what it says about itself, within the page and text caps.
+def page_count_of(data: bytes) -> int:
+    """A PDF's page count, without parsing its pages (0 where it cannot be opened)."""
+    import pymupdf
+
+    with contextlib.suppress(Exception):
+        with pymupdf.open(stream=data, filetype="pdf") as doc:  # type: ignore[no-untyped-call]
+            return int(doc.page_count)
+    return 0
+
+
+def read_pdf(data: bytes, limits: LimitSettings, max_bytes: int, *, ocr: bool = False) -> Document:
+    """A PDF's pages and what it says about itself, within the page and text caps; with
+    ``ocr`` (and ``limits.ocr.enabled``), pages without a usable text layer read by OCR.
 
     Raises :class:`~citerun.pipeline.pdf.limits.DocumentError` for a document that cannot
     be used (its reason says why) and :class:`TooComplex` for one over a cap.
     """
-    import pymupdf
-
-    count = 0
-    with contextlib.suppress(Exception):  # the page count first: it costs no parsing
-        with pymupdf.open(stream=data, filetype="pdf") as doc:  # type: ignore[no-untyped-call]
-            count = doc.page_count
+    count = page_count_of(data)  # first: it costs no parsing
     if count > limits.max_pages:
         raise TooComplex(f"{count:,} pages, over the limit of {limits.max_pages:,} pages")
     try:
-        document = parse_pdf(data, max_bytes=max_bytes)
+        document = parse_pdf(data, max_bytes=max_bytes,
+                             ocr=limits.ocr if ocr and limits.ocr.enabled else None)
     except pdf_limits.DocumentError as err:
         if _ALLOCATION_FAILED.search(str(err)):  # MuPDF reports a failed malloc as an error
             raise TooComplex(f"the address space limit of {limits.parse.address_space_mb} "

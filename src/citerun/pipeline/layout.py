@@ -97,6 +97,10 @@ class PageLayout:
     width: float
     height: float
     lines: tuple[Line, ...]
+    #: The lines were read by OCR (the page had no text layer, or one that is not text).
+    ocr: bool = False
+    #: The page's own text layer was not text (U+FFFD, glyph ids) and was left out.
+    not_text: bool = False
 
     def text(self) -> str:
         """Lines joined by newlines, paragraphs by a blank line."""

@@ -133,14 +133,15 @@ def _by_rows(lines: list[_Raw]) -> list[_Raw]:
 _LIST_LABEL = re.compile(r"\[\d{1,3}\]|\(\d{1,3}\)|\d{1,3}[.)]?|[A-Za-z][.)]|[•◦▪–-]|\[[A-Za-z+]{1,8}\d{2,4}[a-z]?\]")
 
 
-def _raw_lines(page: pymupdf.Page) -> list[_Raw]:
-    """Horizontal lines of a page; fragments on one baseline that touch are joined."""
+def _raw_lines(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> list[_Raw]:
+    """Horizontal lines of a page (of ``textpage``, an OCR's, where given); fragments on
+    one baseline that touch are joined."""
     found: list[_Raw] = []
-    page_dict = page.get_text("dict", flags=TEXT_FLAGS)  # type: ignore[no-untyped-call]
+    page_dict = page.get_text("dict", flags=TEXT_FLAGS, textpage=textpage)  # type: ignore[no-untyped-call]
     if any(c in span["text"] for block in page_dict["blocks"] for line in block.get("lines", ())
            for span in line["spans"] for c in _SPACING_ACCENTS):
         # Only pages with spacing accents pay for the characters' boxes.
-        page_dict = page.get_text("rawdict", flags=TEXT_FLAGS)  # type: ignore[no-untyped-call]
+        page_dict = page.get_text("rawdict", flags=TEXT_FLAGS, textpage=textpage)  # type: ignore[no-untyped-call]
         for block in page_dict["blocks"]:
             for line in block.get("lines", ()):
                 line["spans"] = _accented_spans(line)

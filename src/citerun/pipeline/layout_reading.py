@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import re
 import statistics
+from collections.abc import Callable
 
 import pymupdf
 
@@ -267,13 +268,33 @@ def _body_size(pages: list[list[_Raw]]) -> float:
     return chars.most_common(1)[0][0] if chars else 10.0
 
 
-def read_document(doc: pymupdf.Document) -> list[PageLayout]:
-    """Every page's lines in reading order, running heads and page numbers dropped."""
+#: Reads one page by OCR (:func:`citerun.pipeline.pdf.ocr.read_page` with its settings).
+PageOcr = Callable[[pymupdf.Page], pymupdf.TextPage]
+
+
+def read_document(doc: pymupdf.Document, ocr: PageOcr | None = None) -> list[PageLayout]:
+    """Every page's lines in reading order, running heads and page numbers dropped.
+
+    A text layer that is not text (U+FFFD, glyph ids: :func:`~.pdf.ocr.text_layer`) is left
+    out, as if the page had none; with ``ocr``, such a page, and a page without a text
+    layer that shows an image, is read by OCR instead."""
+    from citerun.pipeline.pdf import ocr as ocr_mod  # noqa: PLC0415 - pdf imports this module
+
     raw_pages: list[list[_Raw]] = []
     sizes: list[tuple[float, float]] = []
+    by_ocr: set[int] = set()
+    not_text: set[int] = set()
     for index in range(doc.page_count):
         page = doc[index]
-        raw_pages.append(_raw_lines(page))
+        lines = _raw_lines(page)
+        layer = ocr_mod.text_layer(r.text for r in lines)
+        if layer == "not_text":
+            not_text.add(index)
+            lines = []
+        if ocr is not None and layer != "text" and (layer == "not_text" or page.get_images()):
+            lines = _raw_lines(page, ocr(page))
+            by_ocr.add(index)
+        raw_pages.append(lines)
         sizes.append((float(page.rect.width), float(page.rect.height)))
     counts: collections.Counter[str] = collections.Counter()  # key -> pages with it at an edge
     everywhere: collections.Counter[str] = collections.Counter()  # key -> lines with it
@@ -305,6 +326,7 @@ def read_document(doc: pymupdf.Document) -> list[PageLayout]:
                 raw.text = raw.text.translate(_FROM_SUPERSCRIPT)
         ordered = _footnotes_last(_reading_order(kept), body_size)
         layouts.append(
-            PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered)))
+            PageLayout(index + 1, width, height, tuple(_mark_paragraphs(ordered)),
+                       ocr=index in by_ocr, not_text=index in not_text)
         )
     return layouts

@@ -17,7 +17,7 @@ from citerun.pipeline.document import Document, Source
 #: What a report lists of the markers not taken (the first ones, in reading order).
 MAX_SKIPPED = 1000
 
-_PAGE_COLUMNS = ("number", "text", "width", "height", "lines", "image", "label")
+_PAGE_COLUMNS = ("number", "text", "width", "height", "lines", "image", "label", "ocr")
 
 
 def evidence_rows(judgement: judge.Judgement) -> list[dict[str, Any]]:
@@ -38,7 +38,8 @@ def rows(name: str, thesis: Document, given: Sequence[Source],
          "page_count": thesis.page_count, "state": DocumentState.PARSED, "error": None,
          "written_format": thesis.written.format if thesis.written else None},
         *({"digest": s.id, "role": "source", "filename": s.filename, "state": state[s.read],
-           "title": s.document.title, "error": s.error} for s in given)]
+           "title": s.document.title, "error": s.error,
+           "ocr_pages": sum(p.ocr for p in s.document.pages)} for s in given)]
     cited = [{**dataclasses.asdict(m.citation), "digest": m.document_id,
               "reference": m.reference.text if m.reference else None, "match_method": m.method,
               "match_score": m.score, "match_reason": m.reason, "verdict": str(v.verdict),

@@ -22,11 +22,21 @@ from citerun.pipeline.settings import DocumentSettings, LimitSettings, PipelineS
 from citerun.pipeline.writer import attach, formats, model as writer
 
 
-def read(data: bytes, limits: LimitSettings, max_bytes: int) -> Document:
-    """A thesis or a source, PDF or writer's file; raises ``pdf.DocumentError``."""
+def read(data: bytes, limits: LimitSettings, max_bytes: int, *,
+         ocr: bool | None = None) -> Document:
+    """A thesis or a source, PDF or writer's file; raises ``pdf.DocumentError``.
+
+    ``ocr``: None reads a PDF without a usable text layer again by OCR (where
+    ``limits.ocr.enabled``); False never OCRs, True OCRs at once: the worker reads without
+    first and OCRs in a child of its own under the OCR limits (``no_text``, issue 46)."""
     if formats.is_writer_file(data):
         return formats.read_document(data, limits, max_bytes)
-    return document.read_pdf(data, limits, max_bytes)
+    try:
+        return document.read_pdf(data, limits, max_bytes, ocr=bool(ocr))
+    except pdf.DocumentError as err:
+        if ocr is not None or err.reason != "no_text" or not limits.ocr.enabled:
+            raise
+    return document.read_pdf(data, limits, max_bytes, ocr=True)
 
 
 def passages(doc: Document, settings: DocumentSettings) -> tuple[pdf.Chunk, ...]:

@@ -12,6 +12,7 @@ import pydantic
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from citerun.pipeline import citations, embed
+from citerun.pipeline.pdf.ocr import OcrSettings
 from citerun.pipeline import judge as judges
 from citerun.pipeline.writer import archive
 from citerun.pipeline.writer.limits import WriterLimits
@@ -124,6 +125,11 @@ class LimitSettings(pydantic.BaseModel):
         "CSL-JSON) of a writer's file may be: bytes and entries "
         "(CITERUN_LIMITS__LIBRARY__MAX_ITEMS, ...). A file over a limit is refused as "
         "corrupt with the limit named.")
+    ocr: OcrSettings = pydantic.Field(
+        default_factory=OcrSettings, description="OCR of a source none of whose pages has a "
+        "usable text layer (a scan, a layer of replacement characters): in a second parse "
+        "child under OcrSettings.task_limits, Tesseract's languages, resolution and page cap "
+        "(CITERUN_LIMITS__OCR__ENABLED, __DPI, __MAX_PAGES, ...; issue 46).")
     writer: WriterLimits = pydantic.Field(
         default_factory=WriterLimits, description="How much of a writer's file its readers "
         "take: the nesting, includes, macros and text of a LaTeX thesis "

@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from citerun.pipeline import citations, pdf, recipe
+from citerun.pipeline import document as docs
 from citerun.pipeline.document import Document, TooComplex
 from citerun.pipeline.settings import DocumentSettings, LimitSettings
 from citerun.worker import sandbox
@@ -28,15 +29,26 @@ class Rejected:
 
     reason: str
     message: str
+    #: The document's pages, where a reason needs them (``no_text``: the OCR child's budget).
+    pages: int = 0
 
 
-def parse(data: bytes, limits: LimitSettings, settings: DocumentSettings) -> Parsed | Rejected:
-    """:func:`recipe.read` and :func:`recipe.passages` (parse_document's child)."""
+def parse(data: bytes, limits: LimitSettings, settings: DocumentSettings, *,
+          ocr: bool = False) -> Parsed | Rejected:
+    """:func:`recipe.read` and :func:`recipe.passages` (parse_document's child; with
+    ``ocr``, the child under the OCR limits that reads a PDF without a text layer)."""
     try:
-        document = recipe.read(data, limits, settings.max_bytes)
+        document = recipe.read(data, limits, settings.max_bytes, ocr=ocr)
     except pdf.DocumentError as err:
-        return Rejected(err.reason, str(err))
+        pages = docs.page_count_of(data) if err.reason == "no_text" else 0
+        return Rejected(err.reason, str(err), pages)
     return Parsed(document, recipe.passages(document, settings))
+
+
+def parse_by_ocr(data: bytes, limits: LimitSettings, settings: DocumentSettings) -> Parsed | Rejected:
+    """:func:`parse` with OCR: the child under ``limits.ocr.task_limits`` that reads a PDF
+    the first child found no usable text layer in (issue 46)."""
+    return parse(data, limits, settings, ocr=True)
 
 
 def extract(thesis: Document, limits: LimitSettings) -> citations.Extraction | TooComplex:

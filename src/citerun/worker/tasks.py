@@ -142,9 +142,19 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
     limits = ctx.pipeline.limits
+    data = bytes(row["raw"])
     try:  # in a child process under the parse limits (see src/citerun/worker/sandbox.py)
-        outcome = await sandbox.run(limits.parse, steps.parse, bytes(row["raw"]), limits,
+        outcome = await sandbox.run(limits.parse, steps.parse, data, limits,
                                     ctx.pipeline.documents, slots=limits.max_children)
+        if (isinstance(outcome, steps.Rejected) and outcome.reason == "no_text"
+                and limits.ocr.enabled):
+            # No usable text layer (a scan, replacement characters): read by OCR, in a
+            # child of its own whose budget grows with the pages (issue 46).
+            logger.info("document %s (%s) read by OCR: %s", row["filename"], payload.digest[:12],
+                        outcome.message, extra={"action": "ocr"})
+            outcome = await sandbox.run(
+                limits.ocr.task_limits(limits.parse, outcome.pages), steps.parse_by_ocr,
+                data, limits, ctx.pipeline.documents, slots=limits.max_children)
     except sandbox.DocumentTooComplex as err:
         if err.transient and ctx.task.run_id is not None:
             # Over the wall clock on a busy node, killed from outside: this run's failure,

@@ -12,8 +12,8 @@ WHERE digest = $1 AND state <> 'parsed';
 
 -- name: document_page_insert --
 -- Store the cleaned text of one page, its size, line boxes and rendering.
-INSERT INTO document_pages (digest, number, text, width, height, lines, image, label)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO document_pages (digest, number, text, width, height, lines, image, label, ocr)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT DO NOTHING;
 
 -- name: chunk_insert --
@@ -31,7 +31,8 @@ SELECT s.digest, s.role, s.filename, s.keys,
        d.title, d.authors, d.year, d.doi, d.arxiv_id, d.page_count,
        coalesce(s.error_reason, d.error_reason) AS error_reason,
        coalesce(s.error, d.error) AS error,
-       d.written ->> 'format' AS written_format
+       d.written ->> 'format' AS written_format,
+       (SELECT count(*) FROM document_pages AS p WHERE p.digest = s.digest AND p.ocr) AS ocr_pages
 FROM run_sources AS s JOIN documents AS d USING (digest)
 WHERE s.run_id = $1 ORDER BY s.role DESC, s.filename;
 

@@ -79,7 +79,7 @@ tree_hash() {
 
 # --- base ----------------------------------------------------------------------------
 base_ref=localhost/citerun-base:bookworm
-base_pkgs=python3,python3-venv,ca-certificates,trans-de-en
+base_pkgs=python3,python3-venv,ca-certificates,trans-de-en,tesseract-ocr,tesseract-ocr-eng,tesseract-ocr-deu
 base_stamp="mmdebstrap minbase bookworm include=$base_pkgs"
 if stamp_ok base "$base_stamp" && "${bah[@]}" inspect --type image "$base_ref" >/dev/null 2>&1; then
     log "$base_ref: up to date"

@@ -15,7 +15,7 @@ import typing
 import pymupdf
 
 from citerun.pipeline import layout, layout_reading
-from citerun.pipeline.pdf import identity, limits, render
+from citerun.pipeline.pdf import identity, limits, ocr as ocr_mod, render
 from citerun.pipeline.pdf.labels import page_labels
 
 if typing.TYPE_CHECKING:
@@ -41,13 +41,19 @@ class Page:
     image: bytes | None = None
     # The page's printed label ("273", "xii"; see :mod:`.labels`), which a locator cites.
     label: str | None = None
+    # The text was read by OCR (:mod:`.ocr`): its words may be misread.
+    ocr: bool = False
 
 
-def parse_pdf(data: bytes, *, max_bytes: int) -> Document:
+def parse_pdf(data: bytes, *, max_bytes: int, ocr: ocr_mod.OcrSettings | None = None) -> Document:
     """Parse a PDF into cleaned pages and what it says about itself: title, authors (as
     printed, "Given Surname"), year, DOI and arXiv id, read from the first page's layout
     (the PDF's info fields only where they agree with the page; see
     :func:`~citerun.pipeline.pdf.identity.identify`).
+
+    A page whose text layer is not text (U+FFFD, glyph ids) counts as a page without one.
+    With ``ocr``, pages without a usable text layer are read by OCR (:mod:`.ocr`), at most
+    ``ocr.max_pages`` of them.
 
     Raises :class:`~citerun.pipeline.pdf.limits.DocumentError` with the matching
     ``reason`` when the document is too large, not a PDF, damaged, password-protected,
@@ -66,7 +72,7 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> Document:
         if doc.page_count == 0:
             raise limits.DocumentError("empty")
         try:
-            layouts = layout_reading.read_document(doc)
+            layouts = layout_reading.read_document(doc, _page_ocr(ocr) if ocr else None)
             first_page_raw = doc[0].get_text(flags=layout.TEXT_FLAGS)  # type: ignore[no-untyped-call]
             images = render.render_pages(doc) if doc.page_count <= render.RENDER_MAX_PAGES else {}
             printed = page_labels(doc)
@@ -76,14 +82,10 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> Document:
         metadata = doc.metadata or {}
 
     if not any(page.lines for page in layouts):
-        raise limits.DocumentError(
-            "no_text",
-            f"none of the {len(layouts)} pages has a text layer (probably a scan); "
-            "run OCR on it first",
-        )
+        raise limits.DocumentError("no_text", _no_text(layouts, ocr))
     pages = tuple(
         Page(number=p.number, text=_clean(p.text()), lines=p.lines, width=p.width, height=p.height,
-             image=images.get(p.number), label=printed[p.number - 1])
+             image=images.get(p.number), label=printed[p.number - 1], ocr=p.ocr and bool(p.lines))
         for p in layouts
     )
     found = identity.identify(layouts[0], str(first_page_raw), metadata)
@@ -97,6 +99,40 @@ def parse_pdf(data: bytes, *, max_bytes: int) -> Document:
         doi=found.doi,
         arxiv_id=found.arxiv_id,
     )
+
+
+def _page_ocr(settings: ocr_mod.OcrSettings) -> layout_reading.PageOcr:
+    """Reads a page by OCR, at most ``settings.max_pages`` pages."""
+    done = 0
+
+    def read(page: pymupdf.Page) -> pymupdf.TextPage:
+        nonlocal done
+        done += 1
+        if done > settings.max_pages:
+            raise limits.DocumentError(
+                limits.TOO_COMPLEX, f"{limits.TOO_COMPLEX}: more than {settings.max_pages} "
+                "pages to read by OCR (CITERUN_LIMITS__OCR__MAX_PAGES)")
+        try:
+            return ocr_mod.read_page(page, settings, layout.TEXT_FLAGS)
+        except ocr_mod.OcrUnavailable as err:
+            raise limits.DocumentError("no_text", f"the PDF needs OCR, and {err}") from err
+
+    return read
+
+
+def _no_text(layouts: typing.Sequence[layout.PageLayout], ocr: ocr_mod.OcrSettings | None) -> str:
+    """Why no page gave text, in the writer's words."""
+    garbled = sum(p.not_text for p in layouts)
+    if garbled:
+        what = (f"the text layer of {garbled} of the {len(layouts)} pages is not text "
+                "(replacement characters or glyph codes, no words)")
+    else:
+        what = f"none of the {len(layouts)} pages has a text layer (probably a scan)"
+    if ocr is None:
+        return f"{what}; run OCR on it first"
+    if any(p.ocr for p in layouts):
+        return f"{what}, and OCR found no words on it"
+    return f"{what}, and no page shows an image to read by OCR"
 
 
 # --- page text ----------------------------------------------------------------------

@@ -142,7 +142,8 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
     sources = [SourceEntry(
         document_id=d["digest"], filename=d["filename"], title=d["title"],
         status=SourceStatus.PARSED if d["state"] == DocumentState.PARSED else SourceStatus.FAILED,
-        error=d["error"], cited_by=cited[d["digest"]]) for d in given.values()]
+        error=d["error"], cited_by=cited[d["digest"]], ocr_pages=int(_get(d, "ocr_pages") or 0))
+        for d in given.values()]
     return Report(
         run_id=str(run["id"]), name=run["name"], created_at=datetime.now(timezone.utc),
         thesis=ThesisInfo(filename=thesis["filename"], title=thesis["title"],

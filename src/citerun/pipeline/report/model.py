@@ -81,6 +81,10 @@ class SourceEntry(_Model):
     cited_by: int = pydantic.Field(
         default=0, ge=0, description="How many citations map to it; 0: no citation uses it."
     )
+    ocr_pages: int = pydantic.Field(
+        default=0, ge=0, description="Pages read by OCR (it had no usable text layer: a scan, "
+        "or replacement characters); their words may be misread. 0: read from its text layer."
+    )
 
 
 class VerdictCounts(_Model):

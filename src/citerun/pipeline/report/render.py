@@ -33,6 +33,7 @@ from citerun.pipeline.report.model import (
     Problem,
     Report,
     SkippedEntry,
+    SourceEntry,
     ThesisInfo,
 )
 from citerun.pipeline.report.reasons import explain
@@ -43,6 +44,16 @@ __all__ = ["PageImages", "render_html"]
 
 def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
+
+
+def _source_note(source: SourceEntry) -> str:
+    """Why a source could not be read, or that it was read by OCR (its words may be misread)."""
+    if source.error:
+        return source.error
+    if source.ocr_pages:
+        return (f"read by OCR ({_plural(source.ocr_pages, 'page', 'pages')} without a usable "
+                "text layer): its words may be misread")
+    return ""
 
 
 def _pages(start: int, end: int) -> str:
@@ -342,7 +353,7 @@ def render_html(report: Report, page_images: PageImages | None = None) -> str:
     )
     sources = "".join(
         f"<tr><td>{_e(s.title or '—')}</td><td><code>{_e(s.filename)}</code></td>"
-        f"<td>{_e(s.status.value)}</td><td>{_e(s.error or '')}</td></tr>"
+        f"<td>{_e(s.status.value)}</td><td>{_e(_source_note(s))}</td></tr>"
         for s in report.sources
     )
     thesis = report.thesis
