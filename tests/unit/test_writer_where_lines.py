@@ -92,3 +92,17 @@ def test_a_narrative_field_before_the_full_stop_leaves_one() -> None:
                         fx.paperpile_field([item], "Carrozzino et al. (2021)"), fx.run("."))
     (found,) = read_docx(fx.docx(body)).citations
     assert found.claim == "The plan follows the recommendations as outlined by Carrozzino et al."
+
+
+def test_the_rationale_names_a_latex_marker_as_written() -> None:
+    # "no source document matches the citation '\\\\cite{x}'": repr() doubled the backslash
+    from citerun.pipeline.citations import model
+    from citerun.pipeline.judging import settling
+
+    citation = model.ExtractedCitation(ordinal=1, key="alt", claim="A claim.", page=1,
+                                       marker="\\cite{alt}", locator=None)
+    (judgement,) = settling.settle(
+        [model.MappedCitation(citation, None, None, None, None)], {})
+    assert not isinstance(judgement, bool)
+    assert judgement.rationale == ("no source document matches the citation '\\cite{alt}' "
+                                   "and the reference list has no entry for it")

@@ -28,7 +28,7 @@ def settle(mapped: Sequence[citations.MappedCitation],
                  if source is not None and source.read and c.names_work else None)
         if source is None:
             settled.append(_fixed(Verdict.UNRESOLVED_CITATION,
-                                  f"no source document matches the citation {c.marker!r}"
+                                  f"no source document matches the citation '{c.marker}'"
                                   + (f" (reference: {m.reference.text[:200]})" if m.reference
                                      else " and the reference list has no entry for it")))
         elif not source.read:
