@@ -11,6 +11,7 @@ take, the transition. See ``docs/architecture.md``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -100,12 +101,24 @@ def digest_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: Bytes beyond which :func:`digest_off_loop` hashes in a thread.
+HASH_IN_THREAD_BYTES = 1 << 20
+
+
+async def digest_off_loop(data: bytes) -> str:
+    """:func:`digest_of`, in a thread for large data: hashing a 110 MB upload on the event
+    loop held every other request of the web service up (issue 48)."""
+    if len(data) < HASH_IN_THREAD_BYTES:
+        return digest_of(data)
+    return await asyncio.to_thread(digest_of, data)
+
+
 async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, filename: str,
                          *, tenant: str = "default", via: str = "upload") -> StagedDocument:
     """Store a PDF's bytes under its sha256 (a document seen before is reused); the
     tenant owns the digest from now on (see src/citerun/core/migrations/0003_tenancy.sql), by
     upload or for a run (``via`` ``"run"``: a downloaded source)."""
-    digest = digest_of(data)
+    digest = await digest_off_loop(data)
     await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant, via)
     return StagedDocument(digest, filename)
 
@@ -130,7 +143,8 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
             missing = sorted(set(request.required_digests) - owned)
             if missing:
                 return Admission(created=False, missing=tuple(missing))
-        payloads = [(digest_of(data), data, filename) for data, filename in request.payloads]
+        payloads = [(await digest_off_loop(data), data, filename)
+                    for data, filename in request.payloads]
         if caps is not None:
             reason = await _over_capacity(conn, request, payloads, caps)
             if reason is not None:

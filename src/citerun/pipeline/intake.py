@@ -11,6 +11,7 @@ a ``library/N-name`` member (:data:`~citerun.pipeline.writer.formats.LIBRARY_DIR
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
@@ -76,12 +77,20 @@ def check_source(name: str, data: bytes) -> None:
         raise FileRefused(f"source {name!r} is not a PDF")
 
 
+#: Bytes of a text file decoded at a time when it is checked (the whole file is never
+#: one string: a 100 MB library would be up to 400 MB of it, issue 48).
+TEXT_CHECK_CHUNK = 1 << 20
+
+
 def check_text(name: str, data: bytes) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        text = data.decode("utf-8")
+        for start in range(0, len(data), TEXT_CHECK_CHUNK):
+            decoder.decode(data[start:start + TEXT_CHECK_CHUNK])
+        decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         raise FileRefused(f"{name!r} is not UTF-8 text") from None
-    if "\0" in text:
+    if b"\0" in data:  # in UTF-8 only U+0000 has a zero byte
         raise FileRefused(f"{name!r} is not text")
 
 

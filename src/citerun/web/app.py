@@ -26,6 +26,7 @@ from citerun.web import (
     reports,
     run_routes,
     shares,
+    spool,
     store,
     upload,
 )
@@ -82,7 +83,8 @@ async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
     app[KEY_SETTINGS] = settings
     app[KEY_AUTH] = authenticator or identity.Authenticator(settings)
     app[KEY_CSRF] = await store.secret_key(pool, store.CSRF_KEY)
-    app[KEY_INTAKE] = intake.Intake(bundle_limits)
+    app[KEY_INTAKE] = intake.Intake(bundle_limits, spool.MemoryBudget(
+        settings.upload_memory_bytes, settings.upload_wait_s))
     app.on_cleanup.append(_close_intake)
     app.on_response_prepare.append(middleware.on_prepare)
     app.router.add_get("/healthz", healthz)

@@ -26,10 +26,18 @@ from citerun.web import store
 
 @dataclass(frozen=True)
 class Upload:
-    """One uploaded file: its name (no directory) and its bytes, already type-checked."""
+    """One uploaded file: its name (no directory) and its bytes, already type-checked,
+    and their sha256 (hex; the upload's spool hashed them as they arrived, issue 48:
+    hashing 110 MB again on the event loop held every other request up; computed here
+    when not given)."""
 
     filename: str
     data: bytes
+    digest: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.digest:
+            object.__setattr__(self, "digest", runs.digest_of(self.data))
 
 
 class Backend(Protocol):
@@ -61,12 +69,11 @@ class LocalBackend:
 
     async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload]) -> uuid.UUID:
         run_id = uuid.uuid4()
-        staged = [s for s in sources if runs.digest_of(s.data) != runs.digest_of(thesis.data)]
+        staged = [s for s in sources if s.digest != thesis.digest]
         request = runs.RunRequest(
             id=run_id, name=PurePath(thesis.filename).stem or "thesis",
-            thesis=runs.StagedDocument(runs.digest_of(thesis.data), thesis.filename),
-            sources=tuple(runs.StagedDocument(runs.digest_of(s.data), s.filename)
-                          for s in staged),
+            thesis=runs.StagedDocument(thesis.digest, thesis.filename),
+            sources=tuple(runs.StagedDocument(s.digest, s.filename) for s in staged),
             spec={"thesis": thesis.filename, "sources": [s.filename for s in staged],
                   "web": {"owner": user}},
             tenant=self.tenant,

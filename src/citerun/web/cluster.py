@@ -129,12 +129,10 @@ class KubeBackend:
         namespace = namespace_for(user, self.settings)
         placeholder = uuid.uuid4()
         resource = f"web-{placeholder.hex[:16]}"
-        thesis_digest = runs.digest_of(thesis.data)
         unique: dict[str, Upload] = {}
         for source in sources:  # one document per digest; the thesis is not its own source
-            digest = runs.digest_of(source.data)
-            if digest != thesis_digest:
-                unique.setdefault(digest, source)
+            if source.digest != thesis.digest:
+                unique.setdefault(source.digest, source)
         title = PurePath(thesis.filename).stem or "thesis"
         async with self.pool.acquire() as conn, conn.transaction():
             await store.stage_submission(
@@ -147,7 +145,7 @@ class KubeBackend:
                 "app.kubernetes.io/managed-by": "citerun-web"},
                 "annotations": {SUBMISSION_ANNOTATION: str(placeholder),
                                 OWNER_ANNOTATION: user}},
-            "spec": {"thesis": {"name": thesis.filename, "digest": thesis_digest},
+            "spec": {"thesis": {"name": thesis.filename, "digest": thesis.digest},
                      "sources": [{"name": s.filename, "digest": d}
                                  for d, s in unique.items()]}}
         try:

@@ -16,6 +16,9 @@ to 300 MiB) inside the event loop, before the user's caps were asked; six upload
   unzipped. Its members and expanded size are held to the bundle limits the parse stage
   reads (``CITERUN_LIMITS__BUNDLE__*``, which ``citerun serve`` passes to :class:`Intake`),
   so the web never takes a zip its workers refuse.
+* **On disk, then within one memory budget** (issue 48, :mod:`citerun.web.spool`): the
+  body is spooled to disk as it arrives, and read back into memory only while the upload
+  holds its part of ``web.upload_memory_bytes`` (:attr:`Intake.memory`).
 * **Off the loop, bounded.** What remains (a library added to the thesis's bundle) runs
   in a pool of ``WORKERS`` threads, at most ``MAX_WAITING`` uploads waiting for one (more
   is 503, "busy"); a library is appended to a ``.zip`` without inflating its members.
@@ -35,7 +38,7 @@ import asyncpg
 from citerun.pipeline import intake as file_types
 from citerun.pipeline.writer import archive
 from citerun.pipeline.writer.model import WriterFileError
-from citerun.web import store
+from citerun.web import spool, store
 from citerun.web.units import human_bytes
 
 #: Threads that prepare uploads (a library added to a bundle); the loop never does.
@@ -55,9 +58,11 @@ class IntakeRefused(Exception):
 class Intake:
     """One per application: who is uploading, and the threads that do the work."""
 
-    def __init__(self, limits: archive.BundleLimits, workers: int = WORKERS,
-                 max_waiting: int = MAX_WAITING) -> None:
+    def __init__(self, limits: archive.BundleLimits, memory: spool.MemoryBudget,
+                 workers: int = WORKERS, max_waiting: int = MAX_WAITING) -> None:
         self._limits = limits  # the pipeline's, as its parse stage reads a zip
+        #: The bytes of uploads held in memory at once, all users together (issue 48).
+        self.memory = memory
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="citerun-intake")
         self._slots = asyncio.Semaphore(workers + max_waiting)

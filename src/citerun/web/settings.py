@@ -88,6 +88,17 @@ class WebSettings(BaseModel):
         120 * MB, ge=1024, description="Largest request body (one thesis with its sources).")
     max_files: int = Field(
         200, ge=2, description="Most files in one upload (a thesis and its sources).")
+    upload_memory_bytes: int = Field(
+        500 * MB, ge=4 * 1024, description="Bytes of uploads the process holds in memory "
+        "at once, all users together (issue 48): an upload is spooled to disk as it "
+        "arrives ($TMPDIR) and read back to be staged only within this budget, holding "
+        "its bytes plus three times its largest file (the copies while it is sent to "
+        "Postgres); at least four times max_upload_bytes. The web pod's memory limit must "
+        "hold about 300 MiB more than this.")
+    upload_wait_s: float = Field(
+        30.0, ge=0, le=300, description="Seconds an upload already received waits for "
+        "its turn within upload_memory_bytes (first come, first served) before it is "
+        "answered 503 with Retry-After: under a proxy's read timeout.")
     tenant: str = Field(
         "default", min_length=1, description="The tenant (queue fair share, tenant caps) "
         "of the runs this service creates locally.")
@@ -130,6 +141,10 @@ class WebSettings(BaseModel):
                 raise ValueError("web.local_user is for one machine, not the kubernetes backend")
             if self.local_user.strip() != self.local_user or not self.local_user.isprintable():
                 raise ValueError("web.local_user: a printable name without surrounding spaces")
+        if self.upload_memory_bytes < 4 * self.max_upload_bytes:
+            raise ValueError(f"web.upload_memory_bytes ({self.upload_memory_bytes}) must be "
+                             "at least four times web.max_upload_bytes "
+                             f"({self.max_upload_bytes}): one largest upload must fit in it")
         if self.namespace is not None and self.namespace_template is not None:
             raise ValueError("web.namespace and web.namespace_template: set one, not both")
         if self.backend == "kubernetes" and self.namespace is None \

@@ -170,7 +170,7 @@ async def stage_submission(conn: asyncpg.Connection, owner: str, placeholder: uu
     are kept, to be taken back if the CitationRun is never created."""
     await conn.execute(_Q["web_owner_lock"], owner)
     await conn.execute(_Q["web_namespace_lock"], namespace)
-    digests = list(dict.fromkeys(runs.digest_of(data) for data, _ in uploads))
+    digests = list(dict.fromkeys([await runs.digest_off_loop(data) for data, _ in uploads]))
     owned = {r["digest"] for r in await conn.fetch(_Q["web_owned_by_tenant"], namespace,
                                                    digests)}
     for data, filename in uploads:

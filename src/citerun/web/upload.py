@@ -1,22 +1,26 @@
 """``POST /api/runs``: an upload becomes a run. The form's page (``GET /``) too.
 
 The user's caps are asked before the body is read and the work is done off the loop
-(:mod:`citerun.web.intake`); the body is streamed under the size caps, each file's type
-checked by :mod:`citerun.pipeline.intake` as it arrives; the backend then creates the
-run (:mod:`citerun.web.backend`). A browser's form without its script is answered with
+(:mod:`citerun.web.intake`); the body is streamed to disk under the size caps, each
+file's type checked by :mod:`citerun.pipeline.intake` as it arrives; the files are read
+back into memory only under the service's memory budget for uploads
+(:mod:`citerun.web.spool`), and the backend then creates the run
+(:mod:`citerun.web.backend`). A browser's form without its script is answered with
 pages (a redirect, the form again with the error), the script and API clients with JSON.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 from pathlib import PurePosixPath
 
 from aiohttp import BodyPartReader, web
 
+from citerun.core import runs
 from citerun.pipeline import intake as file_types
-from citerun.web import intake, pages, store
+from citerun.web import intake, pages, spool, store
 from citerun.web.backend import Backend, Upload
 from citerun.web.context import (
     KEY_BACKEND,
@@ -78,17 +82,33 @@ async def api_submit(request: web.Request) -> web.StreamResponse:
     backend: Backend = request.app[KEY_BACKEND]
     who = user(request)
     caps = store.UserCaps(settings.max_active_runs, settings.max_staged_bytes)
+    the_intake = request.app[KEY_INTAKE]
+    files: list[spool.SpooledUpload] = []
     try:  # the caps before any work, the work off the loop (web/intake.py, issue 41)
-        async with request.app[KEY_INTAKE].admit(request.app[KEY_POOL], who, caps) as left:
-            thesis, sources = await _read_upload(request, settings, left)
-            run_id = await backend.submit(who, thesis, sources)
+        async with the_intake.admit(request.app[KEY_POOL], who, caps) as left:
+            await _read_upload(request, settings, files)  # on disk (web/spool.py, issue 48)
+            thesis_with_libraries = sum(f.size for f in files if f.field != "sources")
+            async with the_intake.memory.hold(spool.memory_cost(
+                    [f.size for f in files], thesis_with_libraries)):
+                thesis, sources = await _staged(request, settings, left, files)
+                run_id = await backend.submit(who, thesis, sources)
+                thesis_name, source_count = thesis.filename, len(sources)
+                del thesis, sources  # within the budget
     except (UploadRefused, intake.IntakeRefused) as err:
         return _upload_refusal(request, err.status, str(err))
+    except spool.BudgetBusy as err:
+        logger.info("refused the upload of %s: %s", who, err)
+        refusal = _upload_refusal(request, 503, str(err))
+        refusal.headers["Retry-After"] = str(err.retry_after_s)
+        return refusal
     except store.OverCap as err:
         logger.info("refused the upload of %s: %s", who, err)
         return _upload_refusal(request, err.status, str(err))
-    logger.info("run %s of %s: %s against %d source(s)", run_id, who, thesis.filename,
-                len(sources))
+    finally:
+        for f in files:
+            f.close()
+    logger.info("run %s of %s: %s against %d source(s)", run_id, who, thesis_name,
+                source_count)
     location = f"/runs/{run_id}"
     if wants_page(request):
         raise web.HTTPSeeOther(location)  # the page's form without its script
@@ -119,14 +139,12 @@ def _filename(raw: str | None, field: str) -> str:
 
 
 async def _read_upload(request: web.Request, settings: WebSettings,
-                       left: int) -> tuple[Upload, list[Upload]]:
-    """The thesis and its sources, streamed under the size caps and checked by type."""
+                       files: list[spool.SpooledUpload]) -> None:
+    """The thesis, sources and libraries into ``files``, spooled to disk as they arrive
+    (web/spool.py) under the size caps, each file's type checked by its first bytes; a
+    text file (a .tex thesis, a library) is checked as text when it is read back."""
     reader = await request.multipart()
     total = 0
-    count = 0
-    thesis: Upload | None = None
-    sources: list[Upload] = []
-    libraries: list[tuple[str, bytes]] = []
     csrf_pending = caller().csrf_in_body
     while True:
         part = await reader.next()
@@ -148,46 +166,67 @@ async def _read_upload(request: web.Request, settings: WebSettings,
             continue
         if field not in ("thesis", "sources", "library"):
             raise UploadRefused(400, f"unknown field {field!r}: send thesis, sources, library")
-        data = bytearray()
+        spooled = spool.SpooledUpload(field, part.filename or "")
+        files.append(spooled)
         while chunk := await part.read_chunk(CHUNK):
             total += len(chunk)
             if total > settings.max_upload_bytes:
                 raise UploadRefused(413, _too_large(settings))
-            data += chunk
-        if not part.filename and not data:
+            spooled.write(chunk)
+        if not part.filename and not spooled.size:
+            files.pop().close()
             continue  # a file input left empty
-        count += 1
-        if count > settings.max_files:
+        if len(files) > settings.max_files:
             raise UploadRefused(413, f"more than {settings.max_files} files in one upload")
-        name = _filename(part.filename, field)
-        if not data:
+        name = spooled.filename = _filename(part.filename, field)
+        if not spooled.size:
             what = {"thesis": "the thesis", "sources": "source",
                     "library": "library"}[field]
             raise UploadRefused(400, f"{what} {name!r} is empty (0 bytes): choose the file "
                                 "again, or export it again from where it was written")
-        content = bytes(data)
         try:
             if field == "thesis":
-                if thesis is not None:
+                if sum(f.field == "thesis" for f in files) > 1:
                     raise UploadRefused(400, "one thesis per upload")
-                file_types.check_thesis(name, content)
-                thesis = Upload(name, content)
+                if file_types.suffix(name) != ".tex":  # text: checked when read back
+                    file_types.check_thesis(name, spooled.head)
             elif field == "sources":
-                file_types.check_source(name, content)
-                if any(s.filename == name for s in sources):
+                file_types.check_source(name, spooled.head)
+                if any(f.filename == name for f in files[:-1] if f.field == "sources"):
                     raise UploadRefused(400, f"two sources are named {name!r}")
-                sources.append(Upload(name, content))
-            else:
-                file_types.check_library(name, content)
-                libraries.append((name, content))
+            elif not file_types.is_library_name(name):
+                file_types.check_library(name, b"")  # its refusal for the name
         except file_types.FileRefused as err:
             raise UploadRefused(415, str(err)) from None
     if csrf_pending:
         raise UploadRefused(403, "the form's CSRF token is missing or wrong: reload the page")
-    if thesis is None:
+    if not any(f.field == "thesis" for f in files):
         raise UploadRefused(400, "no thesis: send one file as 'thesis'")
-    if not sources:
+    if not any(f.field == "sources" for f in files):
         raise UploadRefused(400, "no sources: send the cited PDFs as 'sources'")
+
+
+async def _staged(request: web.Request, settings: WebSettings, left: int,
+                  files: list[spool.SpooledUpload]) -> tuple[Upload, list[Upload]]:
+    """The spooled files read back (under the memory budget the caller holds): the thesis
+    as a run stages it (its libraries added), and the sources."""
+    loaded = [(f, await asyncio.to_thread(f.read)) for f in files]
+    for f, _ in loaded:
+        f.close()  # its disk space goes now
+    try:  # in a thread: a 100 MB library is decoded
+        for f, data in loaded:
+            if f.field == "library":
+                await asyncio.to_thread(file_types.check_library, f.filename, data)
+            elif f.field == "thesis" and file_types.suffix(f.filename) == ".tex":
+                await asyncio.to_thread(file_types.check_thesis, f.filename, data)
+    except file_types.FileRefused as err:
+        raise UploadRefused(415, str(err)) from None
+    thesis_file, thesis_data = next((f, d) for f, d in loaded if f.field == "thesis")
+    libraries = [(f.filename, d) for f, d in loaded if f.field == "library"]
+    sources = [Upload(f.filename, d, f.digest) for f, d in loaded if f.field == "sources"]
+    del loaded
     staged = await request.app[KEY_INTAKE].thesis(
-        thesis.filename, thesis.data, libraries, left, settings.max_staged_bytes)
-    return Upload(thesis.filename, staged), sources
+        thesis_file.filename, thesis_data, libraries, left, settings.max_staged_bytes)
+    digest = (thesis_file.digest if staged is thesis_data else  # else a bundle made of it
+              await asyncio.to_thread(runs.digest_of, staged))
+    return Upload(thesis_file.filename, staged, digest), sources

@@ -1,0 +1,85 @@
+"""Issue 48, finding 2: the web service's one memory budget for uploads
+(:class:`citerun.web.spool.MemoryBudget`) and the spooled file an upload is read into."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import pytest
+
+from citerun.web import spool
+from citerun.web.settings import WebSettings
+
+
+async def test_an_upload_over_the_budget_waits_its_turn_first_come_first_served() -> None:
+    budget = spool.MemoryBudget(100, wait_s=5)
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def upload(name: str, nbytes: int) -> None:
+        async with budget.hold(nbytes):
+            order.append(name)
+            assert budget.in_use <= budget.capacity
+            if name == "first":
+                await release.wait()
+
+    first = asyncio.create_task(upload("first", 70))
+    await asyncio.sleep(0)
+    large = asyncio.create_task(upload("large", 60))  # does not fit beside the first
+    await asyncio.sleep(0)
+    small = asyncio.create_task(upload("small", 10))  # would fit, but comes after "large"
+    await asyncio.sleep(0.05)
+    assert order == ["first"]
+    release.set()
+    await asyncio.gather(first, large, small)
+    assert order == ["first", "large", "small"]
+    assert budget.in_use == 0 and budget.peak <= 100
+
+
+async def test_past_the_wait_an_upload_is_refused_with_a_retry_after() -> None:
+    budget = spool.MemoryBudget(100, wait_s=0.05)
+    async with budget.hold(90):
+        with pytest.raises(spool.BudgetBusy) as refused:
+            async with budget.hold(20):
+                pass  # pragma: no cover
+        assert refused.value.retry_after_s >= 5
+        assert budget.in_use == 90
+    async with budget.hold(100):  # what the refused one waited for is free again
+        assert budget.in_use == 100
+    assert budget.in_use == 0
+
+
+async def test_a_request_that_goes_away_while_waiting_gives_its_place_back() -> None:
+    budget = spool.MemoryBudget(100, wait_s=5)
+    async with budget.hold(100):
+        waiting = asyncio.create_task(budget.hold(50).__aenter__())
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    assert budget.in_use == 0
+    async with budget.hold(100):
+        pass
+
+
+def test_a_spooled_upload_is_on_disk_past_its_first_bytes_hashed_as_it_arrives() -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB
+    f = spool.SpooledUpload("sources", "a.pdf")
+    for i in range(0, len(data), 65536):
+        f.write(data[i:i + 65536])
+    try:
+        assert f._file._rolled  # type: ignore[attr-defined]  # on disk
+        assert f.size == len(data) and f.head == data[:spool.HEAD_BYTES]
+        assert f.digest == hashlib.sha256(data).hexdigest()
+        assert f.read() == data
+    finally:
+        f.close()
+
+
+def test_the_budget_holds_one_largest_upload() -> None:
+    settings = WebSettings()
+    assert spool.memory_cost([settings.max_upload_bytes]) <= settings.upload_memory_bytes
+    with pytest.raises(ValueError, match="upload_memory_bytes"):
+        WebSettings(max_upload_bytes=200_000_000)
+    WebSettings(max_upload_bytes=200_000_000, upload_memory_bytes=800_000_000)
