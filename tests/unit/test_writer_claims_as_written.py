@@ -62,6 +62,22 @@ def test_a_cite_that_ends_its_sentence_is_no_noun() -> None:
     assert "Inc.." not in claims[0][1]
 
 
+@pytest.mark.parametrize(("body", "claim"), [
+    # cdeckert's thesis: "... als traditionelle Regelmengen wie die von Pellenkoft et al.."
+    (r"Sie sind performanter als traditionelle Regelmengen wie die von \cite{alt}.",
+     "Sie sind performanter als traditionelle Regelmengen wie die von Alt et al."),
+    # humanimal's caption: "Übersicht von Lademodellen nach \cite[...]{FfE...}"
+    ("\\begin{figure}\\caption{Übersicht von Lademodellen nach "
+     "\\cite[modifizierte Grafiken]{docker}}\\end{figure}",
+     "Übersicht von Lademodellen nach Docker, Inc."),
+    (r"This grouping approach was proposed by \cite{two}.",
+     "This grouping approach was proposed by Smith and Jones."),
+])
+def test_a_cite_ending_its_sentence_after_a_preposition_never_stranded_is_its_noun(
+        body: str, claim: str) -> None:
+    assert [c for _, c in _claims(body)] == [claim]
+
+
 def test_a_noun_cite_still_names_its_authors_mid_sentence() -> None:
     # the rule of issue 40 kept where it holds: no hole where the citation stands
     assert _claims(r"Basierend auf der Arbeit von \cite{meier} werden die Kosten berechnet. "

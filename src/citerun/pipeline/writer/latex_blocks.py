@@ -101,7 +101,9 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
     (issue 40): a claim never has a hole where its citation stood. Only where the
     sentence lacks them (issue 46): a cite after the authors' names ("Alt et al.
     \\cite{x} give", "Smith and Jones~\\cite{x}") is not given them again, and one that
-    ends its sentence ("... they are running on \\cite{x}.") is no noun.
+    ends its sentence after a preposition English leaves at a sentence's end ("... which
+    host they are running on \\cite{x}.") is no noun; after one that is never left there
+    ("proposed by \\cite{x}.", "wie die von \\cite{x}.") it is.
     """
     out: list[str] = []
     length = 0
@@ -117,7 +119,8 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
         textual = not piece.in_footnote and not named and (
             piece.prints == _NAMES or _opens_sentence(out, pieces, index))
         if not textual and not piece.in_footnote and not named and piece.prints == _PAREN \
-                and _NOUN_BEFORE.search("".join(out[-3:])) and not _ends_sentence(pieces, index):
+                and _NOUN_BEFORE.search("".join(out[-3:])) and not (
+                    _STRANDED.search("".join(out[-3:])) and _ends_sentence(pieces, index)):
             # "Basierend auf der Arbeit von \cite{x} werden ...": the citation is a noun of
             # its sentence; the claim names it (its authors, else its key), leaving no hole.
             word = _names(piece.keys, library) or ", ".join(piece.keys)
@@ -171,6 +174,12 @@ _ET_AL = re.compile(r"(?:\bet\s+al\.?|\bu\.\s*a\.|\band\s+(?:colleagues|co-?work
                     r"\bund\s+(?:Kollegen|Mitarbeiter)|\bet\s+al\.?[’']s)\s*$")
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _LAST_WORD = re.compile(r"([^\W\d_][\w'’-]*?)(?:[’']s?)?\s*$")
+
+
+# Prepositions English strands at a sentence's end ("the host they are running on",
+# "what it is made of"): a cite after one of them there is no noun of the sentence.
+_STRANDED = re.compile(r"(?<![^\W\d_])(?:on|in|of|to|with|from|for|at|about|into|upon)\s*$",
+                       re.IGNORECASE)
 
 
 def _after_names(before: str, keys: Iterable[str], library: Mapping[str, LibraryItem]) -> bool:
