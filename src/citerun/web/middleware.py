@@ -32,6 +32,18 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 SESSION_COOKIE = "citerun_session"
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"
+#: The attribute of a handler that checks a multipart body's token itself, as the body's
+#: first field while it streams (the upload): :func:`csrf_checked_in_body`.
+CSRF_STREAMED = "csrf_checked_in_body"
+
+
+def csrf_checked_in_body(handler: Handler) -> Handler:
+    """Mark ``handler`` as reading a multipart body's CSRF token itself (its first field,
+    refused when missing or wrong): the one route that may; any other route's multipart
+    body is read and its token checked here."""
+    setattr(handler, CSRF_STREAMED, True)
+    return handler
+
 
 JSON_CSP = "default-src 'none'; frame-ancestors 'none'"
 _SESSION = re.compile(r"^[A-Za-z0-9_-]{43}$")
@@ -204,13 +216,17 @@ async def _csrf_refusal(request: web.Request) -> str | None:
             return refused if named == "Origin" else refused.replace(
                 "the browser's Origin", "the browser's Referer's origin", 1)
     given = request.headers.get(CSRF_HEADER)
-    if given is None and request.content_type == "application/x-www-form-urlencoded":
+    if given is None and request.content_type == "multipart/form-data" \
+            and getattr(request.match_info.handler, CSRF_STREAMED, False):
+        caller().csrf_in_body = True  # the upload's first field, checked as it streams
+        return None
+    if given is None and request.content_type in ("application/x-www-form-urlencoded",
+                                                  "multipart/form-data"):
+        # Any other route's form, however encoded (issue 48: cancel, share and unshare
+        # sent as multipart passed without a token), within the 64 KB form cap.
         form = await request.post()
         value = form.get(CSRF_FIELD)
         given = value if isinstance(value, str) else None
-    if given is None and request.content_type == "multipart/form-data":
-        caller().csrf_in_body = True  # the upload's first field, checked as it streams
-        return None
     if given is None or not hmac.compare_digest(given.encode(), caller().csrf.encode()):
         return "the form's CSRF token is missing or wrong: reload the page"
     return None

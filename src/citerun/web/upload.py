@@ -31,7 +31,7 @@ from citerun.web.context import (
     error,
     user,
 )
-from citerun.web.middleware import CSRF_FIELD
+from citerun.web.middleware import CSRF_FIELD, csrf_checked_in_body
 from citerun.web.settings import WebSettings
 from citerun.web.units import human_bytes
 
@@ -72,6 +72,7 @@ def _upload_refusal(request: web.Request, status: int, message: str) -> web.Resp
         error_links_runs=status == 429 or "cancel one" in message))
 
 
+@csrf_checked_in_body  # the token is the body's first field (_read_upload)
 async def api_submit(request: web.Request) -> web.StreamResponse:
     settings = request.app[KEY_SETTINGS]
     if request.content_type != "multipart/form-data":
