@@ -16,7 +16,9 @@ Columns, from the JSON report: citations found; with a library entry (a referenc
 more than the key); located (a ``file.tex:line`` or ``paragraph N``, not "page 1"); not
 taken (the thesis's skipped list); claims with a doubled author name ("Alt et al. Alt
 et al.", "Meier Meier", "Docker, Inc.."); claims with a layout argument (a length, a
-float's placement, ``width=``: "research.[-2.7cm] It"); the CLI's wall time.
+float's placement, ``width=``: "research.[-2.7cm] It"); the CLI's wall time; the
+reader's CPU seconds alone (``formats.read_thesis`` on the bundle the CLI stages, best
+of three, in a child running the same code).
 """
 
 from __future__ import annotations
@@ -73,6 +75,33 @@ def measure(report: dict[str, typing.Any]) -> dict[str, int]:
     }
 
 
+# The reader alone, in a child with the same code: CPU seconds of reading the bundle as
+# the CLI stages it (best of three), which depend little on what else shares the cores.
+_READER = """
+import pathlib, sys, time
+from citerun.cli import verify
+from citerun.pipeline.writer import formats
+thesis = pathlib.Path(sys.argv[1]); bibs = [pathlib.Path(b) for b in sys.argv[2:]]
+data = verify.load_thesis(thesis, bibs).data
+best = None
+for _ in range(3):
+    started = time.process_time(); formats.read_thesis(data)
+    spent = time.process_time() - started; best = spent if best is None else min(best, spent)
+print(f"{best:.3f}")
+"""
+
+
+def reader_cpu(main: str, library: str | None, env: dict[str, str]) -> float | None:
+    root = evaldata() / "theses"
+    args = [str(root / main)] + ([str(root / library)] if library else [])
+    done = subprocess.run([sys.executable, "-c", _READER, *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    try:
+        return float(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+
+
 def run(name: str, main: str, library: str | None, source: str, src: str | None,
         tmp: pathlib.Path) -> dict[str, object]:
     root = evaldata() / "theses"
@@ -88,7 +117,8 @@ def run(name: str, main: str, library: str | None, source: str, src: str | None,
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=1200, check=False)
     seconds = time.monotonic() - started
-    row: dict[str, object] = {"thesis": name, "rc": done.returncode, "seconds": round(seconds, 1)}
+    row: dict[str, object] = {"thesis": name, "rc": done.returncode, "seconds": round(seconds, 1),
+                              "reader_cpu_s": reader_cpu(main, library, env)}
     if out.exists():
         report = json.loads(out.read_text())
         row.update(measure(report))
@@ -128,13 +158,13 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"load after: {load_average()}")
     print("| thesis | rc | found | with entry | located | not taken | doubled names | "
-          "layout args | time |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "layout args | time | reader CPU |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(f"| {row['thesis']} | {row['rc']} | {row.get('found', '–')} | "
               f"{row.get('with_entry', '–')} | {row.get('located', '–')} | "
               f"{row.get('not_taken', '–')} | {row.get('doubled', '–')} | "
-              f"{row.get('layout', '–')} | {row['seconds']} s |")
+              f"{row.get('layout', '–')} | {row['seconds']} s | {row['reader_cpu_s']} s |")
     if args.json:
         args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1))
 
