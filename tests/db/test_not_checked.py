@@ -12,7 +12,7 @@ import asyncpg
 
 from citerun.core import flow, queue, runs, sql
 from citerun.core.settings import QueueSettings, Settings
-from citerun.worker import tasks
+from citerun.worker import dead, tasks
 
 QUEUE = QueueSettings()
 _TASKS = sql.load("citerun.worker", "tasks.sql")
@@ -84,6 +84,6 @@ async def test_a_spent_budget_still_stops_the_run(pool: asyncpg.Pool) -> None:
 
 
 def test_the_reason_names_the_file_in_words() -> None:
-    words = tasks.not_checked_reason("scan.pdf", "model_mismatch")
+    words = dead.not_checked_reason("scan.pdf", "model_mismatch")
     assert "scan.pdf" in words and "another model" in words and "citerun reembed" in words
-    assert "against its source" in tasks.not_checked_reason(None, "value_error")
+    assert "against its source" in dead.not_checked_reason(None, "value_error")

@@ -94,3 +94,13 @@ def test_the_ocr_child_budget_grows_with_the_pages_up_to_the_cap() -> None:
     assert settings.task_limits(limits.parse, 2).cpu_s == limits.parse.cpu_s + 20
     assert settings.task_limits(limits.parse, 500).cpu_s == limits.parse.cpu_s + 50
     assert settings.task_limits(limits.parse, 2).address_space_mb >= 2048
+
+
+def test_the_ocr_bench_prints_its_table_on_the_known_page() -> None:
+    from bench.quality import ocr as bench_ocr
+
+    rows = bench_ocr.run([150], 0, 200)
+    assert [r.page for r in rows] == ["known page (unit test)"]
+    assert rows[0].cer <= 0.05 and rows[0].cpu_s > 0
+    table = bench_ocr.table(rows)
+    assert "| known page (unit test) | 150 |" in table and "**mean of 1**" in table

@@ -291,7 +291,7 @@ def read_document(doc: pymupdf.Document, ocr: PageOcr | None = None) -> list[Pag
         if layer == "not_text":
             not_text.add(index)
             lines = []
-        if ocr is not None and layer != "text" and (layer == "not_text" or page.get_images()):
+        if ocr is not None and layer != "text" and (layer == "not_text" or page.get_images()):  # type: ignore[no-untyped-call]
             lines = _raw_lines(page, ocr(page))
             by_ocr.add(index)
         raw_pages.append(lines)

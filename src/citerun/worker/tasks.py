@@ -31,7 +31,7 @@ import pydantic
 from citerun.core import errors, flow, pdfmagic, queue, runs, runspec, sql
 from citerun.core.flow import FetchPayload, JudgePayload, ParsePayload, RunPayload
 from citerun.worker import registry as registry_mod
-from citerun.worker import sandbox, steps
+from citerun.worker import dead, sandbox, steps
 from citerun.pipeline import document, embed, fetch, judge, memory, recipe, report, retrieval
 from citerun.pipeline.document import Document
 from citerun.core.settings import Settings
@@ -345,10 +345,6 @@ class RunBudgetExhausted(registry_mod.PermanentError):
     """The run has spent its judge's token budget."""
 
 
-#: Dead judge tasks with these codes stop the whole run (a budget is the run's or its
-#: namespace's, not one citation's); any other dead judge task costs only its citation.
-RUN_WIDE_CODES: frozenset[str] = frozenset({"judge_spend_exhausted", "run_budget_exhausted"})
-
 
 async def _namespace_tokens_left(pool: asyncpg.Pool,
                                  profiles: Mapping[str, runspec.JudgeProfile],
@@ -456,28 +452,6 @@ async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> No
 
 # -- dead-lettered tasks -----------------------------------------------------------------
 
-#: What a dead judge task's error code means, in the writer's words (issue 46); any other
-#: code is named as it is. Never the stored error itself: it may hold a traceback.
-_NOT_CHECKED_WORDS: dict[str, str] = {
-    "model_mismatch": "its passages were embedded by another model than the workers' "
-                      "(run `citerun reembed`)",
-    "judge_unavailable": "the judge could not be reached",
-    "judge_request_error": "the judge refused the request",
-    "lost_lease": "the worker checking it stopped every time",
-    "timeout_error": "the check ran out of time",
-    "memory_error": "the check ran out of memory",
-}
-
-
-def not_checked_reason(filename: str | None, code: str) -> str:
-    """The rationale of a citation whose check failed on every attempt: what, against
-    which file, and why in words (with the stable code)."""
-    why = _NOT_CHECKED_WORDS.get(code, "an error in citerun")
-    against = f"against {filename}" if filename else "against its source"
-    return (f"This citation could not be checked {against}: {why} ({code}), on every "
-            "attempt. The rest of the report is complete; check this citation yourself.")
-
-
 async def _judge_not_checked(pool: asyncpg.Pool, settings: Settings, row: asyncpg.Record) -> bool:
     """A judge task that died: its citation (and the run's others of the same claim and
     source) get ``not_checked`` naming the file and the reason, and the run goes on to
@@ -485,7 +459,7 @@ async def _judge_not_checked(pool: asyncpg.Pool, settings: Settings, row: asyncp
     citation)."""
     code = errors.code_of(row["last_error"])
     citation_id = (row["payload"] or {}).get("citation_id")
-    if code in RUN_WIDE_CODES or not isinstance(citation_id, int):
+    if code in dead.RUN_WIDE_CODES or not isinstance(citation_id, int):
         return False
     async with pool.acquire() as conn, conn.transaction():
         run = await runs.lock(conn, row["run_id"])
@@ -494,7 +468,7 @@ async def _judge_not_checked(pool: asyncpg.Pool, settings: Settings, row: asyncp
             return citation is not None
         await conn.execute(_Q["verdict_insert"], citation_id, row["run_id"],
                            str(judge.Verdict.NOT_CHECKED), 1.0,
-                           not_checked_reason(citation["filename"], code), [], "citerun")
+                           dead.not_checked_reason(citation["filename"], code), [], "citerun")
         await conn.execute(_Q["verdict_copy_same_pair"], citation_id)
         logger.warning("citation %s of run %s not checked against %s (%s)", citation_id,
                        row["run_id"], citation["filename"], code,

@@ -100,7 +100,7 @@ def tessdata() -> str | None:
     import pymupdf  # noqa: PLC0415 - the reader's dependency, imported where read
 
     try:
-        found = pymupdf.get_tessdata()
+        found = pymupdf.get_tessdata()  # type: ignore[no-untyped-call]
     except (RuntimeError, OSError):
         return None
     return str(found) if found and os.path.isdir(found) else None
@@ -121,9 +121,6 @@ def read_page(page: pymupdf.Page, settings: OcrSettings, flags: int) -> pymupdf.
                if not os.path.isfile(os.path.join(data, f"{lang}.traineddata"))]
     if missing:
         raise OcrUnavailable(f"Tesseract has no language data for {', '.join(missing)} in {data}")
-    # Tesseract's own threads would oversubscribe the worker's cores (and its results do
-    # not depend on them): one thread, as every other parse child uses.
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
     textpage: pymupdf.TextPage = page.get_textpage_ocr(  # type: ignore[no-untyped-call]
         flags=flags, language=settings.languages, dpi=settings.dpi, full=True, tessdata=data)
     return textpage
