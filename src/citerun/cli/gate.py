@@ -27,6 +27,14 @@ CI_FAIL_ON: tuple[Verdict, ...] = (Verdict.CONTRADICTED, Verdict.UNRESOLVED_CITA
 FAIL_ON_LISTED = 20
 
 
+def where(citation: dict[str, Any]) -> str:
+    """Where a citation stands in the thesis, as the report says it: a writer's file by
+    its location ("chapters/health.tex:4", "paragraph 34"), a PDF by its page (issue 46:
+    the terminal said "page 1" for every LaTeX and Word citation)."""
+    location = citation.get("location")
+    return str(location) if location else f"page {citation.get('page')}"
+
+
 def names() -> list[str]:
     """What ``--fail-on`` takes: the verdicts, then the checks beyond the verdict
     (:class:`citerun.pipeline.report.model.Problem`: ``wrong_page``, ``altered_quotation``,
@@ -81,8 +89,8 @@ def fail_on_lines(report_json: dict[str, Any], fail_on: frozenset[str]) -> list[
         claim = " ".join(str(c.get("claim") or "").split())
         if len(claim) > 100:
             claim = claim[:99] + "…"
-        lines.append(f"  #{c.get('ordinal')} {', '.join(why)}: {c.get('marker')} on page "
-                     f"{c.get('page')} ({source}): {claim}")
+        lines.append(f"  #{c.get('ordinal')} {', '.join(why)}: {c.get('marker')} "
+                     f"{'at' if c.get('location') else 'on'} {where(c)} ({source}): {claim}")
     if len(hits) > FAIL_ON_LISTED:
         lines.append(f"  ... and {len(hits) - FAIL_ON_LISTED} more (see the report)")
     return lines

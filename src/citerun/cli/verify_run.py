@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from citerun.cli import gate
 from citerun.core import db, errors, flow, retry, runs, sql
 from citerun.core.settings import Settings
 from citerun.core.states import RunState
@@ -179,11 +180,11 @@ def print_summary(console: Console, report_json: dict[str, object]) -> None:
     citations = report_json.get("citations", [])
     assert isinstance(citations, list)
     table = Table(title="Citations", show_lines=False)
-    for column in ("#", "marker", "page", "verdict", "source"):
+    for column in ("#", "marker", "where", "verdict", "source"):
         table.add_column(column)
     for c in citations[:100]:
         source = c.get("source") or {}  # null for an unresolved citation
-        table.add_row(str(c.get("ordinal")), str(c.get("marker")), str(c.get("page")),
+        table.add_row(str(c.get("ordinal")), str(c.get("marker")), gate.where(c),
                       str(c.get("verdict")), str(source.get("filename", "-")))
     console.print(table)
 
