@@ -12,11 +12,15 @@ a ``library/N-name`` member (:data:`~citerun.pipeline.writer.formats.LIBRARY_DIR
 from __future__ import annotations
 
 import codecs
+import io
+import stat
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
 from citerun.core import errors, pdfmagic
-from citerun.pipeline.writer import archive, formats
+from citerun.pipeline.writer import archive, formats, latex_main
+from citerun.pipeline.writer.model import WriterFileError
 
 #: The suffixes of a thesis file and of a library file (the owner is core.pdfmagic).
 THESIS_SUFFIXES = pdfmagic.THESIS_SUFFIXES
@@ -25,6 +29,9 @@ LIBRARY_SUFFIXES = pdfmagic.LIBRARY_SUFFIXES
 ZIP_SUFFIXES: tuple[str, ...] = (".docx", ".zip")
 #: The one suffix of a source.
 SOURCE_SUFFIX = ".pdf"
+#: The thesis suffixes a writer's file has (its citations have keys a library resolves):
+#: such a thesis may come without sources, and its report lists the ones to add.
+WRITER_SUFFIXES: tuple[str, ...] = (".docx", ".zip", ".tex")
 
 
 class FileRefused(errors.CiterunError):
@@ -122,3 +129,47 @@ def thesis_bytes(name: str, data: bytes, libraries: Sequence[tuple[str, bytes]])
     if kind == ".zip":
         return bundle(archive.read_bundle(data), libraries)
     return bundle({name: data}, libraries)
+
+
+def zip_main(data: bytes, main: str | None = None) -> str | None:
+    """The main .tex of a zipped LaTeX thesis: the one the writer named (``main``, a path
+    in the zip or a file name only one .tex has), else the one
+    :func:`~citerun.pipeline.writer.latex_main.find_main` finds, from the first
+    :data:`~citerun.pipeline.writer.latex_main.HEAD_BYTES` of each .tex member (nothing
+    else is inflated). None: no LaTeX zip (a Word document in it, no .tex, no readable
+    zip: its reader says why). Raises
+    :class:`~citerun.pipeline.writer.model.WriterFileError` for a named file not in the
+    zip, :class:`~citerun.pipeline.writer.latex_main.AmbiguousMain` when several files
+    could be the main one and none is named."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as bundle:
+            members = {}
+            for info in bundle.infolist():
+                try:
+                    path = archive._member_path(info)
+                except WriterFileError:
+                    return None  # the reader refuses it, saying why
+                if path and not info.is_dir() and not stat.S_ISLNK(info.external_attr >> 16):
+                    members[path] = info
+            if any(p.lower().endswith(".docx") for p in members):
+                return None
+            tex = [p for p in members if latex_main.is_tex(p)]
+            if not tex:
+                return None
+            if main is not None and main.strip():
+                found = latex_main.named(main, tex)
+                if found is None:
+                    raise WriterFileError(f"the main file {main.strip()!r} is not in the zip; "
+                                          f"its .tex files: {latex_main.listed(sorted(tex))}")
+                return found
+            heads: dict[str, str] = {}
+            for path in tex:
+                if members[path].flag_bits & 0x1:
+                    continue  # encrypted: the reader refuses it
+                with bundle.open(members[path]) as stream:
+                    heads[path] = stream.read(latex_main.HEAD_BYTES).decode(
+                        "utf-8", errors="replace")
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError,
+            NotImplementedError, RuntimeError):
+        return None
+    return latex_main.find_main_in(heads)

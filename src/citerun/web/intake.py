@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 
 from citerun.pipeline import intake as file_types
-from citerun.pipeline.writer import archive
+from citerun.pipeline.writer import archive, formats, latex_main
 from citerun.pipeline.writer.model import WriterFileError
 from citerun.web import spool, store
 from citerun.web.units import human_bytes
@@ -98,17 +98,18 @@ class Intake:
             self._uploading.discard(user)
 
     async def thesis(self, name: str, data: bytes, libraries: list[tuple[str, bytes]],
-                     left: int, cap: int) -> bytes:
-        """The thesis's bytes as a run stages them (its libraries added), prepared in a
-        thread; refused when its expanded size does not fit in ``left`` bytes of the
-        user's staged cap ``cap``."""
+                     left: int, cap: int, main: str | None = None) -> bytes:
+        """The thesis's bytes as a run stages them (its libraries added, the main file
+        the writer named), prepared in a thread; refused when its expanded size does not
+        fit in ``left`` bytes of the user's staged cap ``cap``, and a LaTeX zip whose main
+        file is not named where two could be (issue 47)."""
         if self._slots.locked():
             raise IntakeRefused(503, "the service is busy reading other uploads: send this "
                                 "one again in a minute")
         async with self._slots:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._executor, prepare, name, data, libraries,
-                                              left, cap, self._limits)
+                                              left, cap, self._limits, main)
 
 
 def expanded_size(name: str, data: bytes, limits: archive.BundleLimits) -> int:
@@ -129,8 +130,11 @@ def expanded_size(name: str, data: bytes, limits: archive.BundleLimits) -> int:
 
 
 def prepare(name: str, data: bytes, libraries: list[tuple[str, bytes]], left: int,
-            cap: int, limits: archive.BundleLimits) -> bytes:
-    """:meth:`Intake.thesis`'s work, in a thread; ``limits`` are the parse stage's."""
+            cap: int, limits: archive.BundleLimits, main: str | None = None) -> bytes:
+    """:meth:`Intake.thesis`'s work, in a thread; ``limits`` are the parse stage's. A
+    LaTeX zip's main file is looked for (each .tex's head only): one the writer named
+    (``main``) must be there and is staged with it; where two could be and none is
+    named, the upload is refused with their names."""
     size = expanded_size(name, data, limits)
     limit = limits.max_total_bytes
     if size > limit:
@@ -141,18 +145,32 @@ def prepare(name: str, data: bytes, libraries: list[tuple[str, bytes]], left: in
                             f"more than the {human_bytes(max(left, 0))} your staged files' cap "
                             f"leaves (the cap is {human_bytes(cap)}): wait for a run to finish "
                             "or cancel one under My runs (/runs)")
-    if libraries and file_types.suffix(name) == ".zip":
-        return _append(name, data, libraries)
+    named = None
+    if file_types.suffix(name) == ".zip":
+        try:
+            found = file_types.zip_main(data, main)
+        except latex_main.AmbiguousMain as err:
+            raise IntakeRefused(400, f"thesis {name!r}: {len(err.candidates)} .tex files "
+                                f"could be its main file ({latex_main.listed(err.candidates)})"
+                                ": type the one to read under 'Main .tex file' and upload "
+                                "again") from None
+        except WriterFileError as err:
+            raise IntakeRefused(400, f"thesis {name!r}: {err}") from None
+        named = found if main and main.strip() else None
+    if (libraries or named) and file_types.suffix(name) == ".zip":
+        return _append(name, data, libraries, named)
     try:
         return file_types.thesis_bytes(name, data, libraries)
     except WriterFileError as err:
         raise IntakeRefused(400, f"thesis {name!r}: {err}") from None
 
 
-def _append(name: str, data: bytes, libraries: list[tuple[str, bytes]]) -> bytes:
+def _append(name: str, data: bytes, libraries: list[tuple[str, bytes]],
+            main: str | None = None) -> bytes:
     """The zip ``data`` with the libraries added as ``library/N-name`` members
-    (:func:`citerun.pipeline.intake.library_member`, the next free N), its own members
-    copied as they are (never inflated)."""
+    (:func:`citerun.pipeline.intake.library_member`, the next free N), and the ``main``
+    file's name as the bundle's main-file member, its own members copied as they are
+    (never inflated)."""
     out = io.BytesIO(data)
     try:
         with zipfile.ZipFile(out, "a", compression=zipfile.ZIP_DEFLATED) as bundle:
@@ -164,6 +182,8 @@ def _append(name: str, data: bytes, libraries: list[tuple[str, bytes]]) -> bytes
                 member = file_types.library_member(index, library)
                 taken.add(member)
                 bundle.writestr(member, text)
+            if main is not None and formats.MAIN_MEMBER not in taken:
+                bundle.writestr(formats.MAIN_MEMBER, main.encode())
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as err:
         raise IntakeRefused(400, f"thesis {name!r} is no readable zip archive ({err})") from None
     return out.getvalue()

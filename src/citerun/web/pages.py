@@ -126,9 +126,17 @@ def upload_page(*, user: str, csrf: str, max_bytes: int, error: str | None = Non
 single .tex file.</p>
 <input id="thesis" name="thesis" type="file" required accept="{",".join(intake.THESIS_SUFFIXES)}"
 aria-describedby="thesis-hint">
+<label for="main">Main .tex file (optional)</label>
+<p class="hint" id="main-hint">Only for a .zip holding a LaTeX thesis where two files
+could be the main one: its path in the zip, as <code>thesis/main.tex</code>, or its file
+name. Left empty, the file that loads the document class and begins the document is
+read.</p>
+<input id="main" name="main" type="text" maxlength="200" autocomplete="off"
+spellcheck="false" aria-describedby="main-hint">
 <label for="sources">The cited sources</label>
 <p class="hint" id="sources-hint">PDFs; a source's file name is how the library's file
-fields name it.</p>
+fields name it. A Word or LaTeX thesis with its library may come without them: its
+report lists the sources to add.</p>
 <input id="sources" name="sources" type="file" multiple accept=".pdf,application/pdf"
 aria-describedby="sources-hint">
 <label for="library">The library (optional)</label>

@@ -38,6 +38,8 @@ from citerun.web.units import human_bytes
 logger = logging.getLogger(__name__)
 
 CHUNK = 256 * 1024
+#: The form's text field that names a LaTeX zip's main .tex (issue 47).
+MAIN_FIELD = "main"
 MAX_FILENAME_CHARS = 200
 
 
@@ -87,11 +89,13 @@ async def api_submit(request: web.Request) -> web.StreamResponse:
     files: list[spool.SpooledUpload] = []
     try:  # the caps before any work, the work off the loop (web/intake.py, issue 41)
         async with the_intake.admit(request.app[KEY_POOL], who, caps) as left:
-            await _read_upload(request, settings, files)  # on disk (web/spool.py, issue 48)
+            named: dict[str, str] = {}
+            await _read_upload(request, settings, files, named)  # on disk (web/spool.py)
             thesis_with_libraries = sum(f.size for f in files if f.field != "sources")
             async with the_intake.memory.hold(spool.memory_cost(
                     [f.size for f in files], thesis_with_libraries)):
-                thesis, sources = await _staged(request, settings, left, files)
+                thesis, sources = await _staged(request, settings, left, files,
+                                                named.get(MAIN_FIELD) or None)
                 run_id = await backend.submit(who, thesis, sources)
                 thesis_name, source_count = thesis.filename, len(sources)
                 del thesis, sources  # within the budget
@@ -140,10 +144,11 @@ def _filename(raw: str | None, field: str) -> str:
 
 
 async def _read_upload(request: web.Request, settings: WebSettings,
-                       files: list[spool.SpooledUpload]) -> None:
+                       files: list[spool.SpooledUpload], named: dict[str, str]) -> None:
     """The thesis, sources and libraries into ``files``, spooled to disk as they arrive
     (web/spool.py) under the size caps, each file's type checked by its first bytes; a
-    text file (a .tex thesis, a library) is checked as text when it is read back."""
+    text file (a .tex thesis, a library) is checked as text when it is read back. The
+    form's text fields (the main .tex) go into ``named``."""
     reader = await request.multipart()
     total = 0
     csrf_pending = caller().csrf_in_body
@@ -164,6 +169,14 @@ async def _read_upload(request: web.Request, settings: WebSettings,
             continue
         if field == CSRF_FIELD:
             await part.read(decode=False)
+            continue
+        if field == MAIN_FIELD:  # a LaTeX zip's main file, named (issue 47)
+            typed = b""
+            while chunk := await part.read_chunk(1024):
+                typed += chunk
+                if len(typed) > MAX_FILENAME_CHARS * 4:
+                    raise UploadRefused(400, "the main .tex file's name is too long")
+            named[MAIN_FIELD] = typed.decode("utf-8", "replace").strip()
             continue
         if field not in ("thesis", "sources", "library"):
             raise UploadRefused(400, f"unknown field {field!r}: send thesis, sources, library")
@@ -203,14 +216,19 @@ async def _read_upload(request: web.Request, settings: WebSettings,
         raise UploadRefused(403, "the form's CSRF token is missing or wrong: reload the page")
     if not any(f.field == "thesis" for f in files):
         raise UploadRefused(400, "no thesis: send one file as 'thesis'")
-    if not any(f.field == "sources" for f in files):
-        raise UploadRefused(400, "no sources: send the cited PDFs as 'sources'")
+    thesis = next(f for f in files if f.field == "thesis")
+    if not any(f.field == "sources" for f in files) and \
+            file_types.suffix(thesis.filename) not in file_types.WRITER_SUFFIXES:
+        raise UploadRefused(400, "no sources: send the cited PDFs as 'sources' (a Word or "
+                            "LaTeX thesis with its library may come without them: its "
+                            "report lists the sources to add)")
 
 
 async def _staged(request: web.Request, settings: WebSettings, left: int,
-                  files: list[spool.SpooledUpload]) -> tuple[Upload, list[Upload]]:
+                  files: list[spool.SpooledUpload],
+                  main: str | None = None) -> tuple[Upload, list[Upload]]:
     """The spooled files read back (under the memory budget the caller holds): the thesis
-    as a run stages it (its libraries added), and the sources."""
+    as a run stages it (its libraries added, its ``main`` .tex named), and the sources."""
     loaded = [(f, await asyncio.to_thread(f.read)) for f in files]
     for f, _ in loaded:
         f.close()  # its disk space goes now
@@ -227,7 +245,7 @@ async def _staged(request: web.Request, settings: WebSettings, left: int,
     sources = [Upload(f.filename, d, f.digest) for f, d in loaded if f.field == "sources"]
     del loaded
     staged = await request.app[KEY_INTAKE].thesis(
-        thesis_file.filename, thesis_data, libraries, left, settings.max_staged_bytes)
+        thesis_file.filename, thesis_data, libraries, left, settings.max_staged_bytes, main)
     digest = (thesis_file.digest if staged is thesis_data else  # else a bundle made of it
               await asyncio.to_thread(runs.digest_of, staged))
     return Upload(thesis_file.filename, staged, digest), sources

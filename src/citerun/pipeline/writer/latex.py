@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from citerun.pipeline.citations import quotations
 from citerun.pipeline.pdf import splitting
 from citerun.pipeline.writer import bib as bibtex
+from citerun.pipeline.writer import latex_main
 from citerun.pipeline.writer.formats import LIBRARY_DIR
 from citerun.pipeline.writer.latex_blocks import (
     _cut, _Frame, _render, _sentence_for, _with_quotation,
@@ -43,8 +44,8 @@ from citerun.pipeline.writer.latex_blocks import (
 from citerun.pipeline.writer.latex_macros import _Macros
 from citerun.pipeline.writer.latex_tables import (
     _ACCENTS, _ARG_CONDITIONALS, _BABEL_GERMAN, _BEGIN_DOCUMENT, _CITE_NAME, _CITES, _DECIDED,
-    _DEFINITIONS, _DOCUMENT_COMMANDS, _DOCUMENTCLASS, _DROPPED, _HEADINGS, _IF_NAME, _INCLUDES,
-    _BARE_LENGTH, _LENGTH_REGISTERS, _LOADS, _NAME, _NOT_CITES, _NOTES, _NOT_MAIN_CLASSES, _QUOTE_MARKS, _SPECIAL_GERMAN, _TEXT, _TEXT_LAST,
+    _DEFINITIONS, _DOCUMENT_COMMANDS, _DROPPED, _HEADINGS, _IF_NAME, _INCLUDES,
+    _BARE_LENGTH, _LENGTH_REGISTERS, _LOADS, _NAME, _NOT_CITES, _NOTES, _QUOTE_MARKS, _SPECIAL_GERMAN, _TEXT, _TEXT_LAST,
 )
 from citerun.pipeline.writer.latex_text import (
     _decode, _newlines, _skip_macro_space, _skip_spaces, _Source, clean_claim,
@@ -198,31 +199,14 @@ class _Texts(Mapping[str, str]):
 
 
 def _choose_main(files: _Texts, main: str | None) -> str:
-    """The main .tex: the one given, else the one with a ``\\documentclass`` (not a
-    subfile's or a standalone figure's)."""
+    """The main .tex: the one given, else the one :func:`latex_main.find_main` finds."""
     if main is not None:
         path = posixpath.normpath(main.strip().lstrip("/")) if main.strip() else ""
-        for candidate in (path, path + ".tex"):
-            if candidate in files:
-                return candidate
-        raise WriterFileError(f"the main file {main!r} is not in the bundle")
-    tex = sorted(p for p in files if p.lower().endswith((".tex", ".ltx")))
-    if not tex:
-        raise WriterFileError("the bundle holds no .tex file")
-    mains = []
-    for path in tex:
-        found = _DOCUMENTCLASS.search(files.head(path))
-        if found and found.group(1) not in _NOT_MAIN_CLASSES:
-            mains.append(path)
-    if len(mains) == 1:
-        return mains[0]
-    if not mains and len(tex) == 1:
-        return tex[0]
-    if not mains:
-        raise WriterFileError(f"no .tex file of the bundle has a \\documentclass "
-                              f"({', '.join(tex[:10])}); name the main file")
-    raise WriterFileError(f"{len(mains)} .tex files have a \\documentclass "
-                          f"({', '.join(mains[:10])}); name the main file")
+        found = latex_main.named(path, files)
+        if found is None:
+            raise WriterFileError(f"the main file {main!r} is not in the bundle")
+        return found
+    return latex_main.find_main(files, files.head)
 
 
 def read_latex(files: Mapping[str, bytes], main: str | None = None,
