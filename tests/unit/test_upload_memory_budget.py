@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 
 import pytest
 
@@ -63,18 +64,23 @@ async def test_a_request_that_goes_away_while_waiting_gives_its_place_back() -> 
         pass
 
 
-def test_a_spooled_upload_is_on_disk_past_its_first_bytes_hashed_as_it_arrives() -> None:
+def test_a_spooled_upload_is_on_disk_from_its_first_byte_hashed_as_it_arrives() -> None:
     data = bytes(range(256)) * 4096  # 1 MiB
     f = spool.SpooledUpload("sources", "a.pdf")
     for i in range(0, len(data), 65536):
         f.write(data[i:i + 65536])
+    small = spool.SpooledUpload("library", "refs.bib")
+    small.write(b"@article{x, title={T}}")
     try:
-        assert f._file._rolled  # type: ignore[attr-defined]  # on disk
+        for spooled, size in ((f, len(data)), (small, 22)):  # a file, not a buffer
+            spooled._file.flush()
+            assert os.fstat(spooled._file.fileno()).st_size == size
         assert f.size == len(data) and f.head == data[:spool.HEAD_BYTES]
         assert f.digest == hashlib.sha256(data).hexdigest()
         assert f.read() == data
     finally:
         f.close()
+        small.close()
 
 
 def test_the_budget_holds_one_largest_upload() -> None:

@@ -6,10 +6,11 @@ across users: six users uploading 110 MB at once took ``citerun serve`` from 177
 MiB, past the chart's 1 GiB limit for the web pod. Now:
 
 * **Spooled.** Each file of an upload is written to a temporary file as its chunks arrive
-  (:class:`SpooledUpload`: the first :data:`SPOOL_MEMORY` bytes in memory, then on disk
-  under ``$TMPDIR``, the chart's ``/tmp`` volume), hashed on the way; its first bytes are
-  kept for the type check. Reading a body costs a chunk of memory per request, not the
-  body.
+  (:class:`SpooledUpload`: on disk under ``$TMPDIR``, the chart's ``/tmp`` volume, from its
+  first byte: a part kept in memory up to some size would let 200 files just under it
+  take that much memory per request, across users without a bound), hashed on the way;
+  its first :data:`HEAD_BYTES` are kept for the type check. Reading a body costs a chunk
+  of memory per request, not the body.
 * **One budget.** The files are read back into memory only to be checked as text, made
   the staged thesis and sent to Postgres, and only under :class:`MemoryBudget`
   (``web.upload_memory_bytes`` for the whole process, every user together), which an
@@ -32,8 +33,6 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 
-#: Bytes of a file kept in memory before it goes to disk.
-SPOOL_MEMORY = 256 * 1024
 #: Bytes of a file's start kept for its type check (a PDF's magic is within 1,024).
 HEAD_BYTES = 4096
 #: The copies of the largest file while it is sent to Postgres, besides its own bytes
@@ -52,8 +51,7 @@ class SpooledUpload:
         self.size = 0
         self.head = b""
         self._sha = hashlib.sha256()
-        self._file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY, dir=directory,
-                                                   prefix="citerun-upload-")
+        self._file = tempfile.TemporaryFile(dir=directory, prefix="citerun-upload-")
 
     def write(self, chunk: bytes) -> None:
         if len(self.head) < HEAD_BYTES:
