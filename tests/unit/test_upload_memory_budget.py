@@ -73,6 +73,8 @@ def test_a_spooled_upload_is_on_disk_from_its_first_byte_hashed_as_it_arrives() 
     small.write(b"@article{x, title={T}}")
     try:
         for spooled, size in ((f, len(data)), (small, 22)):  # a file, not a buffer
+            # (a SpooledTemporaryFile of 256 KiB before: the small one had no file yet)
+            assert isinstance(spooled._file.name, int), spooled._file
             spooled._file.flush()
             assert os.fstat(spooled._file.fileno()).st_size == size
         assert f.size == len(data) and f.head == data[:spool.HEAD_BYTES]
