@@ -13,6 +13,7 @@ import collections.abc
 import csv
 import dataclasses
 import io
+import re
 
 from citerun.core import verdicts
 from citerun.pipeline import judge
@@ -187,15 +188,30 @@ def to_fix_rows(report: Report) -> list[dict[str, str]]:
 # A cell opening with one of these is a formula to a spreadsheet ("=HYPERLINK(...)" in a
 # claim); OWASP's advice: open it with a quote mark, which the spreadsheet shows as text.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# The same after blanks or double quotes, which a spreadsheet may drop before it reads a
+# formula (" =1+1", '"=1+1"').
+_FORMULA_AFTER_BLANKS = re.compile('[ \u00a0\t"]*[=+\\-@]')
+# Where a spreadsheet may see a cell start inside this file's cell: after a list separator
+# of any locale (",", ";" in German or French Excel, a tab) or a line break, where the
+# quoting of the "," this file uses is not honoured. OWASP: "take care of the field
+# separator ... as attackers could use this to start a new cell".
+_CELL_INSIDE = re.compile('(?<=[,;\t\r\n])(?=[ \u00a0\t"]*[=+\\-@])')
 
 
 def _cell(value: str) -> str:
-    return "'" + value if value.startswith(_FORMULA_START) else value
+    """``value`` that no spreadsheet reads as a formula, whatever its list separator: a
+    quote mark before a formula's first character at the cell's start and after any
+    separator or line break inside it; other text as it is."""
+    value = _CELL_INSIDE.sub("'", value)
+    if value.startswith(_FORMULA_START) or _FORMULA_AFTER_BLANKS.match(value):
+        return "'" + value
+    return value
 
 
 def to_fix_csv(report: Report) -> str:
     """:func:`to_fix_rows` as CSV text (a header of :data:`FIX_COLUMNS`, CRLF line ends),
-    every cell that a spreadsheet would read as a formula opened with a quote mark."""
+    every cell that a spreadsheet would read as a formula opened with a quote mark, in
+    whichever locale it is opened (:func:`_cell`)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=FIX_COLUMNS)
     writer.writeheader()
