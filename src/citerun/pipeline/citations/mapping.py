@@ -3,7 +3,13 @@
 A key the user gave explicitly always wins; then a DOI or arXiv id equal on both sides;
 otherwise each reference entry is scored (rapidfuzz) against every source's title,
 first author or surnames, and year (one apart still counts: preprint and publication),
-and one source goes to at most one entry, best scores first. The decision records its
+and one source goes to at most one entry, best scores first. A file name that opens
+with the first author's surname and a year ("Hammer_LithoprobeCrossSections2010.pdf",
+"hammer2010.pdf", "Hammer et al 2010 - Title.pdf") is that author's work of that year;
+a parsed title that names no work ("1 Introduction", a journal's name) gives way to the
+file name's words; of several sources by a marker's first author in its year, the one
+whose file name gives that year and whose author count fits the marker ("et al.": three
+or more) wins (issue 46). The decision records its
 reason. A citation that maps to nothing is kept with ``document_id=None``: it is
 reported as ``unresolved_citation`` with its reference entry, never silently dropped.
 

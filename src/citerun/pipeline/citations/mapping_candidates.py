@@ -14,7 +14,7 @@ import rapidfuzz.process
 from citerun.pipeline.citations import model
 from citerun.pipeline.citations.mapping_lookup import _SameSurname
 from citerun.pipeline.citations.mapping_score import (
-    _EPS, _SLACK, _file_keys, _fold, _fold_words, _source_surnames, _title_text,
+    _EPS, _SLACK, _file_keys, _fold, _fold_words, _source_surnames, _title_text, year_score,
 )
 
 
@@ -37,13 +37,6 @@ def _title_needed(config: model.MatchConfig, has_title: bool, has_surnames: bool
     if need > 100.0 + _EPS:
         return None
     return max(need, 0.0)
-
-
-def _year_score(source_year: int | None, entry_year: int | None) -> float | None:
-    if source_year is None or entry_year is None:
-        return None
-    gap = abs(source_year - entry_year)
-    return 100.0 if gap == 0 else 70.0 if gap == 1 else 0.0
 
 
 class _Candidates:
@@ -112,19 +105,19 @@ class _Candidates:
                     author = 100.0
                 else:
                     author = 100.0 * sum(1 for name in surnames if name in named) / len(surnames)
-                year = _year_score(self.sources[number].year, entry.year)
+                year = year_score(self.sources[number], entry.year)
                 if _title_needed(self.config, bool(self.titles[number]), True, author,
                                  year) is not None:
                     found[position].add(number)
 
     def _by_title(self, number: int, found: dict[int, set[int]]) -> None:
         """Entries whose title (or text) may make up for no author agreeing."""
-        title, year = self.titles[number], self.sources[number].year
+        title, source = self.titles[number], self.sources[number]
         has_title, has_surnames = bool(title), bool(self.surnames[number])
 
         def needed(entry_year: int | None) -> float | None:
             return _title_needed(self.config, has_title, has_surnames, 0.0,
-                                 _year_score(year, entry_year))
+                                 year_score(source, entry_year))
 
         wanted = {y: needed(y) for y in self.by_year}
         years = [y for y, need in wanted.items() if need is not None]

@@ -14,7 +14,8 @@ import rapidfuzz.process
 
 from citerun.pipeline.citations import model
 from citerun.pipeline.citations.mapping_score import (
-    _CELLS, _SLACK, _by_count, _file_keys, _fold, _fold_words, _source_surnames,
+    _CELLS, _SLACK, _author_count, _by_count, _count_rank, _file_keys, _filename_year, _fold,
+    _fold_words, _source_surnames, _years,
 )
 
 
@@ -33,8 +34,9 @@ def _marker_score(citation: model.ExtractedCitation, source: model.SourceInfo, c
     if not any(_same_surname(part, name, config)
                for name in names[:1] for part in [surname, *_fold_words(surname).split()]):
         return 0.0
-    # The exact year: without an entry's title, a year apart is another work.
-    if source.year != citation.year:
+    # The exact year (parsed, or as the file name gives it): without an entry's title,
+    # a year apart is another work.
+    if citation.year not in _years(source):
         return 0.0
     return 100.0
 
@@ -169,7 +171,8 @@ class _Markers:
                 self.by_file_key[key].append(number)
             names = _source_surnames(source, config)
             if names:
-                self.by_first_year[names[0], source.year].append(number)
+                for year in _years(source) or (None,):
+                    self.by_first_year[names[0], year].append(number)
         self.names = _SameSurname({name for name, _ in self.by_first_year}, config)
 
     def best(self, citation: model.ExtractedCitation) -> tuple[float, model.SourceInfo] | None:
@@ -184,10 +187,14 @@ class _Markers:
                 for name in self.names(part):
                     hits.update(self.by_first_year.get((name, citation.year), ()))
         if hits:
-            # Of several sources by the first author in that year, one whose author
-            # count fits the marker ("et al.": not the single-author paper).
-            ordered = sorted(hits)
-            fits = _by_count(citation, [len(self.sources[n].authors) or len(citation.authors)
-                                        for n in ordered])
-            return 100.0, self.sources[ordered[fits[0]]]
+            # Of several sources by the first author in that year, the one whose file
+            # name gives that year (not another: "Eaton_2005.pdf" parsed as of 2006) and
+            # whose author count fits the marker ("et al.": not the single-author paper).
+            return 100.0, self.sources[min(hits, key=lambda n: self._rank(citation, n))]
         return 0.0, self.sources[0]
+
+    def _rank(self, citation: model.ExtractedCitation, number: int) -> tuple[int, int, int]:
+        source = self.sources[number]
+        filed = _filename_year(source)
+        return (0 if filed is None or filed == citation.year else 1,
+                _count_rank(citation, _author_count(source)), number)

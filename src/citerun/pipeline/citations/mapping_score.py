@@ -43,24 +43,67 @@ def _filename_key(source: model.SourceInfo) -> str:
     return model.normalize_key(_filename_words(source.filename))
 
 
-_FILE_YEAR = re.compile(rf"^{patterns.YEAR}[a-z]?$")
+# A year standing alone or glued to the end of a file name's word, with its letter
+# ("2010", "2010a", "crosssections2010"), and a surname glued to its year ("hammer2010",
+# "eaton2006wild": a BibTeX key as a file name).
+_GLUED_YEAR = re.compile(rf"[^\W\d_]*?(?P<y>{patterns.YEAR})(?P<rest>[^\W\d_]*)")
+_SURNAME_YEAR = re.compile(rf"(?P<name>[^\W\d_]{{2,}})(?P<y>{patterns.YEAR})(?P<rest>[^\W\d_]*)")
 
 
-def _filename_author_year(source: model.SourceInfo) -> str | None:
-    """The ``smith2020a`` key a file name names by its first word and a year among its
-    next words, as writers and reference managers name PDFs: "Hammer_2010.pdf",
-    "Hammer et al. - 2010 - Tool use.pdf" (Zotero's and Mendeley's default),
-    "Hammer_Li_2010_corvids.pdf". None where the name does not open with a surname
-    followed by a year."""
-    words = _filename_words(source.filename).split()
+@functools.lru_cache(maxsize=1 << 14)
+def _filename_author(filename: str) -> tuple[str, int, str] | None:
+    """The first author's surname, the year and its letter a file name names, as writers
+    and reference managers name PDFs: "Hammer_2010.pdf", "Hammer et al. - 2010 - Tool
+    use.pdf" (Zotero's and Mendeley's default), "Hammer et al 2010 - Title.pdf",
+    "Hammer_Li_2010_corvids.pdf", "Hammer_LithoprobeCrossSections2010.pdf",
+    "hammer2010.pdf", "hammer2010tool.pdf". None where the name does not open with a
+    surname followed by a year within its next five words."""
+    words = _filename_words(filename).split()
+    if not words:
+        return None
+    glued = _SURNAME_YEAR.fullmatch(words[0])
+    if glued:
+        rest = glued["rest"]
+        return glued["name"], int(glued["y"]), rest if len(rest) == 1 else ""
     if len(words) < 2 or not words[0].isalpha() or len(words[0]) < 2:
         return None
     for word in words[1:6]:
-        if _FILE_YEAR.match(word):
-            return model.normalize_key(f"{words[0]}{word}")
+        year = _GLUED_YEAR.fullmatch(word)
+        if year:
+            rest = year["rest"]
+            return words[0], int(year["y"]), rest if len(rest) == 1 else ""
         if not word.isalpha():
             return None
     return None
+
+
+def _filename_author_year(source: model.SourceInfo) -> str | None:
+    """The ``smith2020a`` key a file name names by its first author and year
+    (:func:`_filename_author`)."""
+    found = _filename_author(source.filename)
+    return model.normalize_key(f"{found[0]}{found[1]}{found[2]}") if found else None
+
+
+def _filename_year(source: model.SourceInfo) -> int | None:
+    """The year a file name gives its work ("Eaton_2005.pdf": 2005), as the writer filed
+    it; None where the name does not open with a surname and a year."""
+    found = _filename_author(source.filename)
+    return found[1] if found else None
+
+
+def _author_count(source: model.SourceInfo) -> int | None:
+    """How many authors the source has, as far as known: a file name's "et al." says
+    three or more (a parsed first page may have missed the co-authors), else the parsed
+    authors; None where neither says."""
+    words = f" {_filename_words(source.filename)} "
+    if " et al " in words:
+        return max(3, len(source.authors))
+    return len(source.authors) or None
+
+
+def _years(source: model.SourceInfo) -> tuple[int, ...]:
+    """The years a source may be of: its parsed year and the year its file name gives."""
+    return tuple(dict.fromkeys(y for y in (source.year, _filename_year(source)) if y is not None))
 
 
 def _file_keys(source: model.SourceInfo) -> set[str]:
@@ -99,13 +142,66 @@ def _by_count(citation: model.ExtractedCitation, counts: collections.abc.Sequenc
     return fitting or list(range(len(counts)))
 
 
+def _count_rank(citation: model.ExtractedCitation, count: int | None) -> int:
+    """How well a work of ``count`` authors (None: not known) fits the marker: 0 fits
+    ("et al." and three or more, two names and two, one name and one), 1 might (not
+    known, or "et al." for two), 2 does not ("et al." for a single author)."""
+    if count is None:
+        return 1
+    if _et_al(citation):
+        return 0 if count >= 3 else 1 if count == 2 else 2
+    return 0 if count == len(citation.authors) else 2
+
+
+# A parsed title that names no work: a heading of the first page ("1 Introduction",
+# "Abstract", "Contents"), an article's kind, or a journal's or publisher's name
+# (compared folded: "1.2 Introduction" is "1 2 introduction").
+_GENERIC_WORDS = (
+    r"introduction|einleitung|einfuehrung|abstract|summary|zusammenfassung|kurzfassung|"
+    r"contents|table of contents|inhalt|inhaltsverzeichnis|preface|vorwort|foreword|"
+    r"acknowledge?ments?|danksagung|references|bibliography|literatur|literaturverzeichnis|"
+    r"appendix|anhang|keywords|conclusions?|background|methods?|results?|discussion|"
+    r"overview|(?:research |original |review |scientific )?(?:article|paper|report)|"
+    r"original research|review|editorial|letter|brief communication|short communication|"
+    r"commentary|title|title page|untitled|cover|front matter|full text|"
+    r"supplementary (?:material|information)|contents lists available at sciencedirect|"
+    r"sciencedirect|elsevier|springer|wiley|taylor (?:and )?francis|plos one"
+)
+_GENERIC_TITLE = re.compile(
+    rf"(?:(?:chapter|kapitel|section|abschnitt|part|teil)\s+)?(?:(?:\d+|[ivx]+)\s+)*"
+    rf"(?:{_GENERIC_WORDS})"
+    r"|(?:the\s+)?(?:(?:international|american|european|british)\s+)?journal\s+of\b.*"
+    r"|(?:(?:ieee|acm)\s+)?(?:proceedings|annals|transactions|bulletin)\s+(?:of|on)\b.*"
+    r"|zeitschrift\s+fuer\b.*|(?:\w+\s+){0,3}(?:letters|journal|quarterly|magazine)"
+    r"(?:\s+international)?"
+)
+
+
+def generic_title(title: str | None) -> bool:
+    """Whether a parsed title names no work ("1 Introduction", "Abstract", "Journal of
+    Geophysical Research"): a first page's heading or a journal's name, never trusted."""
+    return bool(title) and _GENERIC_TITLE.fullmatch(_fold_words(title or "")) is not None
+
+
 def _title_text(source: model.SourceInfo) -> str:
-    """The title a source is compared by: its own, or its file name's words."""
-    title = _fold_words(source.title or "")
+    """The title a source is compared by: its own, or its file name's words where it
+    has none, a one-word one, or one that names no work (:func:`generic_title`)."""
+    title = "" if generic_title(source.title) else _fold_words(source.title or "")
     from_filename = _filename_words(source.filename)
     if len(title.split()) < 2 and len(from_filename.split()) >= 3:
         title = from_filename  # "deep_learning_for_theses.pdf" says more than no title
     return title
+
+
+def year_score(source: model.SourceInfo, entry_year: int | None) -> float | None:
+    """The year's share of a match (None: not compared): 100 equal, 70 one apart (a
+    preprint and its publication), else 0; the source's parsed year or the year its
+    file name gives, whichever is nearer."""
+    years = _years(source)
+    if not years or entry_year is None:
+        return None
+    gap = min(abs(year - entry_year) for year in years)
+    return 100.0 if gap == 0 else 70.0 if gap == 1 else 0.0
 
 
 def match_score(
@@ -169,10 +265,10 @@ def match(
         why.append("first author" if first_agrees else f"authors {found}/{len(surnames)}")
     if not parts:
         return 0.0, "nothing to compare"
-    if source.year is not None and entry.year is not None:
-        gap = abs(source.year - entry.year)
-        parts.append((100.0 if gap == 0 else 70.0 if gap == 1 else 0.0, config.year_weight))
-        why.append("year" if gap == 0 else "year ±1" if gap == 1 else "year differs")
+    year = year_score(source, entry.year)
+    if year is not None:
+        parts.append((year, config.year_weight))
+        why.append("year" if year == 100.0 else "year ±1" if year else "year differs")
     total = sum(weight for _, weight in parts)
     score = sum(score * weight for score, weight in parts) / total if total else 0.0
     return score, ", ".join(why)
