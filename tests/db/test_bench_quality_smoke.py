@@ -55,6 +55,16 @@ def test_out_of_domain_bench_scores_every_set() -> None:
         assert re.search(rf"^\| {re.escape(name)}\b.*\| \d\.\d{{3}} ", out, re.M), (name, out)
 
 
+def test_contradiction_funnel_bench_counts_every_step() -> None:
+    """Five pairs of two sets through the judge step by step (issue 50): one row per set,
+    a right/said count and F1 for each step from the whole passage to the verdict."""
+    _need(DATA / "claims")
+    out = _bench("bench.quality.contradiction_funnel", "--limit", "5", "--sets", "scifact,healthver")
+    for name in ("scifact", "healthver"):
+        row = re.search(rf"^\| {name} \| \d+ \|(.*)$", out, re.M)
+        assert row and len(re.findall(r"\d+/\d+ F1 \d\.\d\d", row.group(1))) == 7, out
+
+
 def test_realpdf_bench_reads_one_paper_against_its_truth() -> None:
     """One real paper through the real-PDF bench's own evaluation (what ``--write`` tables)."""
     _need(DATA / "realpdf" / "pdfs" / "cermine_test2.pdf")

@@ -1,0 +1,127 @@
+"""Where the judge loses the contradictions its reader sees (issue 50, item 4).
+
+    CITERUN_EVALDATA=../shared/evaldata python -m bench.quality.contradiction_funnel [--limit 300] [--sets a,b]
+
+The same pairs as ``bench.quality.out_of_domain`` (the seeded sample of each claim set,
+SciFact dev first), read by the shipped judge step by step; at each step, how many pairs
+it calls CONTRADICT, how many of those are gold CONTRADICT (precision) and what share of
+the gold CONTRADICT pairs it keeps (recall), with F1:
+
+1. ``whole passage``: the reader on the claim against the whole evidence text (its first
+   128 tokens), raw argmax: what the reader sees with nothing chosen for it;
+2. ``best 3, raw``: the reader on the best three sentences joined (what the judge reads),
+   raw argmax;
+3. ``best 3, calibrated``: after the reader's calibration (temperature, class biases);
+4. ``each alone``: any of the best three sentences read alone contradicts (calibrated
+   argmax), a reading the judge does not use for the decision;
+5. ``>= contradicted_min``: step 3 and its probability at least the bar (0.7);
+6. ``+ sentence states it``: step 5 and one sentence states the opposite in words or
+   alone at the bar (the judge's no-accusation-without-a-passage gate);
+7. ``verdict``: the judge's own ``contradicted`` verdicts (step 6 unless another rule
+   decided first).
+
+The table says which step loses most; choosing what to change is measured out of domain on
+the leave-one-set-out table (``bench.quality.out_of_domain``), never on one set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+import numpy
+
+from bench import machine
+from evalsets import claims, scifact
+from citerun.pipeline import embed, judge
+from citerun.pipeline.judging import embedded, features, reader as reader_mod
+
+STEPS = ("whole passage", "best 3, raw", "best 3, calibrated", "each alone",
+         ">= contradicted_min", "+ sentence states it", "verdict")
+CONTRADICT = 1
+
+
+@dataclasses.dataclass
+class Count:
+    said: int = 0
+    right: int = 0
+
+
+def funnel(the_judge: embedded.TrainedJudge, pairs: list[claims.Pair]) -> tuple[dict[str, Count], int]:
+    """Per step, the CONTRADICT calls and the right ones; and the gold CONTRADICT count."""
+    reader = the_judge.reader
+    assert reader is not None, "the shipped judge has a reader"
+    config = the_judge._config  # noqa: SLF001 - the bench reads the judge's own bar
+    counts = {step: Count() for step in STEPS}
+    gold_c = 0
+    for pair in pairs:
+        gold = pair.gold == "CONTRADICT"
+        gold_c += gold
+        passages = claims.passages(pair.evidence)
+        called: dict[str, bool] = dict.fromkeys(STEPS, False)
+        whole = reader.logits([(pair.claim, pair.evidence)])[0]
+        called["whole passage"] = int(numpy.argmax(whole)) == CONTRADICT
+        signals = the_judge.signals(pair.claim, passages)
+        if signals is not None and signals.logits is not None:
+            top = signals.found.sentences[: reader_mod.SENTENCES]
+            called["best 3, raw"] = int(numpy.argmax(signals.logits)) == CONTRADICT
+            probabilities = reader.calibration.apply(
+                signals.logits[None, :], None if signals.trees is None else signals.trees[None, :])[0]
+            calibrated = int(numpy.argmax(probabilities)) == CONTRADICT
+            called["best 3, calibrated"] = calibrated
+            each = reader.each(signals.claim, [s.candidate.sentence for s in top])
+            called["each alone"] = bool((numpy.argmax(each, axis=1) == CONTRADICT).any())
+            over = calibrated and float(probabilities[CONTRADICT]) >= config.contradicted_min
+            called[">= contradicted_min"] = over
+            lexical = any(features.opposite_of(signals.claim, s.candidate.sentence, s.candidate.tokens)
+                          for s in top)
+            alone = float(each[:, CONTRADICT].max()) if len(top) else 0.0
+            stated = lexical or (not config.contradiction_needs_words and alone >= config.contradicted_min)
+            called["+ sentence states it"] = over and stated
+        verdict = the_judge.judge_sync(pair.claim, passages).verdict
+        called["verdict"] = verdict == judge.Verdict.CONTRADICTED
+        for step, said in called.items():
+            if said:
+                counts[step].said += 1
+                counts[step].right += gold
+    return counts, gold_c
+
+
+def table(results: dict[str, tuple[dict[str, Count], int]]) -> str:
+    lines = ["| set | gold CONTRADICT | " + " | ".join(STEPS) + " |",
+             "|---|---:|" + "---:|" * len(STEPS)]
+    for name, (counts, gold) in results.items():
+        cells = []
+        for step in STEPS:
+            c = counts[step]
+            precision = c.right / c.said if c.said else 0.0
+            recall = c.right / gold if gold else 0.0
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+            cells.append(f"{c.right}/{c.said} F1 {f1:.2f}")
+        lines.append(f"| {name} | {gold} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=300, help="pairs per set (seeded sample)")
+    parser.add_argument("--sets", default="scifact," + ",".join(claims.SETS))
+    args = parser.parse_args(argv)
+    names = [n for n in args.sets.split(",") if n]
+    sets: dict[str, list[claims.Pair]] = {}
+    if "scifact" in names:
+        sets["scifact"] = scifact.pairs(args.limit)
+    sets.update(claims.load([n for n in names if n != "scifact"], limit=args.limit))
+    the_judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(), embedded.TrainedJudgeConfig())
+    results = {}
+    for name, pairs in sets.items():
+        results[name] = funnel(the_judge, pairs)
+        print(f"  {name}: {len(pairs)} pairs", file=sys.stderr, flush=True)
+    print("Each cell: right / said CONTRADICT, and F1 CONTRADICT.\n")
+    print(table(results))
+    print("\n" + machine.summary_line())
+
+
+if __name__ == "__main__":
+    main()
