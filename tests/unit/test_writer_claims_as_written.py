@@ -78,6 +78,14 @@ def test_a_cite_ending_its_sentence_after_a_preposition_never_stranded_is_its_no
     assert [c for _, c in _claims(body)] == [claim]
 
 
+def test_names_ending_in_a_full_stop_end_their_sentence_there() -> None:
+    # "et al." before the sentence's own full stop: one full stop in the claim, and the
+    # next sentence is not taken into it (the splitter reads "et al." as an abbreviation)
+    assert _claims(r"Sie sind performanter als Regelmengen wie die von \cite{alt}. Die Technik "
+                   r"wurde einbezogen.") == [
+        (("alt",), "Sie sind performanter als Regelmengen wie die von Alt et al.")]
+
+
 def test_a_noun_cite_still_names_its_authors_mid_sentence() -> None:
     # the rule of issue 40 kept where it holds: no hole where the citation stands
     assert _claims(r"Basierend auf der Arbeit von \cite{meier} werden die Kosten berechnet. "

@@ -127,8 +127,6 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
             before = "" if not out or out[-1].endswith(" ") else " "
             following = pieces[index + 1] if index + 1 < len(pieces) else None
             after = "" if isinstance(following, str) and following.startswith(" ") else " "
-            if word.endswith(".") and isinstance(following, str) and following.startswith("."):
-                word, after = word[:-1], ""  # "Docker, Inc." before the sentence's period
             out.append(before)
             length += len(before)
             cites.append((length, piece, False))
