@@ -396,7 +396,8 @@ async def test_cancel_from_the_run_page_and_from_my_runs(
         await tab.wait_for_url(f"{base}/runs")
         assert await tab.locator(f'tr[data-run="{second}"] .state').inner_text() == "Cancelled"
         assert await tab.locator(f'tr[data-run="{third}"] .state').inner_text() == "Running"
-        assert await tab.locator(f'tr[data-run="{second}"] button').count() == 0
+        assert await tab.locator(f'tr[data-run="{second}"]').get_by_role(
+            "button", name=re.compile("^Cancel")).count() == 0
 
         # The list refreshes itself while a run runs: cancelled elsewhere (another tab),
         # this one shows it without a reload.
@@ -405,7 +406,8 @@ async def test_cancel_from_the_run_page_and_from_my_runs(
         await other.page.get_by_role("button", name=re.compile("^Cancel run ")).click()
         await other.page.wait_for_selector("#state.state-cancelled")
         await tab.locator(f'tr[data-run="{third}"] .state-cancelled').wait_for(timeout=15_000)
-        assert await tab.locator(f'tr[data-run="{third}"] button').count() == 0
+        assert await tab.locator(f'tr[data-run="{third}"]').get_by_role(
+            "button", name=re.compile("^Cancel")).count() == 0
         for who in (alice, other):
             assert who.problems() == [] and who.foreign() == []
         assert failed == {}, json.dumps(failed, indent=1)[:6000]

@@ -8,7 +8,8 @@ the user: another user's run or document is 404, exactly like an id nobody used
 the CSRF key live in Postgres, so a restarted (or second) replica answers the same.
 
 The routes, by concern: the upload (:mod:`.upload`), a user's runs (:mod:`.run_routes`),
-the report and its downloads (:mod:`.reports`), sharing (:mod:`.shares`); the static
+the report and its downloads (:mod:`.reports`), sharing (:mod:`.shares`), deleting a
+run (:mod:`.deletion`, and the runs past ``web.keep_days``); the static
 files and ``/healthz`` are here.
 """
 
@@ -20,6 +21,7 @@ from aiohttp import web
 from citerun.pipeline.writer import archive
 from citerun.web import (
     assets,
+    deletion,
     identity,
     intake,
     middleware,
@@ -86,6 +88,7 @@ async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
     app[KEY_INTAKE] = intake.Intake(bundle_limits, spool.MemoryBudget(
         settings.upload_memory_bytes, settings.upload_wait_s))
     app.on_cleanup.append(_close_intake)
+    app.cleanup_ctx.append(deletion.expiry)  # web.keep_days
     app.on_response_prepare.append(middleware.on_prepare)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/favicon.ico", favicon)
@@ -95,5 +98,6 @@ async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
     app.router.add_post("/api/runs", upload.api_submit)
     run_routes.add_routes(app.router)
     shares.add_routes(app.router)
+    deletion.add_routes(app.router)
     reports.add_routes(app.router)
     return app

@@ -25,6 +25,9 @@ APP_CSS = """
 *{box-sizing:border-box}
 html{background:var(--bg);color:var(--fg)}
 body{max-width:60rem;margin:0 auto;padding:1rem 1.5rem;overflow-wrap:anywhere}
+/* A table's cells size themselves by their longest word: "anywhere" would let the
+   automatic layout squeeze "Running" into "Runnin|g" (issue 47); only a thesis's title
+   (a long file name) may break anywhere. */
 a{color:var(--link)}
 header.top{display:flex;flex-wrap:wrap;gap:.3rem 1.5rem;align-items:baseline;
 border-bottom:1px solid var(--line);margin-bottom:1rem;padding-bottom:.3rem}
@@ -38,11 +41,16 @@ progress{width:100%;height:1rem}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
 .state{font-weight:600}
-.state-failed,.state-cancelled,.error{color:var(--error)}
+.state-failed,.error{color:var(--error)}
+.state-cancelled{color:var(--muted)}
 .state-succeeded{color:var(--done)}
 .error{background:var(--error-bg);border-left:4px solid var(--error);padding:.5rem .75rem;
 font-weight:600}
 .offline{background:var(--box);border-left:4px solid var(--error);padding:.5rem .75rem}
+.notice{background:var(--box);border-left:4px solid var(--done);padding:.5rem .75rem}
+table.runs td,table.runs th{overflow-wrap:normal}
+table.runs td.title{overflow-wrap:anywhere;min-width:8rem}
+table.runs .state,table.runs .when,table.runs .actions,table.runs button{white-space:nowrap}
 .stale .count{opacity:.6}
 .stage{font-style:italic}
 form.inline{display:inline;margin:0}
@@ -64,6 +72,29 @@ APP_JS = """
   var meta = document.querySelector('meta[name="csrf-token"]');
   var token = meta ? meta.getAttribute("content") : "";
   var clock = function () { return new Date().toLocaleTimeString(); };
+
+  // Moments in the reader's own zone and language, to the second (the page says UTC).
+  Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), function (t) {
+    var moment = new Date(t.getAttribute("datetime"));
+    if (isNaN(moment.getTime())) { return; }
+    t.title = t.textContent;
+    t.textContent = moment.toLocaleString(undefined, {year: "numeric", month: "short",
+      day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit"});
+  });
+
+  // A form that asks first (Delete): confirmed, it says so; without the script the
+  // service asks on a page of its own.
+  Array.prototype.forEach.call(document.querySelectorAll("form[data-confirm]"), function (f) {
+    f.addEventListener("submit", function (event) {
+      if (f.querySelector('input[name="confirm"]')) { return; }
+      if (!window.confirm(f.getAttribute("data-confirm"))) { event.preventDefault(); return; }
+      var yes = document.createElement("input");
+      yes.type = "hidden";
+      yes.name = "confirm";
+      yes.value = "yes";
+      f.appendChild(yes);
+    });
+  });
 
   var form = document.getElementById("upload");
   if (form) {
@@ -197,10 +228,10 @@ APP_JS = """
             state.textContent = labels[r.state] || r.state;
             state.className = "state state-" + r.state;
             row.setAttribute("data-state", r.state);
-            row.querySelector(".progress").textContent =
-              r.citations + " citation(s), " + r.judged + " judged";
+            row.querySelector(".progress").textContent = r.progressLabel ||
+              (r.citations + " citation(s), " + r.judged + " judged");
             if (r.state !== "running") {
-              var cancel = row.querySelector("form");
+              var cancel = row.querySelector("form.cancel");
               if (cancel) { cancel.remove(); }
             } else { running += 1; }
           });

@@ -50,6 +50,12 @@ class Backend(Protocol):
         """Cancel a run (the caller checked it is the user's)."""
         ...
 
+    async def delete(self, run_id: uuid.UUID) -> None:
+        """Before an ended run's rows are deleted: what the backend holds of it outside
+        the database goes (a cluster's CitationRun); the caller checked it is the
+        user's."""
+        ...
+
     async def waiting(self, run: asyncpg.Record) -> str | None:
         """Why a run of the user's (a ``store.run_of`` row) has not started yet, or None
         when it has: a cluster's run exists only once the operator admits it."""
@@ -94,6 +100,9 @@ class LocalBackend:
 
     async def cancel(self, run_id: uuid.UUID) -> None:
         await runs.cancel(self.pool, run_id, "cancelled by its owner on the web page")
+
+    async def delete(self, run_id: uuid.UUID) -> None:
+        return None  # all of it is in the database
 
     async def waiting(self, run: asyncpg.Record) -> str | None:
         return None  # created with its row: never waiting for anyone

@@ -172,6 +172,13 @@ class KubeBackend:
         await store.close_submission(self.pool, run_id, RunState.CANCELLED,
                                      "cancelled by its owner on the web page")
 
+    async def delete(self, run_id: uuid.UUID) -> None:
+        """Delete the ended run's CitationRun (one already gone is no error), so that
+        neither the operator nor the cleaner keeps it for the resource."""
+        where = await store.resource_of(self.pool, run_id)
+        if where is not None:
+            await self._delete(where["namespace"], where["resource_name"])
+
     async def waiting(self, run: asyncpg.Record) -> str | None:
         """What to say of a run the operator has not created yet (None: it exists). Reads
         the CitationRun's status; one failed for good, or gone, closes the submission."""

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from citerun.pipeline import intake
+from citerun.pipeline.report.meaning import VERDICTS
 from citerun.web.units import human_bytes
 
 _e = html.escape
@@ -37,9 +38,41 @@ STAGE_LABELS = {
 SLOW_FIRST_JUDGEMENT_S = 8.0  # after this long, the page says why the first takes long
 
 def _when(value: datetime | None) -> str:
+    """A moment in words, to the second, in UTC (the script shows it in the reader's
+    own time zone and language: :func:`time_tag`)."""
     if value is None:
         return "—"
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def time_tag(value: datetime | None) -> str:
+    """A ``<time>`` of a moment: :func:`_when`'s words, its ISO instant for the script
+    (which rewrites it in the browser's locale and zone) and for machines."""
+    if value is None:
+        return "—"
+    instant = value.astimezone(timezone.utc).isoformat(timespec="seconds")
+    return f'<time datetime="{_e(instant)}">{_e(_when(value))}</time>'
+
+
+def verdict_counts(verdicts: Mapping[str, int] | None) -> str:
+    """A finished run's verdicts in words, the report's order ("Supported 12 ·
+    Unsupported 3"); "" for none."""
+    counts = dict(verdicts or {})
+    parts = [f"{m.label} {counts.pop(str(v))}" for v, m in VERDICTS.items()
+             if counts.get(str(v))]
+    parts += [f"{k} {n}" for k, n in sorted(counts.items()) if n]
+    return " · ".join(parts)
+
+
+def retention_note(keep_days: float | None) -> str:
+    """Who sees a user's files and how long they are kept (``web.keep_days``)."""
+    kept = (f"kept for {keep_days:g} days after the run ends, then deleted"
+            if keep_days is not None else "kept until you delete the run")
+    return ("Who sees your files: you, the users you share a run with (read-only), and "
+            "the administrators of this service. The files' contents are read for the run "
+            "and erased from it when it ends; its report (with the passages quoted from "
+            f"your sources) and the files' names are {kept}. Delete a run under My runs "
+            "at any time: its report and files go at once.")
 
 
 def run_title(row: Mapping[str, Any]) -> str:
@@ -116,7 +149,7 @@ def _alert(message: str | None, *, link: bool = False) -> str:
 
 
 def upload_page(*, user: str, csrf: str, max_bytes: int, error: str | None = None,
-                error_links_runs: bool = False) -> str:
+                error_links_runs: bool = False, keep_days: float | None = None) -> str:
     body = f"""<h1>Check the citations of a thesis</h1>
 {_alert(error, link=error_links_runs)}
 <form id="upload" method="post" action="/api/runs" enctype="multipart/form-data">
@@ -145,6 +178,7 @@ JabRef or Mendeley.</p>
 <input id="library" name="library" type="file" multiple accept="{",".join(intake.LIBRARY_SUFFIXES)}"
 aria-describedby="library-hint">
 <p class="hint">At most {_e(human_bytes(max_bytes))} in all.</p>
+<p class="hint" id="retention">{_e(retention_note(keep_days))}</p>
 <button type="submit">Upload and check</button>
 <progress id="upload-progress" max="100" value="0" hidden aria-label="Upload"></progress>
 <p id="upload-status" role="status"></p>
@@ -155,10 +189,47 @@ aria-describedby="library-hint">
 
 def _cancel_form(run_id: str, title: str, csrf: str, back: str, when: str = "") -> str:
     label = f"Cancel run {title}" + (f" (started {when})" if when else "")
-    return (f'<form class="inline" method="post" action="/runs/{_e(run_id)}/cancel">'
+    return (f'<form class="inline cancel" method="post" action="/runs/{_e(run_id)}/cancel">'
             f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
             f'<input type="hidden" name="next" value="{_e(back)}">'
             f'<button type="submit" aria-label="{_e(label)}">Cancel</button></form>')
+
+
+def delete_form(run_id: str, title: str, csrf: str, when: str = "") -> str:
+    """The owner's Delete of an ended run: a form POST with the CSRF token; the script
+    asks first (``data-confirm``), and without it the answer is a page that asks
+    (:func:`delete_page`)."""
+    label = f"Delete run {title}" + (f" (started {when})" if when else "")
+    ask = f"Delete the run {title}, its report and its uploaded files? This cannot be undone."
+    return (f'<form class="inline delete" method="post" action="/runs/{_e(run_id)}/delete" '
+            f'data-confirm="{_e(ask)}">'
+            f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
+            f'<button type="submit" aria-label="{_e(label)}">Delete</button></form>')
+
+
+def delete_page(run_id: str, title: str, *, user: str, csrf: str,
+                readers: Sequence[str] = ()) -> str:
+    """Asks before an ended run is deleted (the Delete without the script)."""
+    shared = (f" {', '.join(readers)} will no longer be able to read it." if readers else "")
+    body = (f"<h1>Delete this run?</h1>"
+            f"<p>The run <strong>{_e(title)}</strong>, its report and its uploaded files "
+            f"will be deleted for good.{_e(shared)}</p>"
+            f'<form method="post" action="/runs/{_e(run_id)}/delete">'
+            f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
+            f'<input type="hidden" name="confirm" value="yes">'
+            f'<button type="submit">Delete the run</button></form>'
+            f'<p><a href="/runs/{_e(run_id)}">Keep it</a> · <a href="/runs">My runs</a></p>')
+    return layout("Delete this run?", body, user=user, csrf=csrf)
+
+
+def progress_words(row: Mapping[str, Any]) -> str:
+    """A listed run's counts: while it runs, its citations and how many are judged;
+    once it has succeeded, its verdicts."""
+    citations, judged = int(row.get("citations") or 0), int(row.get("judged") or 0)
+    if row["state"] == "succeeded":
+        counts = verdict_counts(row.get("verdicts"))
+        return f"{citations} citation(s)" + (f": {counts}" if counts else "")
+    return f"{citations} citation(s), {judged} judged"
 
 
 def _rows(rows: Sequence[Mapping[str, Any]], csrf: str, *, owner: bool) -> str:
@@ -167,34 +238,44 @@ def _rows(rows: Sequence[Mapping[str, Any]], csrf: str, *, owner: bool) -> str:
         run_id = str(r["id"])
         title = run_title(r)
         when = _when(r["created_at"])
-        cancel = (_cancel_form(run_id, title, csrf, "/runs", when)
-                  if owner and r["state"] == "running" else "")
+        if not owner:
+            action = ""
+        elif r["state"] == "running":
+            action = _cancel_form(run_id, title, csrf, "/runs", when)
+        else:
+            action = delete_form(run_id, title, csrf, when)
         who = "" if owner else f'<td>{_e(str(r.get("owner", "")))}</td>'
+        filename = r.get("filename") or r.get("name") or ""
+        file_line = (f'<br><span class="hint">{_e(str(filename))}</span>'
+                     if filename and filename != title else "")
         out.append(
             f'<tr data-run="{_e(run_id)}" data-state="{_e(r["state"])}">'
-            f'<td><a href="/runs/{_e(run_id)}">{_e(title)}</a></td>{who}'
-            f'<td class="state state-{_e(r["state"])}">'
+            f'<td class="title"><a href="/runs/{_e(run_id)}">{_e(title)}</a>{file_line}</td>'
+            f'{who}<td class="state state-{_e(r["state"])}">'
             f'{_e(STATE_LABELS.get(r["state"], r["state"]))}</td>'
-            f'<td class="progress">{r["citations"]} citation(s), {r["judged"]} judged</td>'
-            f'<td>{_e(when)}</td>'
-            + (f"<td>{cancel}</td>" if owner else "") + "</tr>")
+            f'<td class="progress">{_e(progress_words(r))}</td>'
+            f'<td class="when">{time_tag(r["created_at"])}</td>'
+            + (f'<td class="actions">{action}</td>' if owner else "") + "</tr>")
     return "".join(out)
 
 
 def runs_page(rows: Sequence[Mapping[str, Any]], *, user: str, csrf: str,
-              shared: Sequence[Mapping[str, Any]] = ()) -> str:
+              shared: Sequence[Mapping[str, Any]] = (), keep_days: float | None = None,
+              notice: str | None = None) -> str:
     mine = (f'<table class="runs" data-poll><thead><tr><th scope="col">Thesis</th>'
-            f'<th scope="col">State</th><th scope="col">Progress</th>'
+            f'<th scope="col">State</th><th scope="col">Citations</th>'
             f'<th scope="col">Started</th><th scope="col"><span class="hint">Action</span></th>'
             f"</tr></thead><tbody>{_rows(rows, csrf, owner=True)}</tbody></table>"
             if rows else '<p>No runs yet. <a href="/">Check a thesis.</a></p>')
     theirs = (f'<table class="runs"><thead><tr><th scope="col">Thesis</th>'
               f'<th scope="col">Shared by</th><th scope="col">State</th>'
-              f'<th scope="col">Progress</th><th scope="col">Started</th></tr></thead>'
+              f'<th scope="col">Citations</th><th scope="col">Started</th></tr></thead>'
               f"<tbody>{_rows(shared, csrf, owner=False)}</tbody></table>"
               if shared else "<p>Nobody has shared a run with you.</p>")
-    body = (f'<h1>My runs</h1>\n<p id="offline" class="offline" role="status" hidden></p>\n'
-            f'{mine}\n<h2 id="shared">Shared with me</h2>\n'
+    said = f'<p class="notice" role="status">{_e(notice)}</p>\n' if notice else ""
+    body = (f'<h1>My runs</h1>\n{said}<p id="offline" class="offline" role="status" hidden>'
+            f'</p>\n{mine}\n<p class="hint" id="retention">{_e(retention_note(keep_days))}</p>'
+            f'\n<h2 id="shared">Shared with me</h2>\n'
             f'<p class="hint">Runs other users let you read (read-only).</p>\n{theirs}')
     return layout("My runs", body, user=user, csrf=csrf,
                   reload=any(r["state"] == "running" for r in rows))
@@ -249,7 +330,8 @@ def run_page(run: Mapping[str, Any], status: Mapping[str, Any], *, user: str,
         return (f'<label for="{name}">{label}</label><progress id="{name}"{value}></progress>'
                 f'<p id="{name}-text" class="hint count">{text}</p>')
 
-    error = _alert(run["error"]) if run["error"] else ""
+    # A run its owner cancelled is no error: said plainly, not as an alert (issue 47).
+    error = _alert(run["error"]) if run["error"] and state != "cancelled" else ""
     docs = "".join(f'<li data-digest="{_e(d["digest"])}"><code>{_e(d["filename"])}</code> '
                    f'({"thesis" if d["role"] == "thesis" else "source"}: '
                    f'<span class="doc-state">{_e(d["stateLabel"])}</span>)</li>'
@@ -261,10 +343,13 @@ def run_page(run: Mapping[str, Any], status: Mapping[str, Any], *, user: str,
            "read-only.</p>")
     cancel = (_cancel_form(str(run["id"]), title, csrf, f"/runs/{run['id']}")
               if running and owner else "")
+    how = {"failed": ": it failed", "cancelled": ": it was cancelled"}.get(state, "")
     ended = ("" if running else
-             f"<p>This run has stopped{': it ' + _e(STATE_LABELS.get(state, state)).lower() if state in ('failed', 'cancelled') else ''}"
-             f" at {_e(_when(run.get('finished_at')))}. It will not continue; "
+             f'<p class="ended">This run has stopped{how} at '
+             f"{time_tag(run.get('finished_at'))}. It will not continue; "
              '<a href="/">check the thesis again</a> to start a new run.</p>')
+    delete = (f'<p>{delete_form(str(run["id"]), title, csrf)}</p>'
+              if owner and not running else "")
     body = f"""<h1>{_e(title)}</h1>
 {who}
 <section data-run-id="{_e(str(run["id"]))}" data-state="{_e(state)}">
@@ -277,9 +362,10 @@ def run_page(run: Mapping[str, Any], status: Mapping[str, Any], *, user: str,
 {bar("judged", "Citations judged", progress["judged"], progress["citations"])}
 {ended}
 <h2>Documents</h2><ul>{docs}</ul>
-<p class="hint">Started {_e(_when(run["created_at"]))}.{" The report opens here when the run has finished." if running else ""}</p>
+<p class="hint">Started {time_tag(run["created_at"])}.{" The report opens here when the run has finished." if running else ""}</p>
+{delete}
 </section>
-{sharing_html(str(run["id"]), readers, csrf) if owner else ""}"""
+{sharing_html(str(run["id"]), readers, csrf) if owner and (running or readers) else ""}"""
     return layout(title, body, user=user, csrf=csrf, reload=running)
 
 

@@ -44,7 +44,7 @@ border-bottom-color:#30363d}.citerun-bar a,.citerun-bar summary{color:#79c0ff}
 
 def report_bar(run_id: str, *, csrf: str, owner: bool, owner_name: str,
                readers: Sequence[str]) -> str:
-    """Navigation back, the three downloads, and (for the owner) sharing."""
+    """Navigation back, the three downloads, and (for the owner) sharing and Delete."""
     api = f"/api/runs/{_e(run_id)}"
     downloads = (f'<a href="{api}/report.html?download=1" download>Download the report '
                  f'(HTML)</a><a href="{api}/report.json?download=1" download>the data (JSON)'
@@ -56,7 +56,11 @@ def report_bar(run_id: str, *, csrf: str, owner: bool, owner_name: str,
         share = (f'<details{" open" if readers else ""}>'
                  f"<summary>Share with a supervisor</summary>"
                  f"{pages.share_form(run_id, csrf)}{listed}</details>")
+        # The report's page runs no script of the service's: Delete asks on a page.
         who = ""
+        downloads += (f'<form method="post" action="/runs/{_e(run_id)}/delete">'
+                      f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
+                      '<button type="submit">Delete this run</button></form>')
     else:
         share = ""
         who = f'<span>Shared with you by {_e(owner_name)} (read-only)</span>'

@@ -87,7 +87,9 @@ def _listed(r: asyncpg.Record) -> dict[str, Any]:
             "state": r["state"], "error": r["error"],
             "waiting": bool(r["pending"]) and r["state"] == RunState.RUNNING,
             "createdAt": _iso(r["created_at"]), "finishedAt": _iso(r["finished_at"]),
-            "documents": r["documents"], "citations": r["citations"], "judged": r["judged"]}
+            "documents": r["documents"], "citations": r["citations"], "judged": r["judged"],
+            "verdicts": dict(r["verdicts"] or {}),
+            "progressLabel": pages.progress_words(r)}
 
 
 async def api_list(request: web.Request) -> web.StreamResponse:
@@ -160,9 +162,12 @@ async def page_runs(request: web.Request) -> web.StreamResponse:
     limit = request.app[KEY_SETTINGS].list_limit
     rows = await store.runs_of(pool, user(request), limit)
     shared = await store.shared_with(pool, user(request), limit)
+    deleted = request.query.get("deleted") == "1"
     return web.Response(content_type="text/html", text=pages.runs_page(
         [dict(r) for r in rows], shared=[dict(r) for r in shared], user=user(request),
-        csrf=caller().csrf))
+        csrf=caller().csrf, keep_days=request.app[KEY_SETTINGS].keep_days,
+        notice="The run was deleted, with its report and its uploaded files."
+        if deleted else None))
 
 
 async def page_run(request: web.Request) -> web.StreamResponse:

@@ -103,6 +103,11 @@ class WebSettings(BaseModel):
         "default", min_length=1, description="The tenant (queue fair share, tenant caps) "
         "of the runs this service creates locally.")
     list_limit: int = Field(200, ge=1, le=10_000, description="Runs one listing shows.")
+    keep_days: float | None = Field(
+        30.0, gt=0, le=3650, description="Days an ended run of a web user (its report, its "
+        "documents' names and what nothing else uses of them) is kept after it ended; then "
+        "the service deletes it as its owner's Delete would. The pages say so where files "
+        "are uploaded. Null: kept until its owner deletes it.")
     backend: Literal["local", "kubernetes"] = Field(
         "local", description="Where an upload becomes a run: 'local' creates it in the "
         "service's database; 'kubernetes' stages the upload in the (shared) database and "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from citerun.core import errors, runs, sql
+from citerun.core import errors, retention, runs, sql
 from citerun.web.units import human_bytes
 
 _Q = sql.load("citerun.web", "store.sql")
@@ -94,12 +94,16 @@ async def run_readable(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUI
 MAX_READERS = 20
 
 
-async def share(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, owner: str,
-                reader: str) -> bool:
+async def share(pool: asyncpg.Pool, run_id: uuid.UUID, owner: str, reader: str) -> bool:
     """Let ``reader`` read ``owner``'s run; False: it is not ``owner``'s run, or it has
-    MAX_READERS readers already."""
-    return await conn.fetchval(_Q["web_share_insert"], run_id, owner, reader,
-                               MAX_READERS) is not None
+    MAX_READERS readers already. The run's row is locked first, so shares at once count
+    its readers one after another (counted in the insert's own snapshot, 60 concurrent
+    shares left 22 readers: issue 48)."""
+    async with pool.acquire() as conn, conn.transaction():
+        if await conn.fetchval(_Q["web_share_lock"], run_id, owner) is None:
+            return False
+        return await conn.fetchval(_Q["web_share_insert"], run_id, owner, reader,
+                                   MAX_READERS) is not None
 
 
 async def unshare(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, owner: str,
@@ -139,6 +143,43 @@ async def run_documents(conn: asyncpg.Connection | asyncpg.Pool,
 async def document_of(conn: asyncpg.Connection | asyncpg.Pool, digest: str,
                       owner: str) -> asyncpg.Record | None:
     return await conn.fetchrow(_Q["web_document_owned"], digest, owner)
+
+
+# -- deleting a run (issue 47) -------------------------------------------------------------
+
+async def delete_run(pool: asyncpg.Pool, run_id: uuid.UUID, owner: str) -> str | None:
+    """Delete ``owner``'s ended run with everything that hangs off it (citations,
+    verdicts, report, tasks, the ``web_runs`` row and its shares: by cascade, as
+    retention deletes a run, :func:`citerun.core.retention.delete_runs`), and its
+    uploaded documents where nothing else uses them: the tenant's ownership ends, their
+    bytes, pages and chunks go and, used by no run at all, their rows too. None when
+    done, else why not (another user's run or none: "not found"; a running one)."""
+    async with pool.acquire() as conn, conn.transaction():
+        row = await conn.fetchrow(_Q["web_run_lock_owned"], run_id, owner)
+        if row is None:
+            return "not found"
+        if row["state"] == "running":
+            return "the run is still running: cancel it first"
+        digests = [r["digest"] for r in await conn.fetch(_Q["web_run_digests"], run_id,
+                                                         owner)]
+        if row["pending"]:
+            gone = await conn.fetchval(_Q["web_submission_forget"], run_id, owner)
+        else:
+            gone = await retention.delete_runs(conn, [run_id])
+        if not gone:
+            return "the run is busy: try again in a moment"
+        if row["tenant"] is not None:
+            await conn.execute(_Q["web_release_deleted"], row["tenant"], digests)
+        await runs.erase_unowned(conn, digests)
+        await conn.execute(_Q["web_documents_forget"], digests)
+    return None
+
+
+async def expired_runs(conn: asyncpg.Connection | asyncpg.Pool, older_than_s: float,
+                       limit: int = 100) -> list[asyncpg.Record]:
+    """Up to ``limit`` runs (``run_id``, ``owner``) that ended over ``older_than_s``
+    ago, oldest first."""
+    return list(await conn.fetch(_Q["web_runs_expired"], older_than_s, limit))
 
 
 async def secret_key(conn: asyncpg.Connection | asyncpg.Pool, name: str) -> bytes:

@@ -35,7 +35,8 @@ FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
 WHERE w.run_id = $1 AND w.owner = $2;
 
 -- name: web_runs_listed --
--- A user's ($1) runs, the newest first, with their owner and counts: the runs they own
+-- A user's ($1) runs, the newest first, with their owner and counts (the verdicts per
+-- verdict): the runs they own
 -- ($3 = 'owner') or those others shared with them ($3 = 'reader'). A submission the
 -- operator has not admitted yet is running, with no counts. Each branch of "listed" is an
 -- index scan that $3 switches off as a whole, in a generic plan too.
@@ -56,7 +57,10 @@ SELECT w.run_id AS id, coalesce(w.name, r.name) AS name, w.owner,
         WHERE s.run_id = w.run_id AND s.role = 'thesis' LIMIT 1) AS filename,
        (SELECT count(*) FROM run_sources AS s WHERE s.run_id = w.run_id) AS documents,
        (SELECT count(*) FROM citations AS c WHERE c.run_id = w.run_id) AS citations,
-       (SELECT count(*) FROM verdicts AS v WHERE v.run_id = w.run_id) AS judged
+       (SELECT count(*) FROM verdicts AS v WHERE v.run_id = w.run_id) AS judged,
+       (SELECT coalesce(jsonb_object_agg(per.verdict, per.n), '{}') FROM
+           (SELECT v.verdict, count(*) AS n FROM verdicts AS v WHERE v.run_id = w.run_id
+            GROUP BY v.verdict) AS per) AS verdicts
 FROM listed JOIN web_runs AS w USING (run_id) LEFT JOIN runs AS r ON r.id = w.run_id
 ORDER BY w.created_at DESC, w.run_id
 LIMIT $2;
@@ -162,9 +166,19 @@ FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
 WHERE w.run_id = $1 AND (w.owner = $2 OR EXISTS (
     SELECT 1 FROM web_shares AS g WHERE g.run_id = w.run_id AND g.reader = $2));
 
+-- name: web_share_lock --
+-- Lock a run of this owner ($2) before web_share_insert in the same transaction: shares
+-- of one run at once then count its readers one after another, each in a snapshot taken
+-- after the one before it committed (a lock in the insert itself would wait, then count
+-- in the snapshot it took before waiting). No row: not the owner's run. NO KEY UPDATE:
+-- it leaves the foreign keys' checks (KEY SHARE) alone.
+SELECT w.run_id FROM web_runs AS w WHERE w.run_id = $1 AND w.owner = $2
+FOR NO KEY UPDATE;
+
 -- name: web_share_insert --
 -- Grant a reader access to a run of this owner ($2) that has fewer than $4 readers (or
--- has this one already); no row: not the owner's run, or too many readers.
+-- has this one already); no row: not the owner's run, or too many readers. Run after
+-- web_share_lock, in its transaction.
 INSERT INTO web_shares (run_id, reader)
 SELECT w.run_id, $3 FROM web_runs AS w
 WHERE w.run_id = $1 AND w.owner = $2
@@ -200,3 +214,62 @@ SELECT coalesce((SELECT d.title FROM run_sources AS s JOIN documents AS d USING 
                  WHERE s.run_id = $1 AND s.role = 'thesis' LIMIT 1),
                 (SELECT p.json -> 'thesis' ->> 'title' FROM reports AS p
                  WHERE p.run_id = $1));
+
+-- name: web_run_digests --
+-- The documents of one run of this owner ($2): those of its run, and those its
+-- submission staged (a CitationRun the operator never admitted).
+SELECT s.digest FROM run_sources AS s JOIN web_runs AS w ON w.run_id = s.run_id
+WHERE w.run_id = $1 AND w.owner = $2
+UNION
+SELECT unnest(w.digests) FROM web_runs AS w WHERE w.run_id = $1 AND w.owner = $2;
+
+-- name: web_run_lock_owned --
+-- Lock one run of this owner for its deletion; its tenant (the run's, or the
+-- submission's namespace) and whether it has ended. No row: not the owner's, or locked.
+SELECT w.run_id, coalesce(r.tenant, w.namespace) AS tenant,
+       coalesce(r.state, coalesce(w.closed_state, 'running')) AS state, r.id IS NULL AS pending
+FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
+WHERE w.run_id = $1 AND w.owner = $2
+FOR UPDATE OF w;
+
+-- name: web_submission_forget --
+-- Delete a closed submission that never became a run (no runs row to cascade from).
+DELETE FROM web_runs AS w
+WHERE w.run_id = $1 AND w.owner = $2 AND w.closed_state IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.id = w.run_id)
+RETURNING w.run_id;
+
+-- name: web_release_deleted --
+-- After a run's deletion: the tenant's ownership of its documents ($2) by upload ends
+-- where no run of the tenant uses them any more and no open submission names them.
+DELETE FROM document_owners AS o
+WHERE o.tenant = $1 AND o.digest = ANY($2::text[])
+  AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
+                  WHERE s.digest = o.digest AND r.tenant = o.tenant)
+  AND NOT EXISTS (SELECT 1 FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
+                  WHERE w.namespace = o.tenant AND r.id IS NULL AND w.closed_state IS NULL
+                    AND o.digest = ANY(w.digests))
+RETURNING o.digest;
+
+-- name: web_documents_forget --
+-- The documents of a deleted run ($1) that nothing uses any more (no run, no citation, no
+-- owner, no submission): deleted, with their pages and chunks. Returns their digests.
+DELETE FROM documents AS d
+WHERE d.digest = ANY($1::text[])
+  AND NOT EXISTS (SELECT 1 FROM run_sources AS s WHERE s.digest = d.digest)
+  AND NOT EXISTS (SELECT 1 FROM citations AS c WHERE c.digest = d.digest)
+  AND NOT EXISTS (SELECT 1 FROM document_owners AS o WHERE o.digest = d.digest)
+  AND NOT EXISTS (SELECT 1 FROM web_runs AS w WHERE d.digest = ANY(w.digests))
+RETURNING d.digest;
+
+-- name: web_runs_expired --
+-- Up to $2 runs of web users that ended over $1 seconds ago (their owner with them),
+-- oldest first; a closed submission ended when it was created.
+SELECT w.run_id, w.owner
+FROM web_runs AS w LEFT JOIN runs AS r ON r.id = w.run_id
+WHERE (r.state IN ('succeeded', 'failed', 'cancelled')
+       AND r.finished_at < now() - make_interval(secs => $1))
+   OR (r.id IS NULL AND w.closed_state IS NOT NULL
+       AND w.created_at < now() - make_interval(secs => $1))
+ORDER BY coalesce(r.finished_at, w.created_at)
+LIMIT $2;

@@ -54,7 +54,8 @@ class UploadRefused(Exception):
 async def page_upload(request: web.Request) -> web.StreamResponse:
     return web.Response(content_type="text/html", text=pages.upload_page(
         user=user(request), csrf=caller().csrf,
-        max_bytes=request.app[KEY_SETTINGS].max_upload_bytes))
+        max_bytes=request.app[KEY_SETTINGS].max_upload_bytes,
+        keep_days=request.app[KEY_SETTINGS].keep_days))
 
 
 def wants_page(request: web.Request) -> bool:
@@ -71,7 +72,8 @@ def _upload_refusal(request: web.Request, status: int, message: str) -> web.Resp
     return web.Response(status=status, content_type="text/html", text=pages.upload_page(
         user=who.identity.user, csrf=who.csrf,
         max_bytes=request.app[KEY_SETTINGS].max_upload_bytes, error=message,
-        error_links_runs=status == 429 or "cancel one" in message))
+        error_links_runs=status == 429 or "cancel one" in message,
+        keep_days=request.app[KEY_SETTINGS].keep_days))
 
 
 @csrf_checked_in_body  # the token is the body's first field (_read_upload)
