@@ -262,20 +262,38 @@ def _citavi_page(page_range: object, ids: Mapping[str, Mapping[str, Any]]) -> st
     return "-".join(ends) or None
 
 
-def _citavi_names(reference: Mapping[str, Any], ids: Mapping[str, Mapping[str, Any]]) -> tuple[str, ...]:
-    for role in ("Authors", "Editors", "Organizations"):
+# A Citavi object's "Id" (a GUID): never a name, whatever field it turns up in.
+_GUID = re.compile(r"[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}", re.IGNORECASE)
+
+
+def _citavi_person(person: object) -> str | None:
+    """A Citavi person's surname, or an organisation's name as a whole: Citavi keeps an
+    organisation (Persons and Organizations) with its name in ``LastName`` or, from some
+    versions and imports, in ``Name``/``FullName``, its short form in ``Abbreviation``."""
+    if not isinstance(person, Mapping):
+        return None
+    for field in ("LastName", "Name", "FullName", "Abbreviation", "FirstName"):
+        name = csl._text(person.get(field))
+        if name and not _GUID.fullmatch(name):
+            return name
+    return None
+
+
+def _citavi_names(reference: Mapping[str, Any], ids: Mapping[str, Mapping[str, Any]],
+                  depth: int = 0) -> tuple[str, ...]:
+    """A reference's authors, else its editors, its organisations (a report's issuing
+    body), its collaborators; else its parent's (a chapter of an organisation's report
+    names the organisation on the report only)."""
+    for role in ("Authors", "Editors", "Organizations", "Collaborators"):
         people = _deref(reference.get(role), ids)
         if not isinstance(people, list):
             continue
-        names = []
-        for person in people:
-            person = _deref(person, ids)
-            if isinstance(person, Mapping):
-                name = csl._text(person.get("LastName")) or csl._text(person.get("Name"))
-                if name:
-                    names.append(name)
+        names = [name for name in (_citavi_person(_deref(p, ids)) for p in people) if name]
         if names:
             return tuple(names)
+    parent = _deref(reference.get("ParentReference"), ids)
+    if isinstance(parent, Mapping) and depth < 2:
+        return _citavi_names(parent, ids, depth + 1)
     return ()
 
 

@@ -9,6 +9,7 @@ the citation keys kept as the reference entries' labels so that mapping is by ke
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 
 import pydantic
@@ -41,6 +42,11 @@ class LibraryLimits(pydantic.BaseModel):
         "(CSL-JSON) of one library file.")
 
 
+# A reference manager's own id for an item (Citavi's and Mendeley's GUIDs), not a key a
+# writer chose.
+_MACHINE_KEY = re.compile(r"\{?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}\}?", re.IGNORECASE)
+
+
 class WriterFileError(errors.CiterunError):
     """A writer's file that cannot be read: malformed, hostile, or over the limits."""
 
@@ -65,12 +71,15 @@ class LibraryItem:
     origin: LibraryFormat = "bibtex"
 
     def reference_text(self) -> str:
-        """A readable one-line reference for the report: "Smith, Jones (2020). Title."."""
-        head = ", ".join(self.authors) or self.key
+        """A readable one-line reference for the report: "Smith, Jones (2020). Title.";
+        without authors, the key where a writer chose it ("smith2020"), else the title: a
+        reference manager's id (Citavi's or Mendeley's GUID) names nothing to the writer."""
         year = f" ({self.year})" if self.year else ""
-        title = f" {self.title}." if self.title else ""
         doi = f" doi:{self.doi}" if self.doi else ""
-        return f"{head}{year}.{title}{doi}"
+        if not self.authors and self.title and _MACHINE_KEY.fullmatch(self.key):
+            return f"{self.title}{year}.{doi}"
+        title = f" {self.title}." if self.title else ""
+        return f"{', '.join(self.authors) or self.key}{year}.{title}{doi}"
 
 
 @dataclasses.dataclass(frozen=True)
