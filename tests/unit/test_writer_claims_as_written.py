@@ -22,7 +22,8 @@ LIBRARY = (
 )
 
 
-def _claims(body: str, cls: str = "article", preamble: str = "") -> list[tuple[tuple[str, ...], str]]:
+def _claims(body: str, cls: str = "article",
+            preamble: str = "") -> list[tuple[tuple[str, ...], str]]:
     files = {"main.tex": (f"\\documentclass{{{cls}}}\n{preamble}\n\\begin{{document}}\n{body}\n"
                           f"\\end{{document}}\n").encode(), "refs.bib": LIBRARY}
     return [(c.keys, c.claim) for c in latex.read_latex(files).citations]
@@ -118,8 +119,17 @@ def test_tufte_sidenote_offsets_are_not_text() -> None:
     "\\begin{figure}[htbp] x \\end{figure} Next sentence here.",
     r"Displays are evaluated in the field \cite{alt}. \newthought[-1cm]{Next} sentence here.",
     r"\setlength\parindent{0pt}Displays are evaluated in the field \cite{alt}. Next sentence here.",
+    "\\begin{minipage}[c][5cm][t]{0.4\\textwidth}Displays are evaluated in the field "
+    "\\cite{alt}.\\end{minipage} Next sentence here.",
+    "\\begin{adjustbox}{width=\\textwidth}\\begin{spacing}{1.5}Displays are evaluated in "
+    "the field \\cite{alt}.\\end{spacing}\\end{adjustbox} Next sentence here.",
+    "\\begin{textblock*}{10cm}(2cm,3cm)Displays are evaluated in the field \\cite{alt}."
+    "\\end{textblock*} Next sentence here.",
+    "Displays are evaluated in the field \\cite{alt}.\\begin{marginfigure}[-2cm]A figure "
+    "\\caption{A display.}\\end{marginfigure} Next sentence here.",
 ], ids=["marginnote-before", "marginnote-after", "marginpar", "footnote-number", "sidenote-number",
-        "tufte-cite-offset", "lengths", "floats", "unknown-command", "setlength-token"])
+        "tufte-cite-offset", "lengths", "floats", "unknown-command", "setlength-token",
+        "minipage-options", "adjustbox-spacing", "textblock", "marginfigure"])
 def test_layout_arguments_never_reach_a_claim(body: str) -> None:
     claims = _claims(body, "tufte-book")
     assert [claim for _, claim in claims] == ["Displays are evaluated in the field."]

@@ -62,7 +62,8 @@ def test_a_classes_def_file_beside_it_is_collected_and_read(tmp_path: pathlib.Pa
 
 def test_the_dead_branch_of_iffileexists_is_not_listed() -> None:
     files = {"main.tex": _tex("\\IfFileExists{ch1.tex}{\\input{ch1}}{\\input{ch1-draft}}\n\n"
-                              "\\IfFileExists{extra.tex}{\\input{extra}}{Fallback text \\cite{b}.}\n\n"
+                              "\\IfFileExists{extra.tex}{\\input{extra}}"
+                              "{Fallback text \\cite{b}.}\n\n"
                               "\\InputIfFileExists{ch2}{}{\\input{ch2-draft}}"),
              "ch1.tex": b"Chapter one \\cite{a}.", "ch2.tex": b"Chapter two \\cite{c}."}
     found = latex.read_latex(files)

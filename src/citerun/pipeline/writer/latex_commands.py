@@ -12,8 +12,8 @@ from citerun.pipeline.writer.latex_blocks import _Cite, _Frame, _Stream
 from citerun.pipeline.writer.latex_scan import _ReaderBase
 from citerun.pipeline.writer.latex_tables import (
     ARG_WINDOW, FORMULA, LAYOUT_ARG, LENGTH_ARG, _ACCENTS, _CITE_ANYWHERE, _CITES,
-    _CONTROL_SYMBOLS, _CONTROL_WORD, _DISPLAY_MATH, _ENV_ARGS, _FLOATS, _FOOT, _MATH_TAIL,
-    _MULTI, _NOTES, _QUOTING, _SPACES, _TABULAR, _TEXT_LAST, _VERBATIM,
+    _CONTROL_SYMBOLS, _CONTROL_WORD, _DISPLAY_MATH, _ENV_ARGS, _ENV_COORDINATES, _FLOATS, _FOOT,
+    _MATH_TAIL, _MULTI, _NOTES, _QUOTING, _SPACES, _TABULAR, _TEXT_LAST, _VERBATIM,
 )
 from citerun.pipeline.writer.latex_text import (
     _skip_optional, _skip_spaces, _skip_star, _Source, _uncomment, bibitems, locator_of, math_text,
@@ -228,11 +228,15 @@ class _Commands(_ReaderBase):
         self.brk()
         i = _skip_optional(src, i)[1]
         for _ in range(_ENV_ARGS.get(name, 0)):
-            i = _skip_optional(src, i)[1]
+            i = self.layout_args(src, i)  # minipage's [c][5cm][t]
             arg, end = read_group(text, i)
             if arg is None:
                 break
             i = end
+        if name in _ENV_COORDINATES:
+            j = _skip_spaces(text, i)
+            shut = src.find(")", j, j + 200) if text.startswith("(", j) else -1
+            i = shut + 1 if shut > 0 else i
         parent = self.top
         stream = parent.stream
         if name in _FLOATS and stream is not None and stream.kind == "body":

@@ -120,7 +120,9 @@ _DISPLAY_MATH = frozenset(
     for star in ("", "*"))
 _FLOATS = frozenset(name + star for name in ("figure", "table", "wrapfigure", "wraptable",
                                              "sidewaysfigure", "sidewaystable", "subfigure",
-                                             "subtable", "algorithm", "listing", "figwindow")
+                                             "subtable", "algorithm", "listing", "figwindow",
+                                             "marginfigure", "margintable", "SCfigure",
+                                             "SCtable")
                     for star in ("", "*"))
 _TABULAR = frozenset({"tabular", "tabular*", "tabularx", "tabulary", "longtable", "array",
                       "supertabular", "xtabular", "tblr", "longtblr"})
@@ -129,7 +131,12 @@ _ENV_ARGS = {"tabular": 1, "tabular*": 2, "tabularx": 2, "tabulary": 2, "longtab
              "array": 1, "supertabular": 1, "xtabular": 1, "tblr": 1, "longtblr": 1,
              "minipage": 1, "otherlanguage": 1, "otherlanguage*": 1, "wrapfigure": 2,
              "wraptable": 2, "multicols": 1, "multicols*": 1, "subfigure": 1, "subtable": 1,
-             "figwindow": 1}
+             "figwindow": 1,
+             # layout (issue 46): widths, spacings, margins, positions are not text
+             "adjustbox": 1, "spacing": 1, "column": 1, "textblock": 1, "textblock*": 1,
+             "addmargin": 1, "addmargin*": 1, "changemargin": 2, "wrapfloat": 2}
+# Environments placed at coordinates after their arguments: textpos's "(2cm,3cm)".
+_ENV_COORDINATES = frozenset({"textblock", "textblock*"})
 
 # Notes: their text is a note's, their citations stand for the body sentence of their
 # mark; each with the optional arguments before its text (tufte's \\sidenote[num][offset]
@@ -144,7 +151,8 @@ _LENGTH = (r"[-+]?\s*(?:\d+(?:[.,]\d*)?|[.,]\d+)?\s*(?:(?:pt|pc|in|bp|cm|mm|dd|c
 _LENGTHS = rf"{_LENGTH}(?:\s*(?:plus|minus)\s*{_LENGTH})*"
 # An optional argument that places or sizes, never text: empty, a length, a float's
 # placement ("htbp", "t", "H"), keys with values ("width=0.5\\textwidth").
-LAYOUT_ARG = re.compile(rf"\s*(?:{_LENGTHS}|[htbpHF!]+|[A-Za-z -]+\s*=[^=]*(?:,[^=,]*=?[^,]*)*)?\s*")
+LAYOUT_ARG = re.compile(
+    rf"\s*(?:{_LENGTHS}|[htbpHF!]+|[A-Za-z -]+\s*=[^=]*(?:,[^=,]*=?[^,]*)*)?\s*")
 LENGTH_ARG = re.compile(rf"\s*{_LENGTHS}\s*")
 # TeX's own length commands and registers: "\\vskip 2mm", "\\parindent=0pt".
 _BARE_LENGTH = re.compile(rf"\s*=?\s*{_LENGTHS}(?![A-Za-z])")
