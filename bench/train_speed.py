@@ -30,13 +30,14 @@ run it with the interpreter that has it (Debian's ``python3-torch``: ``/usr/bin/
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 import time
 
 import numpy
 
-from training.cpu import FLAGS, cores, cpu_flags, cpu_model, has_bf16
+from training.cpu import FLAGS, blas_in_use, blas_threads, cores, cpu_flags, cpu_model, has_bf16, quiet_waits
 
 def sample_lengths(count: int = 4096, seed: int = 0) -> numpy.ndarray:
     """Pair lengths shaped like the training data's (a log-normal around 60 WordPieces)."""
@@ -45,13 +46,15 @@ def sample_lengths(count: int = 4096, seed: int = 0) -> numpy.ndarray:
 
 
 def settings(bf16: bool) -> list[dict[str, object]]:
-    base = {"dropout": 0.1, "freeze_words": False, "foreach": False, "bucket": 1, "bf16": False}
+    base = {"dropout": 0.1, "freeze_words": False, "foreach": False, "bucket": 1, "bf16": False, "threads": 0}
     rows = [("fp32, dropout 0.1 (before issue 50)", {}),
             ("fp32, dropout 0", {"dropout": 0.0}),
             ("fp32, dropout 0, word embeddings frozen", {"dropout": 0.0, "freeze_words": True}),
             ("fp32, dropout 0, words frozen, foreach AdamW", {"dropout": 0.0, "freeze_words": True, "foreach": True}),
             ("fp32, dropout 0, words frozen, foreach, bucketed by length",
              {"dropout": 0.0, "freeze_words": True, "foreach": True, "bucket": 16}),
+            ("fp32, dropout 0, words frozen, foreach, bucketed, 1 thread (PyTorch and BLAS)",
+             {"dropout": 0.0, "freeze_words": True, "foreach": True, "bucket": 16, "threads": 1}),
             ("bf16 autocast, dropout 0, words frozen, foreach, bucketed",
              {"dropout": 0.0, "freeze_words": True, "foreach": True, "bucket": 16, "bf16": True})]
     return [{"name": name, **base, **change, "skip": None if bf16 or not change.get("bf16") else
@@ -134,14 +137,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=0, help="0: one per core")
     parser.add_argument("--data", type=pathlib.Path, help="take the pairs' lengths from this .npz")
     parser.add_argument("--small", action="store_true", help="a tiny encoder (the tests' smoke run)")
+    parser.add_argument("--spin", action="store_true",
+                        help="leave OpenMP's waiting threads spinning (as before issue 50)")
+    parser.add_argument("--only", default="", metavar="TEXT", help="only the settings whose name has TEXT")
     args = parser.parse_args(argv)
+    if not args.spin:
+        quiet_waits()
     try:
         import torch  # noqa: PLC0415
     except ImportError:
         raise SystemExit("bench.train_speed needs PyTorch: run it with /usr/bin/python3 "
                          "(apt-get install python3-torch libopenblas0-pthread)") from None
-    from training.fit_reader import blas_in_use  # noqa: PLC0415
-
     threads = args.threads or cores()
     torch.set_num_threads(threads)
     flags = cpu_flags()
@@ -154,9 +160,11 @@ def main(argv: list[str] | None = None) -> None:
         source = "a log-normal sample"
     weights = random_weights(vocab=1200, hidden=24, layers=6, positions=130) if args.small else random_weights()
     torch.ones((8, 8)) @ torch.ones((8, 8))
+    blas_threads(threads)
     print(f"CPU: {cpu_model()}, {cores()} cores; flags: "
           f"{' '.join(f for f in FLAGS if f in flags) or 'none of ' + ', '.join(FLAGS)}")
-    print(f"PyTorch {torch.__version__}, {threads} threads, BLAS: {', '.join(blas_in_use()) or 'none mapped'}")
+    print(f"PyTorch {torch.__version__}, {threads} threads (unless a row says otherwise), "
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}, BLAS: {', '.join(blas_in_use()) or 'none mapped'}")
     print(f"bf16 units: {'yes' if has_bf16(flags) else 'no (training runs in fp32)'}")
     print(f"lengths: {source}, median {numpy.median(lengths):.0f}, mean {lengths.mean():.1f} WordPieces; "
           f"batch {args.batch}, {args.steps} steps each")
@@ -164,9 +172,14 @@ def main(argv: list[str] | None = None) -> None:
     print("| setting | pairs/s | pairs per CPU-s | mean padded length |")
     print("|---|---:|---:|---:|")
     for setting in settings(has_bf16(flags)):
+        if args.only not in str(setting["name"]):
+            continue
         if setting["skip"]:
             print(f"| {setting['name']} | {setting['skip']} | | |", flush=True)
             continue
+        count = int(setting["threads"]) or threads  # type: ignore[call-overload]
+        torch.set_num_threads(count)
+        blas_threads(count)
         rate, per_cpu, width = measure(setting, weights, lengths, args.steps, args.batch)
         print(f"| {setting['name']} | {rate:.1f} | {per_cpu:.1f} | {width:.0f} |", flush=True)
     if sys.stdout.isatty():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pathlib
 
@@ -44,3 +45,36 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def quiet_waits() -> None:
+    """Threads that wait sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``, unless set):
+    on a machine shared with other processes, OpenMP's spinning threads took half the CPU
+    time of a 2-thread training step (docs/benchmarks.md, issue 50). Call it before
+    ``import torch``: OpenMP reads it when it loads."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def blas_in_use() -> list[str]:
+    """The BLAS libraries mapped into this process (after PyTorch has multiplied once)."""
+    try:
+        maps = pathlib.Path("/proc/self/maps").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return sorted({line.split()[-1] for line in maps.splitlines()
+                   if "blas" in line.rsplit("/", 1)[-1].lower() and "/" in line})
+
+
+def blas_threads(count: int) -> bool:
+    """OpenBLAS's own thread pool set to ``count`` (PyTorch's ``set_num_threads`` leaves the
+    pool of a system OpenBLAS at one thread per core, which then competes with PyTorch's
+    own threads); whether an OpenBLAS was found to set."""
+    done = False
+    for path in blas_in_use():
+        try:
+            setter = ctypes.CDLL(path).openblas_set_num_threads
+        except (OSError, AttributeError):
+            continue
+        setter(ctypes.c_int(count))
+        done = True
+    return done

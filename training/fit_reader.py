@@ -60,7 +60,7 @@ import time
 
 import numpy
 
-from training.cpu import cores, cpu_flags, has_bf16
+from training.cpu import blas_in_use, blas_threads, cores, cpu_flags, has_bf16, quiet_waits
 
 LAYERS = 6
 
@@ -80,16 +80,6 @@ def weights_command(args: argparse.Namespace) -> None:
 def load_weights(path: pathlib.Path) -> dict[str, numpy.ndarray]:
     with numpy.load(path) as data:
         return {k: data[k].astype(numpy.float32) for k in data.files}
-
-
-def blas_in_use() -> list[str]:
-    """The BLAS libraries mapped into this process (after PyTorch has multiplied once)."""
-    try:
-        maps = pathlib.Path("/proc/self/maps").read_text(encoding="utf-8")
-    except OSError:
-        return []
-    return sorted({line.split()[-1] for line in maps.splitlines()
-                   if "blas" in line.rsplit("/", 1)[-1].lower() and "/" in line})
 
 
 def precision_for(requested: str) -> str:
@@ -133,6 +123,7 @@ def fit(args: argparse.Namespace) -> tuple[object, dict[str, object]] | None:
     ``args.stop_after_steps`` stopped it (its checkpoint written)."""
     import random
 
+    quiet_waits()
     import torch
     from torch import nn
 
@@ -155,6 +146,7 @@ def fit(args: argparse.Namespace) -> tuple[object, dict[str, object]] | None:
     found: list[str] = []
     if args.device == "cpu":
         torch.ones((8, 8)) @ torch.ones((8, 8))  # loads the BLAS PyTorch was linked against
+        blas_threads(threads)
         found = blas_in_use()
         print(f"BLAS: {', '.join(found) or 'none mapped'}", file=sys.stderr)
         if any("openblas" not in p.lower() and "mkl" not in p.lower() for p in found):
@@ -214,6 +206,9 @@ def fit(args: argparse.Namespace) -> tuple[object, dict[str, object]] | None:
         random.setstate(state["python_rng"])
         if state.get("cuda_rng") is not None:
             torch.cuda.set_rng_state_all(state["cuda_rng"])
+        if state.get("threads", threads) != threads and args.device == "cpu":
+            print(f"  the checkpoint was written with {state['threads']} threads, this run has {threads}: "
+                  "its sums may round otherwise than an unbroken run's", file=sys.stderr)
         print(f"resumed {checkpoint_dir / 'checkpoint.pt'}: epoch {epoch + 1}, batch {position} of "
               f"{len(plan)}, {elapsed:.0f} s trained before", file=sys.stderr, flush=True)
     elif args.resume:
@@ -225,7 +220,7 @@ def fit(args: argparse.Namespace) -> tuple[object, dict[str, object]] | None:
             "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
             "plan_rng": rng.get_state(), "plan": plan, "epoch": epoch, "position": position,
             "total": total, "log": log, "elapsed": elapsed + time.perf_counter() - started,
-            "resumed": resumed, "torch_rng": torch.get_rng_state(), "numpy_rng": numpy.random.get_state(),
+            "resumed": resumed, "threads": threads, "torch_rng": torch.get_rng_state(), "numpy_rng": numpy.random.get_state(),
             "python_rng": random.getstate(),
             "cuda_rng": torch.cuda.get_rng_state_all() if device.type == "cuda" else None})
         progress = {"epoch": epoch + 1, "epochs": args.epochs, "batch": position,

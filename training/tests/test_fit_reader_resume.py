@@ -55,7 +55,7 @@ def test_a_resumed_training_run_ends_with_the_same_weights_as_an_unbroken_one(tm
 def test_the_training_speed_bench_prints_a_row_per_setting() -> None:
     out = _run("-m", "bench.train_speed", "--small", "--steps", "1", "--batch", "4", "--threads", "1")
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert len(rows) == 6, out
+    assert len(rows) == 7, out
     bf16 = rows[-1]
     assert ("not on this CPU" in bf16) == (not cpu.has_bf16()), out
     assert "flags:" in out and "threads" in out
