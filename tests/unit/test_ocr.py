@@ -42,6 +42,20 @@ def test_a_layer_of_replacement_characters_is_not_text() -> None:
     assert ocr.text_layer(["x = 1 + 2 (3)", "p < 0.05"]) == "text"  # formulas are text
 
 
+def test_glyph_soup_is_not_text_and_prose_in_any_latin_language_is() -> None:
+    prose = " ".join(KNOWN) * 2
+    soup = "".join(chr(ord(c) + 1) if c.isalpha() else c for c in prose)  # "Ifmmp xpsme"
+    assert ocr.text_layer([soup]) == "not_text"
+    assert ocr.text_layer([prose]) == "text"
+    german = ("Die Ergebnisse zeigen, dass die Reaktivierung der alten Strukturen die spätere "
+              "Verformung der Kruste bestimmt, obwohl der Zeitpunkt noch unsicher bleibt. ") * 3
+    french = ("Les résultats montrent que les structures héritées contrôlent la déformation "
+              "ultérieure de la croûte, bien que le moment reste incertain. ") * 3
+    assert ocr.text_layer([german]) == "text" and ocr.text_layer([french]) == "text"
+    assert ocr.text_layer(["Тектоника плит и деформация коры " * 20]) == "text"  # other scripts
+    assert ocr.text_layer(["BRCA1 TP53 KRAS EGFR"]) == "text"  # too few pairs to judge
+
+
 def test_a_garbled_text_layer_is_refused_without_ocr_and_read_with_it() -> None:
     data = pdf_fixtures.garbled_layer_pdf([KNOWN])
     with pytest.raises(DocumentError, match="is not text") as refused:
