@@ -110,6 +110,7 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
     cuts: list[tuple[int, int]] = []
     cites: list[tuple[int, _Cite, bool]] = []
     pieces = block.pieces
+    following = _next_text(pieces)
     for index, piece in enumerate(pieces):
         if isinstance(piece, str):
             out.append(piece)
@@ -117,16 +118,16 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
             continue
         named = piece.prints != _NAMES and _after_names("".join(out[-4:]), piece.keys, library)
         textual = not piece.in_footnote and not named and (
-            piece.prints == _NAMES or _opens_sentence(out, pieces, index))
+            piece.prints == _NAMES or _opens_sentence(out, following[index]))
         if not textual and not piece.in_footnote and not named and piece.prints == _PAREN \
                 and _NOUN_BEFORE.search("".join(out[-3:])) and not (
-                    _STRANDED.search("".join(out[-3:])) and _ends_sentence(pieces, index)):
+                    _STRANDED.search("".join(out[-3:])) and _ends_sentence(following[index])):
             # "Basierend auf der Arbeit von \cite{x} werden ...": the citation is a noun of
             # its sentence; the claim names it (its authors, else its key), leaving no hole.
             word = _names(piece.keys, library) or ", ".join(piece.keys)
             before = "" if not out or out[-1].endswith(" ") else " "
-            following = pieces[index + 1] if index + 1 < len(pieces) else None
-            after = "" if isinstance(following, str) and following.startswith(" ") else " "
+            then = pieces[index + 1] if index + 1 < len(pieces) else None
+            after = "" if isinstance(then, str) and then.startswith(" ") else " "
             out.append(before)
             length += len(before)
             cites.append((length, piece, False))
@@ -154,16 +155,27 @@ def _render(block: _Block, library: Mapping[str, LibraryItem]) -> tuple[
     return "".join(out), cuts, cites
 
 
-def _opens_sentence(out: list[str], pieces: list[str | _Cite], index: int) -> bool:
-    """Whether the cite at ``index`` stands where a sentence starts and goes on in lower
-    case ("... end. \\cite{x} showed"): it is the sentence's subject."""
+def _next_text(pieces: Sequence[str | _Cite]) -> list[str]:
+    """For each piece, the first character of the text after it, past cites and blanks
+    ("" at the block's end): one pass, so a sentence of 8,192 cites costs no more."""
+    found = [""] * len(pieces)
+    following = ""
+    for index in range(len(pieces) - 1, -1, -1):
+        found[index] = following
+        piece = pieces[index]
+        if isinstance(piece, str) and piece.strip():
+            following = piece.lstrip()[0]
+    return found
+
+
+def _opens_sentence(out: list[str], following: str) -> bool:
+    """Whether a cite stands where a sentence starts and goes on in lower case (its
+    ``following`` text's first character; "... end. \\cite{x} showed"): it is the
+    sentence's subject."""
     before = "".join(out[-3:]).rstrip()
     if before and before[-1] not in ".!?:":
         return False
-    for piece in pieces[index + 1:]:
-        if isinstance(piece, str) and piece.strip():
-            return piece.lstrip()[:1].islower()
-    return False
+    return following.islower()
 
 
 # What ends a run of names a citation stands after: "et al.", "and colleagues",
@@ -201,13 +213,10 @@ def _after_names(before: str, keys: Iterable[str], library: Mapping[str, Library
     return False
 
 
-def _ends_sentence(pieces: Sequence[str | _Cite], index: int) -> bool:
-    """Whether the cite at ``index`` ends its sentence: only cites, then a full stop (or
-    the block's end), follow it."""
-    for piece in pieces[index + 1:]:
-        if isinstance(piece, str) and piece.strip():
-            return piece.lstrip()[:1] in ".!?"
-    return True
+def _ends_sentence(following: str) -> bool:
+    """Whether a cite ends its sentence: only cites, then a full stop (or the block's
+    end), follow it (``following``: the first character of the text after it)."""
+    return not following or following in ".!?"
 
 
 def _names(keys: Iterable[str], library: Mapping[str, LibraryItem]) -> str | None:
