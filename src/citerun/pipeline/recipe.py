@@ -61,6 +61,7 @@ def extract(thesis: Document, limits: LimitSettings) -> citations.Extraction:
         if written is not None:
             extraction = formats.locate(dataclasses.replace(
                 extraction, skipped=written.skipped + extraction.skipped), thesis)
+            extraction = writer.typed_references(written, extraction)
     extraction = citations.bound_claims(extraction, limits.max_claim_chars)
     over = citations.claims_over((c.claim for c in extraction.citations), limits.max_claims_chars)
     if over is not None:

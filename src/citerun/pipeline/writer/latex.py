@@ -143,11 +143,13 @@ class _Reader(_Macros):
         by_key = {item.key: item for item in library}
         citations: list[WrittenCitation] = []
         texts: list[str] = []
+        self.wheres: list[str] = []  # where each paragraph of the text stands
         for block in self.blocks:
             text, cuts, cites = _render(block, by_key)
             page_text = clean_claim(_cut(text, 0, len(text), cuts))
             if page_text:
                 texts.append(page_text)
+                self.wheres.append(self.starts.get(block, self.main))
             if not cites:
                 continue
             spans = splitting.sentence_spans(text)
@@ -239,7 +241,8 @@ def read_latex(files: Mapping[str, bytes], main: str | None = None,
     items = tuple(merged.values())
     citations, plain = reader.result(items)
     return WrittenThesis(format="latex", pages=((1, plain),), citations=citations,
-                         library=items, skipped=(*reader.skipped, *skipped))
+                         library=items, skipped=(*reader.skipped, *skipped),
+                         blocks=tuple(reader.wheres))
 
 
 def _libraries(files: Mapping[str, bytes], reader: _Reader, limits: LibraryLimits,

@@ -52,6 +52,8 @@ class _ReaderBase(abc.ABC):
         self.stopped = False
         self.special = _SPECIAL
         self.not_listed = 0
+        self.at: tuple[_Source, int] | None = None  # where the scan stands
+        self.starts: dict[_Block, str] = {}  # where each block's first text stands
 
     # -- output --------------------------------------------------------------------
 
@@ -62,7 +64,12 @@ class _ReaderBase(abc.ABC):
     def emit(self, text: str) -> None:
         stream = self.top.stream
         if stream is not None and text:
-            stream.block.add(text)
+            block = stream.block
+            fresh = not block.pieces
+            block.add(text)
+            if fresh and block.pieces and self.at is not None:
+                # A typed citation in it is located by it (issue 46).
+                self.starts[block] = self.at[0].where(self.at[1])
 
     def brk(self) -> None:
         stream = self.top.stream
@@ -171,6 +178,7 @@ class _ReaderBase(abc.ABC):
         open_conditionals = len(self.conditionals)
         i, n = 0, len(text)
         while i < n and not self.stopped:
+            self.at = (src, i)
             if self.top.kind == "raw":
                 i = self._raw(text, i)
                 continue

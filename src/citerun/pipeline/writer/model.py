@@ -15,6 +15,7 @@ import typing
 import pydantic
 
 from citerun.core import errors
+from citerun.pipeline import normalize
 from citerun.pipeline.citations import model as citations
 from citerun.pipeline.citations.model import Skipped
 
@@ -173,3 +174,26 @@ def to_extraction(thesis: Written | WrittenThesis) -> citations.Extraction:
                 ordinal=len(found) + 1, key=key, claim=written.claim, page=written.page,
                 marker=written.marker, locator=written.locator, location=written.where or None))
     return citations.Extraction(tuple(found), entries, None, thesis.skipped)
+
+
+def typed_references(thesis: Written, extraction: citations.Extraction
+                     ) -> citations.Extraction:
+    """A typed thesis's reference list where the rules of the page found none: the
+    writer's library items its author-year citations name (first surname and year), as
+    entries. A LaTeX thesis's hand-made ``thebibliography`` is its library, not its text,
+    and a ``--bib`` library is on no page (issue 46: 0 of 101 typed citations had an
+    entry). Only the items named are taken: a library of 50,000 items costs the matching
+    no more than the citations do."""
+    if extraction.references or not thesis.library:
+        return extraction
+    named: set[tuple[str, int]] = set()
+    for citation in extraction.citations:
+        if citation.authors and citation.year is not None:
+            named.update((word, citation.year)
+                         for word in normalize.fold_words(citation.authors[0]).split())
+    items = [item for item in thesis.library
+             if item.authors and item.year is not None and any(
+                 (word, item.year) in named
+                 for word in normalize.fold_words(item.authors[0]).split())]
+    return dataclasses.replace(extraction, references=tuple(
+        entry_for(index, item) for index, item in enumerate(items)))
