@@ -13,9 +13,10 @@ import asyncio
 import hashlib
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 import pgvector.asyncpg
@@ -46,6 +47,26 @@ UNAVAILABLE: tuple[type[BaseException], ...] = (
 
 #: How a caller waits for the database to come back: soon at first, then every 5 s.
 RECONNECT = retry.RetryPolicy(base_s=0.2, cap_s=5.0)
+
+#: "Another transaction was in the way": Postgres aborted this one to break a deadlock, or
+#: for a serialization failure. Nothing of it was kept; the same transaction run again
+#: from its start usually passes.
+CONFLICT: tuple[type[BaseException], ...] = (
+    asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
+
+#: How a transaction aborted for a :data:`CONFLICT` is run again: soon (the other one has
+#: gone on), a few times, then the error is the caller's.
+CONFLICT_RETRY = retry.RetryPolicy(base_s=0.05, cap_s=1.0, max_attempts=5)
+
+T = TypeVar("T")
+
+
+async def retrying_conflicts(what: str, transaction: Callable[[], Awaitable[T]]) -> T:
+    """Run ``transaction`` (a whole one: it acquires its connection, begins and commits;
+    never called inside a caller's transaction) until Postgres stops aborting it for a
+    :data:`CONFLICT`, under :data:`CONFLICT_RETRY`. Concurrent uploads and cancels of
+    the same documents deadlocked and the web answered 500 (issue 48)."""
+    return await retry.retrying(CONFLICT_RETRY, what, transaction, errors=CONFLICT)
 
 
 class MigrationError(errors.CiterunError):

@@ -20,7 +20,7 @@ from typing import Any
 
 import asyncpg
 
-from citerun.core import errors, queue, sql
+from citerun.core import db, errors, queue, sql
 from citerun.core.states import RunState
 
 _Q = sql.load("citerun.core", "runs.sql")
@@ -131,7 +131,22 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
     ``caps``, the tenant's active runs and staged bytes are checked under a per-tenant
     advisory lock, so two operators admitting at once cannot overshoot; a run over a cap
     is not created and ``over_capacity`` says why.
+
+    The transaction is run again when Postgres aborts it for a conflict (a deadlock with
+    a cancel letting go of the same documents: :func:`db.retrying_conflicts`); the
+    documents are staged in the order of their digests, as every create stages them.
     """
+    # Hashed once, outside the transaction and its retries.
+    payloads = sorted([(await digest_off_loop(data), data, filename)
+                       for data, filename in request.payloads], key=lambda p: p[0])
+    return await db.retrying_conflicts(
+        f"creating run {request.id}",
+        lambda: _create(pool, request, payloads, start=start, caps=caps))
+
+
+async def _create(pool: asyncpg.Pool, request: RunRequest,
+                  payloads: list[tuple[str, bytes, str]], *, start: StartHook,
+                  caps: Caps | None) -> Admission:
     async with pool.acquire() as conn, conn.transaction():
         if await conn.fetchrow(_Q["run_get"], request.id) is not None:
             return Admission(created=False)
@@ -143,8 +158,6 @@ async def create(pool: asyncpg.Pool, request: RunRequest, *, start: StartHook,
             missing = sorted(set(request.required_digests) - owned)
             if missing:
                 return Admission(created=False, missing=tuple(missing))
-        payloads = [(await digest_off_loop(data), data, filename)
-                    for data, filename in request.payloads]
         if caps is not None:
             reason = await _over_capacity(conn, request, payloads, caps)
             if reason is not None:
@@ -280,14 +293,18 @@ async def active_with_resource(conn: asyncpg.Connection | asyncpg.Pool) -> list[
 async def cancel(pool: asyncpg.Pool, run_id: uuid.UUID, reason: str, *,
                  drop_bytes: bool = True) -> list[int]:
     """Cancel a run: its open tasks, its state, and (with ``drop_bytes``) the staged bytes
-    only it needed. A run replaced by a new generation keeps them for its successor."""
-    async with pool.acquire() as conn, conn.transaction():
-        await conn.fetchrow(_Q["run_lock"], run_id)
-        cancelled = await queue.cancel_run(conn, run_id, reason)
-        await finish(conn, run_id, RunState.CANCELLED, reason, release=drop_bytes)
-        if drop_bytes:
-            await conn.fetch(_Q["run_drop_staged_bytes"], run_id)
-    return cancelled
+    only it needed. A run replaced by a new generation keeps them for its successor.
+    Run again when Postgres aborts it for a conflict (:func:`db.retrying_conflicts`)."""
+    async def transaction() -> list[int]:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.fetchrow(_Q["run_lock"], run_id)
+            cancelled = await queue.cancel_run(conn, run_id, reason)
+            await finish(conn, run_id, RunState.CANCELLED, reason, release=drop_bytes)
+            if drop_bytes:
+                await conn.fetch(_Q["run_drop_staged_bytes"], run_id)
+        return cancelled
+
+    return await db.retrying_conflicts(f"cancelling run {run_id}", transaction)
 
 
 async def drop_expired_bytes(conn: asyncpg.Connection | asyncpg.Pool, ttl_s: float) -> int:
