@@ -176,7 +176,8 @@ class _Markers:
         self.names = _SameSurname({name for name, _ in self.by_first_year}, config)
 
     def best(self, citation: model.ExtractedCitation) -> tuple[float, model.SourceInfo] | None:
-        """What ``max`` over every source's :func:`_marker_score` finds (the first best)."""
+        """A source :func:`_marker_score` gives 100, the best of several by :meth:`_rank`
+        (the file name's year, then the author count), else the first source with 0."""
         if not self.sources:
             return None
         hits: set[int] = set()
