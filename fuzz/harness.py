@@ -74,7 +74,7 @@ class Recorder:
             if len(data) >= int(found["bytes"]):  # type: ignore[call-overload]
                 return
         digest = hashlib.sha1(name.encode()).hexdigest()[:12]
-        path = self.findings_dir / f"{kind}-{digest}.bin"
+        path = self.findings_dir / f"py-{kind}-{digest}.bin"
         path.write_bytes(data)
         path.with_suffix(".txt").write_text(f"{name}\n\n{detail}\n")
         self.findings[name] = {"kind": kind, "name": name, "file": str(path),

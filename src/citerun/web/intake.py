@@ -121,7 +121,7 @@ def expanded_size(name: str, data: bytes, limits: archive.BundleLimits) -> int:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as bundle:
             infos = bundle.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as err:
+    except archive.UNREADABLE as err:
         raise IntakeRefused(400, f"thesis {name!r} is no readable zip archive ({err})") from None
     if len(infos) > limits.max_members:
         raise IntakeRefused(413, f"thesis {name!r} holds {len(infos):,} files, over the limit "
@@ -184,6 +184,6 @@ def _append(name: str, data: bytes, libraries: list[tuple[str, bytes]],
                 bundle.writestr(member, text)
             if main is not None and formats.MAIN_MEMBER not in taken:
                 bundle.writestr(formats.MAIN_MEMBER, main.encode())
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as err:
+    except archive.UNREADABLE as err:
         raise IntakeRefused(400, f"thesis {name!r} is no readable zip archive ({err})") from None
     return out.getvalue()

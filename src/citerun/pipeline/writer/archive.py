@@ -15,6 +15,7 @@ import io
 import lzma
 import posixpath
 import stat
+import struct
 import zipfile
 import zlib
 
@@ -23,6 +24,13 @@ import pydantic
 from citerun.pipeline.writer.model import WriterFileError
 
 _CHUNK = 1 << 16
+
+#: What :mod:`zipfile` raises on a zip it cannot read, besides :class:`zipfile.BadZipFile`
+#: (issue 48's fuzzing: a zip of version 10.1 is NotImplementedError, members placed before
+#: the archive's start a negative seek's ValueError, appending to it struct.error).
+UNREADABLE: tuple[type[Exception], ...] = (
+    zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError,
+    NotImplementedError, RuntimeError, struct.error, zlib.error, lzma.LZMAError)
 
 
 class BundleLimits(pydantic.BaseModel):
@@ -72,7 +80,7 @@ def read_bundle(data: bytes, limits: BundleLimits = BundleLimits()) -> dict[str,
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as err:
+    except UNREADABLE as err:
         raise WriterFileError(f"not a readable zip archive: {err}") from None
     if len(infos) > limits.max_members:
         raise WriterFileError(
@@ -83,7 +91,7 @@ def read_bundle(data: bytes, limits: BundleLimits = BundleLimits()) -> dict[str,
         for info in infos:
             path = _member_path(info)
             mode = info.external_attr >> 16
-            if info.is_dir() or not path:
+            if not path or info.is_dir():  # an empty name has no last character
                 continue
             if stat.S_ISLNK(mode):
                 raise WriterFileError(f"archive member {info.filename!r}: a symbolic link")
@@ -118,7 +126,6 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int,
                     raise WriterFileError(
                         f"archive member {info.filename!r} inflates more than "
                         f"{limits.max_ratio:.0f}-fold: a zip bomb")
-    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, RuntimeError,
-            zlib.error, lzma.LZMAError) as err:
+    except UNREADABLE as err:
         raise WriterFileError(f"archive member {info.filename!r} is unreadable: {err}") from None
     return bytes(out)

@@ -1,0 +1,130 @@
+"""What the fuzzer found (issue 48, item 4; ``python -m bench.fuzz``), one test a finding,
+each failing before its fix. The zip intake target found in its first 15 seconds that a
+hostile zip ended the readers in an exception none of them documents (in the web: a 500
+from the upload's thread; in the worker: a parse child's traceback instead of the
+document refused as corrupt):
+
+- a member with an empty name: ``IndexError`` in ``ZipInfo.is_dir`` (archive.read_bundle);
+- a central directory that asks for zip version 10.1: ``NotImplementedError`` from
+  ``zipfile.ZipFile`` (archive.read_bundle, the web's expanded_size);
+- a .tex member whose deflate stream is corrupt: ``zlib.error`` while the main file's head
+  is read (pipeline.intake.zip_main);
+- a central directory placed past where it is: members at negative offsets,
+  ``ValueError`` (negative seek) reading one (archive.read_bundle) and ``struct.error``
+  when a library is appended to the zip (the web's _append).
+
+Each input is also in the fuzz corpus (``fuzz/corpus/zip/finding-*``), replayed by
+tests/unit/test_fuzz_corpus.py through every target.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zipfile
+
+import pytest
+
+from citerun.pipeline import intake as pipeline_intake
+from citerun.pipeline.pdf.limits import DocumentError
+from citerun.pipeline.settings import LimitSettings
+from citerun.pipeline.writer import archive, formats
+from citerun.pipeline.writer.model import WriterFileError
+from citerun.web import intake as web_intake
+from fuzz import seeds, targets
+
+TEX = b"\\documentclass{article}\n\\begin{document}\nHeat \\cite{a}.\n\\end{document}\n"
+LIBRARY = [("refs.bib", b"@article{a, title = {Heat}, year = {2019}}\n")]
+BIG = 10**9
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for path, data in files.items():
+            bundle.writestr(zipfile.ZipInfo(path, date_time=(1980, 1, 1, 0, 0, 0)), data,
+                            compress_type=zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+def empty_member_name() -> bytes:
+    return _zip({"": b"x", "main.tex": TEX})
+
+
+def unknown_zip_version() -> bytes:
+    data = bytearray(_zip({"main.tex": TEX}))
+    data[data.find(b"PK\x01\x02") + 6] = 101  # version needed to extract: 10.1
+    return bytes(data)
+
+
+def corrupt_deflate_stream() -> bytes:
+    data = bytearray(_zip({"main.tex": TEX + b"hello world " * 50}))
+    start = data.find(b"PK\x03\x04") + 30 + len("main.tex")
+    data[start:start + 8] = b"\xff" * 8
+    return bytes(data)
+
+
+def directory_past_its_place() -> bytes:
+    data = bytearray(_zip({"main.tex": TEX}))
+    end = data.rfind(b"PK\x05\x06")
+    offset = struct.unpack_from("<L", data, end + 16)[0]
+    struct.pack_into("<L", data, end + 16, offset + 27)
+    return bytes(data)
+
+
+FINDINGS = {
+    "empty-member-name": empty_member_name,
+    "unknown-zip-version": unknown_zip_version,
+    "corrupt-deflate-stream": corrupt_deflate_stream,
+    "directory-past-its-place": directory_past_its_place,
+}
+
+
+def test_a_member_with_an_empty_name_is_left_out() -> None:
+    assert archive.read_bundle(empty_member_name()) == {"main.tex": TEX}
+
+
+@pytest.mark.parametrize("make", [unknown_zip_version, directory_past_its_place],
+                         ids=["unknown-version", "directory-past-its-place"])
+def test_an_unreadable_zip_is_the_readers_refusal(make: object) -> None:
+    data = make()  # type: ignore[operator]
+    with pytest.raises(WriterFileError):
+        archive.read_bundle(data)
+    with pytest.raises(DocumentError) as refused:  # the worker: the document is corrupt
+        formats.read_document(data, LimitSettings(), 10**8)
+    assert refused.value.reason == "corrupt"
+
+
+def test_the_web_refuses_a_zip_of_an_unknown_version_with_400() -> None:
+    with pytest.raises(web_intake.IntakeRefused) as refused:
+        web_intake.expanded_size("thesis.zip", unknown_zip_version(), archive.BundleLimits())
+    assert refused.value.status == 400
+
+
+def test_a_main_file_that_does_not_inflate_is_left_to_the_reader() -> None:
+    data = corrupt_deflate_stream()
+    assert pipeline_intake.zip_main(data) is None  # the reader says why
+    with pytest.raises(WriterFileError, match="unreadable"):
+        archive.read_bundle(data)
+    staged = web_intake.prepare("thesis.zip", data, [], BIG, BIG, archive.BundleLimits())
+    assert staged == data
+
+
+def test_a_library_appended_to_a_zip_whose_directory_lies_is_refused_with_400() -> None:
+    with pytest.raises(web_intake.IntakeRefused) as refused:
+        web_intake.prepare("thesis.zip", directory_past_its_place(), LIBRARY, BIG, BIG,
+                           archive.BundleLimits())
+    assert refused.value.status == 400
+
+
+@pytest.mark.parametrize("name", sorted(FINDINGS))
+def test_each_finding_is_in_the_corpus_and_replays_clean(name: str) -> None:
+    path = seeds.CORPUS / "zip" / f"finding-{name}"
+    assert path.read_bytes() == FINDINGS[name](), "python -m tests.unit.test_fuzz_findings"
+    for target in targets.TARGETS:
+        targets.run(target, path.read_bytes())
+
+
+if __name__ == "__main__":  # writes the findings into the corpus
+    for name, make in FINDINGS.items():
+        (seeds.CORPUS / "zip" / f"finding-{name}").write_bytes(make())
