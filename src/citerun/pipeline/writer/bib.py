@@ -217,7 +217,7 @@ def read_bibtex(text: str, limits: LibraryLimits = LibraryLimits(),
     items: list[LibraryItem] = []
     skipped: list[Skipped] = []
     by_key = {entry.key.strip().lower(): entry for entry in library.entries}
-    _concatenate(library, bib_limits.max_field_chars * 10)
+    _concatenate(library, bib_limits.max_field_chars * 10, bib_limits.max_joined_chars)
     for block in library.failed_blocks:
         where = _line(block)
         raw = _SPACES.sub(" ", block.raw or "")[:200]
@@ -239,38 +239,54 @@ def read_bibtex(text: str, limits: LibraryLimits = LibraryLimits(),
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
 
-def _concatenate(library: Library, longest: int) -> None:
+def _concatenate(library: Library, longest: int, most_joined: int) -> None:
     """Resolves BibTeX's ``#`` concatenations (``"Proc. " # conf # { 2020}``), which
     bibtexparser leaves as written: each part a quoted or braced string, a number, or an
     ``@string`` macro (names case-insensitive, the month macros predefined as BibTeX
-    has them). A value with an unknown macro, or over ``longest`` characters, is kept as
-    written."""
+    has them; an ``@string`` may join those defined before it, as in BibTeX). A value
+    with an unknown macro, or over ``longest`` characters as written, is kept as
+    written. Raises :class:`~.model.WriterFileError` for a value that would join to over
+    ``most_joined`` characters (``BibLimits.max_joined_chars``), before joining it: a
+    field naming a big ``@string`` a thousand times, or an ``@string`` doubling itself,
+    was gigabytes from a small file (issue 48)."""
     macros = {m: m.capitalize() for m in _MONTHS}
-    macros.update({key.lower(): str(s.value).strip().strip('"{}')
-                   for key, s in library.strings_dict.items()})
+    for key, string in library.strings_dict.items():
+        written = str(string.value).strip()
+        joined = (_joined(written, macros, most_joined, f"the @string {key!r}")
+                  if len(written) <= longest else None)
+        macros[key.lower()] = written.strip('"{}') if joined is None else joined
     for entry in library.entries:
         for field in entry.fields:
             value = field.value
             if (not isinstance(value, str) or getattr(field, "enclosing", None) != "no-enclosing"
                     or len(value) > longest):
                 continue
-            resolved = _joined(value, macros)
+            resolved = _joined(value, macros, most_joined,
+                               f"the field {field.key!r} of {entry.key!r}")
             if resolved is not None:
                 field.value = resolved
 
 
-def _joined(value: str, macros: dict[str, str]) -> str | None:
+def _joined(value: str, macros: dict[str, str], most: int, what: str) -> str | None:
     parts: list[str] = []
+    size = 0
     for part in _split_unescaped_outside(value):
         part = part.strip()
         if len(part) >= 2 and part[0] == part[-1] == '"' or part[:1] == "{" and part[-1:] == "}":
-            parts.append(part[1:-1])
+            piece = part[1:-1]
         elif part.isdigit():
-            parts.append(part)
+            piece = part
         elif part.lower() in macros:
-            parts.append(macros[part.lower()])
+            piece = macros[part.lower()]
         else:
             return None
+        size += len(piece)
+        if size > most:
+            raise WriterFileError(
+                f"{what} joins @string macros with # into over {most:,} characters, over "
+                "the limit (BibLimits.max_joined_chars, "
+                "CITERUN_LIMITS__WRITER__BIB__MAX_JOINED_CHARS)")
+        parts.append(piece)
     return "".join(parts)
 
 

@@ -87,6 +87,12 @@ class BibLimits(_Limits):
     max_names: int = pydantic.Field(
         200, ge=1, description="Names of one entry read (a physics collaboration lists "
         "thousands; mapping reads 100).")
+    max_joined_chars: int = pydantic.Field(
+        100_000, ge=1, description="Characters a value joined with BibTeX's # may reach, "
+        "an @string's or a field's: a .bib joining more is refused with this limit named "
+        "(issue 48: a field naming a big @string a thousand times, or an @string doubling "
+        "itself 30 times, is gigabytes from a small file; a real library joins a journal's "
+        "or a proceedings' name).")
 
 
 class WriterLimits(_Limits):
