@@ -184,3 +184,23 @@ def test_a_sentence_of_many_cites_after_a_preposition_is_read_in_linear_time() -
     claims = _claims("They run on " + "\\cite{k}" * 8192 + ".")
     assert time.monotonic() - started < 6
     assert len(claims) == 8192 and claims[0][1] == "They run on."
+
+
+@pytest.mark.parametrize("math", [
+    "\\[ x = 1 \\text{ (see \\cite{alt})} \\]",
+    "\\begin{equation} E = mc^2 \\quad \\text{\\cite{alt}} \\end{equation}",
+    "$$ y \\cite{alt} $$",
+    "$x\\cite{alt}$",
+    "\\(x \\cite{alt}\\)",
+])
+def test_a_cite_inside_a_formula_is_listed_not_dropped(math: str) -> None:
+    files = {"main.tex": _tex_doc(f"We have {math} for all inputs \\cite{{two}}."),
+             "refs.bib": LIBRARY}
+    found = latex.read_latex(files)
+    assert [(c.keys, "alt" in c.claim) for c in found.citations] == [(("two",), False)]
+    assert [s.reason for s in found.skipped] == [
+        "a citation inside a formula, which is not text: not read as a citation"]
+
+
+def _tex_doc(body: str) -> bytes:
+    return f"\\documentclass{{article}}\n\\begin{{document}}\n{body}\n\\end{{document}}\n".encode()

@@ -42,12 +42,13 @@ class _Commands(_ReaderBase):
             if end < 0:
                 self.emit(" ")
                 return i
-            self.display_math(text[i:end])
+            self.display_math(src, i - 2, text[i:end])
             return end + 2
         if name == "(":
             end = src.find("\\)", i, i + ARG_WINDOW)
             if end < 0:
                 return i
+            self.formula_cites(src, i - 2, text[i:end])
             self.emit(math_text(text[i:end]))
             return end + 2
         self.emit(_CONTROL_SYMBOLS.get(name, ""))
@@ -193,9 +194,10 @@ class _Commands(_ReaderBase):
             i = j
         return i
 
-    def display_math(self, tex: str) -> None:
+    def display_math(self, src: _Source, start: int, tex: str) -> None:
         """A display formula, marked as one in the text: "[formula]", with the full stop
         or comma the writer set at its end (the sentence ends, or goes on, as written)."""
+        self.formula_cites(src, start, tex)
         body = _MATH_TAIL.sub("", tex)
         mark = body[-1] if body and body[-1] in ".,;:" else ""
         self.emit(f" {FORMULA}{mark} ")
@@ -219,7 +221,7 @@ class _Commands(_ReaderBase):
                 self.bibitems.extend(bibitems(text[i:found.start() if found else len(text)],
                                               len(self.bibitems), self.limits.max_bibitems))
             if name in _DISPLAY_MATH:
-                self.display_math(text[i:found.start() if found else i])
+                self.display_math(src, start, text[i:found.start() if found else i])
             elif (found and name != "thebibliography"
                   and _CITE_ANYWHERE.search(text, i, found.start())):
                 self.skip(src.where(start), text[start:start + 200],

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from citerun.pipeline.writer.latex_blocks import _Block, _Frame, _Stream
 from citerun.pipeline.writer.latex_tables import (
-    ARG_WINDOW, LAYOUT_ARG, _BEGIN_DOCUMENT, _BLANK_REST,
+    ARG_WINDOW, LAYOUT_ARG, _BEGIN_DOCUMENT, _BLANK_REST, _CITE_ANYWHERE,
     _END_DOCUMENT, _GERMAN_SHORTHANDS, _PATH_MACRO, _RAW_TOKEN, _SPACES, _SPECIAL,
 )
 from citerun.pipeline.writer.latex_text import (
@@ -253,7 +253,7 @@ class _ReaderBase(abc.ABC):
             end = src.find("$$", start + 2, start + ARG_WINDOW)
             if end < 0:
                 return start + 2
-            self.display_math(text[start + 2:end])
+            self.display_math(src, start, text[start + 2:end])
             return end + 2
         end = start + 1
         while True:
@@ -263,11 +263,20 @@ class _ReaderBase(abc.ABC):
             if text[end - 1] != "\\":
                 break
             end += 1
+        self.formula_cites(src, start, text[start + 1:end])
         self.emit(math_text(text[start + 1:end]))
         return end + 1
 
+    def formula_cites(self, src: _Source, start: int, tex: str) -> None:
+        """A cite command inside a formula is read as none (a formula is no sentence to
+        check): listed as not taken, never dropped silently."""
+        if (self.top.stream is not None or self.top.in_footnote) and \
+                _CITE_ANYWHERE.search(_uncomment(tex) or ""):
+            self.skip(src.where(start), src.text[start:start + 200],
+                      "a citation inside a formula, which is not text: not read as a citation")
+
     @abc.abstractmethod
-    def display_math(self, tex: str) -> None:
+    def display_math(self, src: _Source, start: int, tex: str) -> None:
         """Emit a display formula's mark."""
 
     @abc.abstractmethod

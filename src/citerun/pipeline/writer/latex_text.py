@@ -211,6 +211,8 @@ def _skip_optional_text(tex: str, i: int) -> int:
 def math_text(tex: str) -> str:
     """Inline math as text: symbols as characters (``\\alpha`` α, ``\\leq`` ≤), fractions
     as "a/(b)", other macros and braces dropped ("p \\leq 0.05" -> "p ≤ 0.05")."""
+    if "cite" in tex:  # a cite command in a formula (listed as not taken): no text
+        tex = _NOTE_CITE.sub("", tex)
     if "frac" in tex or "sqrt" in tex:
         tex = _fractions(tex)
 
