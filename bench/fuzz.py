@@ -10,7 +10,9 @@ input past libFuzzer's ``-timeout`` (a hang) or ``-rss_limit_mb`` ends the run; 
 counted and the target restarted for the time left. Then the slowest input is replayed
 alone in a fresh process (:mod:`fuzz.replay`) for its CPU time and the RSS it added.
 
-The table, one row a target: executions, executions per second, coverage (libFuzzer's
+The table, one row a target: wall seconds fuzzed (the CPU seconds the fuzzing process
+got: on a shared machine the fairer measure), executions, executions per second (per CPU
+second), coverage (libFuzzer's
 ``cov``: instrumented edges reached in citerun, bibtexparser, pylatexenc and defusedxml;
 ``ft``: its features), the corpus at the end, the slowest input (CPU seconds and bytes),
 the RSS it added on its own, the fuzzing process's peak RSS, and the findings: crashes
@@ -41,7 +43,7 @@ CORPUS = ROOT / "fuzz" / "corpus"
 DICTS = ROOT / "fuzz" / "dicts"
 TARGETS = ("bib", "csl", "latex", "docx", "references", "zip")
 #: Bytes of one input at most (the seeds are at most half of it).
-MAX_LEN = 64 * 1024
+MAX_LEN = 32 * 1024
 #: Runs of one target restarted after a hang or an OOM, at most.
 MAX_RESTARTS = 5
 
@@ -53,6 +55,7 @@ _STAT = re.compile(r"^stat::(\w+):\s+(\d+)", re.MULTILINE)
 class Row:
     target: str
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     execs: int = 0
     cov: int = 0
     ft: int = 0
@@ -67,6 +70,10 @@ class Row:
     @property
     def per_second(self) -> float:
         return self.execs / self.seconds if self.seconds else 0.0
+
+    @property
+    def per_cpu_second(self) -> float:
+        return self.execs / self.cpu_seconds if self.cpu_seconds else 0.0
 
 
 def _harness(target: str, seconds: int, work: pathlib.Path, findings: pathlib.Path,
@@ -116,6 +123,7 @@ def fuzz_one(target: str, args: argparse.Namespace, findings_root: pathlib.Path)
         final = dict(_STAT.findall(log))
         row.execs += int(final.get("number_of_executed_units", stats.get("execs", 0)))
         row.seconds += float(stats.get("seconds", time.monotonic() - t0))
+        row.cpu_seconds += float(stats.get("cpu_seconds", 0.0))
         row.peak_rss_mb = max(row.peak_rss_mb, float(final.get("peak_rss_mb", 0)),
                               float(stats.get("peak_rss_mb", 0)))
         if stats.get("slowest_cpu_s", 0) > row.slowest_cpu_s:
@@ -157,15 +165,17 @@ def fuzz_one(target: str, args: argparse.Namespace, findings_root: pathlib.Path)
 
 
 def table(rows: list[Row]) -> str:
-    head = ("| target | seconds | executions | execs/s | coverage (cov / ft) | corpus | "
-            "slowest input (CPU s, bytes) | its RSS added (MiB) | peak RSS (MiB) | findings |")
+    head = ("| target | seconds (CPU) | executions | execs/s (per CPU s) | coverage (cov / ft) "
+            "| corpus | slowest input (CPU s, bytes) | its RSS added (MiB) | peak RSS (MiB) "
+            "| findings |")
     lines = [head, "|" + "---|" * 10]
     for r in rows:
         kinds: dict[str, int] = {}
         for f in r.findings:
             kinds[str(f["kind"])] = kinds.get(str(f["kind"]), 0) + 1
         said = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
-        lines.append(f"| {r.target} | {r.seconds:.0f} | {r.execs:,} | {r.per_second:,.0f} | "
+        lines.append(f"| {r.target} | {r.seconds:.0f} ({r.cpu_seconds:.0f}) | {r.execs:,} | "
+                     f"{r.per_second:,.0f} ({r.per_cpu_second:,.0f}) | "
                      f"{r.cov:,} / {r.ft:,} | {r.corpus:,} | {r.slowest_cpu_s:.3f}, "
                      f"{r.slowest_bytes:,} | {r.slowest_rss_mb:.1f} | {r.peak_rss_mb:.0f} | "
                      f"{said} |")

@@ -18,7 +18,8 @@ each kind, with its traceback) and the fuzzing goes on:
 An input that runs past libFuzzer's ``-timeout`` (a hang) or takes the process past
 ``-rss_limit_mb`` ends the process; libFuzzer writes it as ``timeout-*`` / ``oom-*``
 under ``-artifact_prefix`` and the bench counts it. ``--stats`` is rewritten about once a
-second: executions, the slowest input (CPU seconds, its file), peak RSS, findings.
+second: executions, wall and CPU seconds, the slowest input (CPU seconds, its file), peak
+RSS, findings.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Recorder:
         self.findings: dict[str, dict[str, object]] = {}
         self.baseline_mb = _peak_rss_mb()
         self.started = time.monotonic()
+        self.cpu_started = time.process_time()
         self.written = 0.0
 
     def _keep(self, kind: str, name: str, data: bytes, detail: str) -> None:
@@ -114,6 +116,7 @@ class Recorder:
         tmp = self.stats_path.with_suffix(".tmp")
         tmp.write_text(json.dumps({
             "target": self.target, "execs": self.execs, "seconds": now - self.started,
+            "cpu_seconds": time.process_time() - self.cpu_started,
             "slowest_cpu_s": self.slowest, "slowest_file": str(self.slowest_file),
             "peak_rss_mb": _peak_rss_mb(), "findings": list(self.findings.values()),
         }))

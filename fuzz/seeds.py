@@ -30,7 +30,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "fuzz" / "corpus"
 #: Bytes of one seed at most (the fuzzer makes inputs up to twice as long).
-MAX_BYTES = 32 * 1024
+MAX_BYTES = 16 * 1024
 #: Seeds of a target at most (the smallest first): the replay test reads them all.
 MAX_SEEDS = 150
 #: Tests whose inputs seed the corpus (those of the readers; no Postgres, no workers).

@@ -1,0 +1,44 @@
+"""A smoke run of the fuzz bench (issue 48, item 4): ``python -m bench.fuzz`` for a few
+seconds per target, as CI runs it: every target starts under atheris, executes inputs,
+reports its coverage, and finds nothing (a finding fails the run with its file named).
+The long runs are by hand: docs/benchmarks.md.
+
+atheris has wheels for Linux on x86_64 only (the test extra installs it there); elsewhere
+the test skips, except under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from fuzz import targets
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SECONDS = 3
+
+
+def test_every_target_fuzzes_for_a_few_seconds_and_finds_nothing(tmp_path: pathlib.Path) -> None:
+    if importlib.util.find_spec("atheris") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("atheris is not installed (pip install -e '.[test]')")
+        pytest.skip("atheris is not installed")
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.fuzz", "--seconds", str(SECONDS),
+         "--findings", str(tmp_path / "findings")],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    rows = {m.group(1): m for m in re.finditer(
+        r"^\| (\w+) \| \d+ \(\d+\) \| ([\d,]+) \| [\d,]+ \([\d,]+\) \| ([\d,]+) / ([\d,]+) \|"
+        r".*\| none \|$",
+        done.stdout, re.MULTILINE)}
+    assert set(rows) == set(targets.TARGETS), done.stdout
+    for target, row in rows.items():
+        assert int(row.group(2).replace(",", "")) > 0, (target, done.stdout)
+        assert int(row.group(3).replace(",", "")) > 0, (target, done.stdout)  # edges reached
