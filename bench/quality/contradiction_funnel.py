@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import pathlib
 import sys
+import typing
 
 import numpy
 
@@ -48,8 +51,12 @@ class Count:
     right: int = 0
 
 
-def funnel(the_judge: embedded.TrainedJudge, pairs: list[claims.Pair]) -> tuple[dict[str, Count], int]:
-    """Per step, the CONTRADICT calls and the right ones; and the gold CONTRADICT count."""
+def funnel(the_judge: embedded.TrainedJudge, pairs: list[claims.Pair],
+           dump: typing.TextIO | None = None) -> tuple[dict[str, Count], int]:
+    """Per step, the CONTRADICT calls and the right ones; and the gold CONTRADICT count.
+    With ``dump``, one JSON line per pair: its gold label, the calibrated probabilities,
+    whether a sentence states the opposite, each step's call and the verdict (a bar can
+    then be swept without reading the pairs again)."""
     reader = the_judge.reader
     assert reader is not None, "the shipped judge has a reader"
     config = the_judge._config  # noqa: SLF001 - the bench reads the judge's own bar
@@ -60,6 +67,8 @@ def funnel(the_judge: embedded.TrainedJudge, pairs: list[claims.Pair]) -> tuple[
         gold_c += gold
         passages = claims.passages(pair.evidence)
         called: dict[str, bool] = dict.fromkeys(STEPS, False)
+        probabilities = None
+        stated = False
         whole = reader.logits([(pair.claim, pair.evidence)])[0]
         called["whole passage"] = int(numpy.argmax(whole)) == CONTRADICT
         signals = the_judge.signals(pair.claim, passages)
@@ -81,6 +90,11 @@ def funnel(the_judge: embedded.TrainedJudge, pairs: list[claims.Pair]) -> tuple[
             called["+ sentence states it"] = over and stated
         verdict = the_judge.judge_sync(pair.claim, passages).verdict
         called["verdict"] = verdict == judge.Verdict.CONTRADICTED
+        if dump is not None:
+            dump.write(json.dumps({
+                "set": pair.set, "id": pair.id, "gold": pair.gold, "verdict": verdict.value,
+                "calibrated": None if probabilities is None else [round(float(p), 4) for p in probabilities],
+                "stated": stated, "steps": called}) + "\n")
         for step, said in called.items():
             if said:
                 counts[step].said += 1
@@ -107,6 +121,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=300, help="pairs per set (seeded sample)")
     parser.add_argument("--sets", default="scifact," + ",".join(claims.SETS))
+    parser.add_argument("--dump", type=pathlib.Path, default=None,
+                        help="one JSON line per pair (gold, calibrated probabilities, steps)")
     args = parser.parse_args(argv)
     names = [n for n in args.sets.split(",") if n]
     sets: dict[str, list[claims.Pair]] = {}
@@ -115,9 +131,12 @@ def main(argv: list[str] | None = None) -> None:
     sets.update(claims.load([n for n in names if n != "scifact"], limit=args.limit))
     the_judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(), embedded.TrainedJudgeConfig())
     results = {}
+    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     for name, pairs in sets.items():
-        results[name] = funnel(the_judge, pairs)
+        results[name] = funnel(the_judge, pairs, dump)
         print(f"  {name}: {len(pairs)} pairs", file=sys.stderr, flush=True)
+    if dump is not None:
+        dump.close()
     print("Each cell: right / said CONTRADICT, and F1 CONTRADICT.\n")
     print(table(results))
     print("\n" + machine.summary_line())
