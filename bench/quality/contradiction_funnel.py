@@ -102,6 +102,60 @@ def funnel(the_judge: embedded.TrainedJudge, pairs: list[claims.Pair],
     return counts, gold_c
 
 
+BARS = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+
+
+def _at_bar(rows: list[dict[str, typing.Any]], bar: float) -> tuple[int, int, int]:
+    """(right, said, gold) CONTRADICT when the judge's gates run at ``bar``: the calibrated
+    reading is CONTRADICT, at least ``bar``, and a sentence states the opposite."""
+    right = said = gold = 0
+    for row in rows:
+        p = row["calibrated"]
+        called = (p is not None and max(range(3), key=lambda k: p[k]) == CONTRADICT
+                  and p[CONTRADICT] >= bar and row["stated"])
+        is_c = row["gold"] == "CONTRADICT"
+        gold += is_c
+        said += called
+        right += called and is_c
+    return right, said, gold
+
+
+def _f1(right: int, said: int, gold: int) -> float:
+    precision, recall = (right / said if said else 0.0), (right / gold if gold else 0.0)
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def sweep(rows: list[dict[str, typing.Any]], min_precision: float = 0.6, min_said: int = 10) -> str:
+    """The bar chosen leave-one-set-out: for each set, the bar of :data:`BARS` with the best
+    mean F1 CONTRADICT over the other sets among those that keep precision >= ``min_precision``
+    on every other set where they say CONTRADICT ``min_said`` times or more; then scored on
+    the set left out. Never chosen on the set it is scored on."""
+    by_set: dict[str, list[dict[str, typing.Any]]] = {}
+    for row in rows:
+        by_set.setdefault(row["set"], []).append(row)
+    lines = ["| set left out | bar chosen on the others | right/said | precision | F1 CONTRADICT | at 0.7: right/said, F1 |",
+             "|---|---:|---:|---:|---:|---:|"]
+    f1s, f1s_07 = [], []
+    for held, held_rows in by_set.items():
+        best: tuple[float, float] | None = None
+        for bar in BARS:
+            scores = [_at_bar(r, bar) for name, r in by_set.items() if name != held]
+            if not scores or any(said >= min_said and right / said < min_precision for right, said, _ in scores):
+                continue
+            mean = sum(_f1(*s) for s in scores) / len(scores)
+            if best is None or mean > best[1]:
+                best = (bar, mean)
+        bar = best[0] if best else 0.7
+        right, said, gold = _at_bar(held_rows, bar)
+        right7, said7, _ = _at_bar(held_rows, 0.7)
+        f1s.append(_f1(right, said, gold))
+        f1s_07.append(_f1(right7, said7, gold))
+        lines.append(f"| {held} | {bar:.2f} | {right}/{said} | "
+                     f"{right / said if said else 0:.2f} | {f1s[-1]:.2f} | {right7}/{said7}, {f1s_07[-1]:.2f} |")
+    lines.append(f"| **mean** | | | | **{sum(f1s) / len(f1s):.3f}** | {sum(f1s_07) / len(f1s_07):.3f} |")
+    return "\n".join(lines)
+
+
 def table(results: dict[str, tuple[dict[str, Count], int]]) -> str:
     lines = ["| set | gold CONTRADICT | " + " | ".join(STEPS) + " |",
              "|---|---:|" + "---:|" * len(STEPS)]
@@ -123,7 +177,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sets", default="scifact," + ",".join(claims.SETS))
     parser.add_argument("--dump", type=pathlib.Path, default=None,
                         help="one JSON line per pair (gold, calibrated probabilities, steps)")
+    parser.add_argument("--sweep", type=pathlib.Path, default=None,
+                        help="read a --dump file and sweep the bar leave-one-set-out (no judging)")
     args = parser.parse_args(argv)
+    if args.sweep:
+        rows = [json.loads(line) for line in args.sweep.read_text(encoding="utf-8").splitlines()]
+        print(sweep(rows))
+        return
     names = [n for n in args.sets.split(",") if n]
     sets: dict[str, list[claims.Pair]] = {}
     if "scifact" in names:
