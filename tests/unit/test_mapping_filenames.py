@@ -71,6 +71,17 @@ def test_with_a_reference_list_the_file_name_with_the_year_glued_counts() -> Non
     assert mapped["(Eaton, 2005)"] == ["single"]
 
 
+def test_a_file_named_for_two_authors_is_the_two_author_paper() -> None:
+    # Zotero's and Mendeley's names: "A - 2010 - Title", "A and B - 2010 - Title",
+    # "A et al. - 2010 - Title"; both first pages gave Hammer alone.
+    text = "Crows make hooks (Hammer and Li, 2010). Ravens do not (Hammer, 2010).\n"
+    sources = [_source("single", "Hammer - 2010 - Ravens and hooks.pdf", ("A. Hammer",), 2010),
+               _source("two", "Hammer and Li - 2010 - Hook making.pdf", ("A. Hammer",), 2010)]
+    mapped = _mapped(text, sources)
+    assert mapped["(Hammer and Li, 2010)"] == ["two"]
+    assert mapped["(Hammer, 2010)"] == ["single"]
+
+
 # -- the first author's surname and the year in a file name ------------------------------
 
 HAMMER = " ".join(f"The crust thins to the west, profile {n} (Hammer et al., 2010)."

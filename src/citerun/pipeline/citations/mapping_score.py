@@ -93,11 +93,15 @@ def _filename_year(source: model.SourceInfo) -> int | None:
 
 def _author_count(source: model.SourceInfo) -> int | None:
     """How many authors the source has, as far as known: a file name's "et al." says
-    three or more (a parsed first page may have missed the co-authors), else the parsed
-    authors; None where neither says."""
-    words = f" {_filename_words(source.filename)} "
-    if " et al " in words:
+    three or more and its "A and B - 2010" two (Zotero's and Mendeley's names; a parsed
+    first page may have missed the co-authors), else the parsed authors; None where
+    neither says."""
+    words = _filename_words(source.filename).split()
+    if " et al " in f" {' '.join(words[1:6])} ":
         return max(3, len(source.authors))
+    if (len(words) >= 4 and words[1] in ("and", "und") and _filename_author(source.filename)
+            and _GLUED_YEAR.fullmatch(words[3])):
+        return 2
     return len(source.authors) or None
 
 
