@@ -115,6 +115,13 @@ class LimitSettings(pydantic.BaseModel):
         "has 1.8 million. One sentence carrying thousands of \\cite's (a 731-byte .tex "
         "made 8,192 citations of a 23,562-character sentence: 194 MB of parsed JSON) is "
         "refused as document_too_complex with this limit named (issue 41).")
+    max_citations: int = pydantic.Field(
+        20_000, ge=1, description="Citations of one writer's thesis (LaTeX, Word) that its "
+        "parse hands on: over it the thesis is document_too_complex with this limit named, "
+        "in the parse child, before its citations are sent back and stored (issue 48: a "
+        "339-byte .tex made 100,000 through doubling macros). The matching refuses a thesis "
+        "of any format over match.max_citations (also 20,000: each citation is a judge "
+        "task), later.")
     bundle: archive.BundleLimits = pydantic.Field(
         default_factory=archive.BundleLimits, description="How much of a writer's file (a "
         ".docx, a LaTeX bundle) the parse child reads: its size, files, inflated bytes and "

@@ -191,8 +191,12 @@ def bound_written(thesis: WrittenThesis, limits: LimitSettings
                   ) -> tuple[WrittenThesis, str | None]:
     """The writer's thesis with each claim cut at ``max_claim_chars`` (each cut claim
     reported once), and why its claims are too many characters together, if they are
-    (issue 41: one sentence with 8,192 \\cite's made 194 MB of parsed JSON). Runs in the
-    parse child, before the thesis is sent back to the worker."""
+    (issue 41: one sentence with 8,192 \\cite's made 194 MB of parsed JSON), or why it has
+    too many citations (``limits.max_citations``; issue 48: a 339-byte .tex made 100,000).
+    Runs in the parse child, before the thesis is sent back to the worker."""
+    if len(thesis.citations) > limits.max_citations:
+        return thesis, (f"{len(thesis.citations):,} citations, over the limit of "
+                        f"{limits.max_citations:,} citations per thesis (limits.max_citations)")
     cut: list[WrittenCitation] = []
     noted: dict[str, Skipped] = {}
     for written in thesis.citations:
