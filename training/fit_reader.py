@@ -223,10 +223,12 @@ def fit(args: argparse.Namespace) -> tuple[object, dict[str, object]] | None:
             "resumed": resumed, "threads": threads, "torch_rng": torch.get_rng_state(), "numpy_rng": numpy.random.get_state(),
             "python_rng": random.getstate(),
             "cuda_rng": torch.cuda.get_rng_state_all() if device.type == "cuda" else None})
-        progress = {"epoch": epoch + 1, "epochs": args.epochs, "batch": position,
+        progress = {"epoch": epoch + 1 if plan is not None else None, "epochs_done": epoch,
+                    "epochs": args.epochs, "batch": position,
                     "batches": per_epoch, "pairs": int(len(rows)),
                     "seconds": round(elapsed + time.perf_counter() - started, 1),
                     "pairs_per_second": round(done_here * args.batch / max(time.perf_counter() - started, 1e-9), 2),
+                    "loss_so_far": round(total / max(1, sum(len(p) for p in plan[:position])), 4) if plan else None,
                     "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         (checkpoint_dir / "progress.json").write_text(json.dumps(progress) + "\n", encoding="utf-8")
         where = f"epoch {epoch + 1}, batch {position} of {len(plan)}" if plan is not None else f"{epoch} epochs done"
@@ -267,8 +269,10 @@ def fit(args: argparse.Namespace) -> tuple[object, dict[str, object]] | None:
             if position % 100 == 0:
                 rate = done_here * args.batch / (now - started)
                 left = (args.epochs - epoch) * len(plan) - position
+                seen = int(sum(len(plan[i]) for i in range(position)))
                 print(f"  epoch {epoch + 1}: batch {position} of {len(plan)} ({elapsed + now - started:.0f} s, "
-                      f"{rate:.1f} pairs/s, about {left * args.batch / rate / 3600:.1f} h left)",
+                      f"loss so far {total / seen:.4f}, {rate:.1f} pairs/s, "
+                      f"about {left * args.batch / rate / 3600:.1f} h left)",
                       file=sys.stderr, flush=True)
             if args.stop_after_steps and done_here >= args.stop_after_steps:
                 checkpoint()

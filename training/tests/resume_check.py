@@ -16,14 +16,14 @@ import sys
 import numpy
 
 
-def tiny_data(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+def tiny_data(directory: pathlib.Path, count: int = 40) -> tuple[pathlib.Path, pathlib.Path]:
     from bench.train_speed import random_weights  # noqa: PLC0415
 
     weights = random_weights(vocab=60, hidden=24, layers=6, positions=32, seed=3)
     weights_path = directory / "weights.npz"
     numpy.savez(weights_path, **weights)
     rng = numpy.random.RandomState(5)
-    count, width = 40, 24
+    width = 24
     lengths = rng.randint(5, width + 1, count)
     mask = (numpy.arange(width)[None, :] < lengths[:, None]).astype(numpy.uint8)
     ids = (rng.randint(1, 60, (count, width)) * mask).astype(numpy.uint16)
