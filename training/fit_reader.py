@@ -26,7 +26,9 @@ bf16 autocast around the forward pass (the loss in fp32) where the CPU has bf16 
 units (``amx_bf16`` or ``avx512_bf16`` in /proc/cpuinfo; ``--precision`` overrides), fp32
 elsewhere, and ``train.json`` records which; no dropout by default (its random numbers
 cost a fifth of a step; ``--dropout 0.1`` as before), ``--freeze-words`` keeps the word
-embeddings as pre-trained, batches bucketed by length (``--bucket 16``), one thread per core.
+embeddings as pre-trained, batches bucketed by length (``--bucket 16``), one thread per core
+(``--threads 1`` on a machine shared with other work: there it trains as fast and wastes
+less), OpenMP's waiting threads asleep and OpenBLAS's pool as large as ``--threads``.
 
 Resumable: ``--checkpoint-dir DIR`` (default ``~/.cache/citerun/train``; keep it outside
 git) receives ``checkpoint.pt`` every ``--checkpoint-every`` seconds (600) and at each
@@ -60,7 +62,7 @@ import time
 
 import numpy
 
-from training.cpu import blas_in_use, blas_threads, cores, cpu_flags, has_bf16, quiet_waits
+from training.cpu import blas_in_use, blas_threads, cores, cpu_flags, cpu_model, has_bf16, quiet_waits
 
 LAYERS = 6
 
@@ -292,7 +294,7 @@ def fit(args: argparse.Namespace) -> tuple[object, dict[str, object]] | None:
             "epochs": args.epochs, "freeze": args.freeze, "freeze_words": args.freeze_words,
             "bucket": args.bucket, "batch": args.batch, "lr": args.lr, "seed": args.seed,
             "smoothing": args.smoothing, "dropout": args.dropout, "foreach": args.foreach,
-            "precision": precision, "cpu_bf16_flags": flags, "threads": threads, "blas": found,
+            "precision": precision, "cpu": cpu_model(), "cpu_bf16_flags": flags, "threads": threads, "blas": found,
             "device": args.device, "seconds": round(elapsed + time.perf_counter() - started, 1),
             "resumed": resumed, "torch": torch.__version__, "log": log}
     return model, info
