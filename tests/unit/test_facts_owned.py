@@ -351,4 +351,5 @@ def test_the_writer_limits_keep_their_defaults() -> None:
         "max_fields": 200_000, "max_open_fields": 64, "max_inflated": 16 * 1024 * 1024,
         "max_citavi_objects": 200_000}
     assert BibLimits().model_dump() == {"max_field_chars": 2_000, "max_names": 200,
-                                        "max_joined_chars": 100_000}
+                                        "max_joined_chars": 100_000,
+                                        "max_items_chars": 2_000_000}

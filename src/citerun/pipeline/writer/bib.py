@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
+from typing import Any
 
 from bibtexparser import model as bibmodel
 from bibtexparser.entrypoint import parse_string
@@ -165,17 +167,34 @@ def _field(entry: bibmodel.Entry, key: str) -> str | None:
     return field.value
 
 
-def item_of(entry: bibmodel.Entry, limits: BibLimits = BibLimits()) -> LibraryItem:
-    """One parsed entry as a library item."""
+def item_of(entry: bibmodel.Entry, limits: BibLimits = BibLimits(),
+            memo: dict[tuple[str, str], Any] | None = None) -> LibraryItem:
+    """One parsed entry as a library item. ``memo`` keeps what a library's entries share
+    (a crossref parent's names, an @string's title) decoded once for all of them."""
     most = limits.max_field_chars
+    seen: dict[tuple[str, str], Any] = {} if memo is None else memo
+
+    def once(kind: str, value: str, decode: Callable[[str], Any]) -> Any:
+        if (kind, value) not in seen:
+            seen[(kind, value)] = decode(value)
+        return seen[(kind, value)]
+
     names = _field(entry, "author") or _field(entry, "editor") or ""
     title = _field(entry, "title")
     files = _field(entry, "file") or ""
     return LibraryItem(
-        key=entry.key.strip(), title=latex_text(title, most) or None if title else None,
-        authors=surnames(names, limits), year=year_of(entry), doi=doi_of(_field(entry, "doi")),
-        files=file_paths(files[: most * 10]) if files else (),
+        key=entry.key.strip(),
+        title=once("title", title, lambda t: latex_text(t, most) or None) if title else None,
+        authors=once("names", names, lambda n: surnames(n, limits)),
+        year=year_of(entry), doi=doi_of(_field(entry, "doi")),
+        files=once("files", files, lambda f: file_paths(f[: most * 10])) if files else (),
         kind=entry.entry_type.lower() or None, origin="bibtex")
+
+
+def _chars(item: LibraryItem) -> int:
+    """The characters an item gives to store: key, title, surnames, file paths, DOI."""
+    return (len(item.key) + len(item.title or "") + sum(map(len, item.authors))
+            + sum(map(len, item.files)) + len(item.doi or ""))
 
 
 def _line(block: bibmodel.Block) -> str:
@@ -226,13 +245,24 @@ def read_bibtex(text: str, limits: LibraryLimits = LibraryLimits(),
         else:
             reason = f"malformed entry: {_error_text(block.error)}"
         skipped.append(Skipped(where=where, text=raw, reason=reason))
+    memo: dict[tuple[str, str], Any] = {}
+    given, most = 0, max(bib_limits.max_items_chars, 2 * len(text))
     for entry in library.entries:
         if not entry.key.strip():
             skipped.append(Skipped(where=_line(entry),
                                    text=_SPACES.sub(" ", entry.raw or "")[:200],
                                    reason="an entry without a key"))
             continue
-        items.append(item_of(_with_crossref(entry, by_key), bib_limits))
+        item = item_of(_with_crossref(entry, by_key), bib_limits, memo)
+        given += _chars(item)
+        if given > most:
+            raise WriterFileError(
+                f".bib file's entries give over {most:,} characters of keys, titles, names and "
+                "file paths, over the limit (BibLimits.max_items_chars, "
+                "CITERUN_LIMITS__WRITER__BIB__MAX_ITEMS_CHARS, or twice the file's "
+                f"characters): its entries repeat big @string macros or a crossref parent "
+                f"(at {item.key!r}, {_line(entry)})")
+        items.append(item)
     return tuple(items), tuple(skipped)
 
 

@@ -93,6 +93,13 @@ class BibLimits(_Limits):
         "(issue 48: a field naming a big @string a thousand times, or an @string doubling "
         "itself 30 times, is gigabytes from a small file; a real library joins a journal's "
         "or a proceedings' name).")
+    max_items_chars: int = pydantic.Field(
+        2_000_000, ge=1, description="Characters the entries of one .bib may give together "
+        "(keys, titles, surnames, file paths, DOIs), or twice the file's characters where "
+        "that is more: over it the .bib is refused with this limit named. A real library "
+        "gives fewer than its file holds (each entry has more than is read); entries that "
+        "name big @string macros or a crossref parent each repeat them (issue 48: a 65 KB "
+        ".bib gave 48 MB to store).")
 
 
 class WriterLimits(_Limits):
