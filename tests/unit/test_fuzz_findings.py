@@ -13,7 +13,13 @@ document refused as corrupt):
   ``ValueError`` (negative seek) reading one (archive.read_bundle) and ``struct.error``
   when a library is appended to the zip (the web's _append).
 
-Each input is also in the fuzz corpus (``fuzz/corpus/zip/finding-*``), replayed by
+The docx target found in its first minute (the worker: a parse child's traceback; the
+CLI: one for the user) that an XML part declaring an encoding expat cannot read ended
+the Word reader in ``LookupError`` (``encoding="UTF-9"``) or ``ValueError``
+(``encoding="UTF-7"``, ``Shift_JIS``, ``utf-32``: "multi-byte encodings are not
+supported") out of fields.parse_xml, in the document, its relationships or any part.
+
+Each input is also in the fuzz corpus (``fuzz/corpus/<target>/finding-*``), replayed by
 tests/unit/test_fuzz_corpus.py through every target.
 """
 
@@ -72,12 +78,41 @@ def directory_past_its_place() -> bytes:
     return bytes(data)
 
 
+def _docx_input(encoding: str) -> bytes:
+    return targets.encode_members(_docx_part(encoding), targets.FIRST_FILE["docx"])
+
+
+#: Each finding's input in the corpus of its target: name -> (target, the input).
 FINDINGS = {
-    "empty-member-name": empty_member_name,
-    "unknown-zip-version": unknown_zip_version,
-    "corrupt-deflate-stream": corrupt_deflate_stream,
-    "directory-past-its-place": directory_past_its_place,
+    "empty-member-name": ("zip", empty_member_name),
+    "unknown-zip-version": ("zip", unknown_zip_version),
+    "corrupt-deflate-stream": ("zip", corrupt_deflate_stream),
+    "directory-past-its-place": ("zip", directory_past_its_place),
+    "unknown-xml-encoding": ("docx", lambda: _docx_input("UTF-9")),
+    "multi-byte-xml-encoding": ("docx", lambda: _docx_input("UTF-7")),
 }
+
+
+def _docx_part(encoding: str, part: str = "word/document.xml") -> dict[str, bytes]:
+    head = f'<?xml version="1.0" encoding="{encoding}"?>'.encode()
+    document = (b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/'
+                b'2006/main"><w:body><w:p><w:r><w:t>Heat.</w:t></w:r></w:p></w:body>'
+                b'</w:document>')
+    files = {"word/document.xml": document}
+    files[part] = head + (document if part == "word/document.xml" else b"<Relationships/>")
+    return files
+
+
+@pytest.mark.parametrize("encoding", ["UTF-9", "UTF-7", "Shift_JIS", "utf-32"])
+@pytest.mark.parametrize("part", ["word/document.xml", "_rels/.rels"])
+def test_an_xml_part_in_an_encoding_expat_cannot_read_is_refused(encoding: str,
+                                                                 part: str) -> None:
+    files = _docx_part(encoding, part)
+    with pytest.raises(WriterFileError, match="encoding|not well-formed"):
+        formats.read_files(files, archive.BundleLimits(), LimitSettings().library)
+    with pytest.raises(DocumentError) as refused:
+        formats.read_document(_zip(files), LimitSettings(), 10**8)
+    assert refused.value.reason == "corrupt"
 
 
 def test_a_member_with_an_empty_name_is_left_out() -> None:
@@ -119,12 +154,13 @@ def test_a_library_appended_to_a_zip_whose_directory_lies_is_refused_with_400() 
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))
 def test_each_finding_is_in_the_corpus_and_replays_clean(name: str) -> None:
-    path = seeds.CORPUS / "zip" / f"finding-{name}"
-    assert path.read_bytes() == FINDINGS[name](), "python -m tests.unit.test_fuzz_findings"
+    target, make = FINDINGS[name]
+    path = seeds.CORPUS / target / f"finding-{name}"
+    assert path.read_bytes() == make(), "python -m tests.unit.test_fuzz_findings"
     for target in targets.TARGETS:
         targets.run(target, path.read_bytes())
 
 
 if __name__ == "__main__":  # writes the findings into the corpus
-    for name, make in FINDINGS.items():
-        (seeds.CORPUS / "zip" / f"finding-{name}").write_bytes(make())
+    for name, (target, make) in FINDINGS.items():
+        (seeds.CORPUS / target / f"finding-{name}").write_bytes(make())

@@ -58,6 +58,8 @@ def parse_xml(data: bytes, what: str, limits: DocxLimits, *, walked: bool = Fals
                               "are not read)") from None
     except ET.ParseError as err:
         raise WriterFileError(f"{what}: not well-formed XML ({err})") from None
+    except (LookupError, ValueError) as err:  # an encoding expat cannot read (issue 48)
+        raise WriterFileError(f"{what}: its declared encoding cannot be read ({err})") from None
     if not isinstance(root, ET.Element):
         raise WriterFileError(f"{what}: empty")
     if walked:
