@@ -14,7 +14,6 @@ the pages (the authenticating proxy of test_web_browser; no header set by hand):
 
 from __future__ import annotations
 
-import asyncio
 import pathlib
 import re
 import time
@@ -25,7 +24,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.e2e.test_web_browser import SOURCES, THESIS, open_tab, stack, upload
+from tests.e2e.test_web_browser import SOURCES, THESIS, check_page, open_tab, stack, upload
 from tests.support import latex_zip
 
 pytestmark = pytest.mark.browser
@@ -49,13 +48,6 @@ LINES = """selector => Array.from(document.querySelectorAll(selector)).map(el =>
 })"""
 
 
-def _accept_dialogs(tab: Any, seen: list[str]) -> None:
-    def answer(dialog: Any) -> None:
-        seen.append(dialog.message)
-        asyncio.ensure_future(dialog.accept())
-    tab.on("dialog", answer)
-
-
 async def _zip_upload(tab: Any, base: str, thesis: pathlib.Path) -> str:
     await tab.goto(f"{base}/")
     await tab.set_input_files("#thesis", str(thesis))
@@ -72,8 +64,7 @@ async def test_my_runs_at_1400px_breaks_no_word_and_tells_runs_apart(
     async with stack(pool) as (base, browser):
         alice = await open_tab(browser, base, "alice", width=1400)
         tab = alice.page
-        dialogs: list[str] = []
-        _accept_dialogs(tab, dialogs)
+        dialogs = alice.asked
         finished = await _zip_upload(tab, base, thesis)
         deadline = time.monotonic() + 300
         while not await tab.locator("#total").count():
@@ -107,6 +98,8 @@ async def test_my_runs_at_1400px_breaks_no_word_and_tells_runs_apart(
             assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00",
                                 await moment.get_attribute("datetime") or "")
             assert re.search(r"\d\d:\d\d:\d\d", await moment.inner_text())
+        failed = await check_page(alice, "My runs (finished, running, cancelled)")
+        assert failed == {}, failed
         note = await tab.locator("#retention").inner_text()
         assert "kept for 30 days after the run ends" in note and "share" in note, note
         await tab.goto(f"{base}/")
@@ -127,8 +120,7 @@ async def test_delete_a_run_with_and_without_scripts(pool: asyncpg.Pool,
     async with stack(pool) as (base, browser):  # no worker: the runs wait until cancelled
         alice = await open_tab(browser, base, "alice")
         tab = alice.page
-        dialogs: list[str] = []
-        _accept_dialogs(tab, dialogs)
+        dialogs = alice.asked
         run_id = await _zip_upload(tab, base, first)
         # Shared with the supervisor while it runs, then cancelled (one confirmation).
         await tab.get_by_label("Their user name (as they sign in)").fill("bob")
@@ -185,6 +177,7 @@ async def test_delete_a_run_with_and_without_scripts(pool: asyncpg.Pool,
         page = quiet.page
         other = await _zip_upload(page, base, second)
         await page.get_by_role("button", name=re.compile("^Cancel run ")).click()
+        await page.get_by_role("button", name="Cancel the run").click()  # asked first
         await page.wait_for_selector("#state.state-cancelled")
         await page.get_by_role("button", name=re.compile("^Delete run ")).click()
         await page.wait_for_url(f"{base}/runs/{other}/delete")
@@ -193,5 +186,82 @@ async def test_delete_a_run_with_and_without_scripts(pool: asyncpg.Pool,
         await page.wait_for_url(f"{base}/runs?deleted=1")
         assert await _count(pool, "SELECT count(*) FROM runs WHERE id = $1",
                             uuid.UUID(other)) == 0
+        for who in (alice, bob, quiet):
+            assert who.problems() == []
+
+
+async def test_sharing_says_an_unknown_name_and_gives_a_link_and_cancel_asks(
+        pool: asyncpg.Pool) -> None:
+    """A typo'd reader ("bergr") is said to be unknown, a known one is not, and the link
+    to send opens the run for the reader; Cancel asks first (with the script: a dialog
+    that, dismissed, leaves the run running; without: a page) and its result is no error.
+    Before: "bergr" listed like anyone, no link; Cancel in one click, a red alert after."""
+    async with stack(pool) as (base, browser):
+        bob = await open_tab(browser, base, "bob")
+        await bob.page.goto(f"{base}/runs")  # bob has signed in; "bergr" never has
+        alice = await open_tab(browser, base, "alice")
+        tab = alice.page
+        answers, asked = alice.answers, alice.asked
+        run_id = await upload(alice, THESIS, SOURCES[:1])
+        for reader in ("bergr", "bob"):
+            await tab.get_by_label("Their user name (as they sign in)").fill(reader)
+            await tab.get_by_role("button", name="Share read-only").click()
+            await tab.get_by_role("button", name=f"Stop sharing with {reader}").wait_for()
+        items = {text.split()[0]: text for text in
+                 await tab.locator("section.share li").all_inner_texts()}
+        assert "nobody has signed in as bergr" in items["bergr"], items
+        assert "nobody has signed in" not in items["bob"], items
+        failed = await check_page(alice, "run page shared with an unknown name")
+        link = tab.locator("section.share .send a")
+        href = await link.get_attribute("href") or ""
+        assert href.endswith(f"/runs/{run_id}") and href.startswith("http"), href
+        answer_page = await bob.page.goto(href)
+        assert answer_page is not None and answer_page.status == 200
+        assert "Shared with you by alice" in await bob.page.inner_text("main")
+
+        # Cancel asks: dismissed, nothing happens; accepted, cancelled, said plainly.
+        cancel = tab.get_by_role("button", name=re.compile("^Cancel run "))
+        answers.append(False)
+        await cancel.click()
+        await tab.wait_for_timeout(500)
+        assert asked and "stops for good" in asked[-1], asked
+        assert await tab.locator("#state").inner_text() == "Running"
+        answers.append(True)
+        await cancel.click()
+        await tab.wait_for_selector("#state.state-cancelled")
+        main = await tab.inner_text("main")
+        assert "This run has stopped: it was cancelled at" in main, main
+        assert await tab.get_by_role("alert").count() == 0, main
+        colour = await tab.locator("#state").evaluate("e => getComputedStyle(e).color")
+        assert colour != "rgb(176, 0, 32)", colour  # not the error colour
+        # Its readers are still listed (to take back), the form to add one is not.
+        assert await tab.get_by_role("button", name="Share read-only").count() == 0
+        assert await tab.get_by_role("button", name="Stop sharing with bob").count() == 1
+
+        # Without the script: a page asks.
+        quiet = await open_tab(browser, base, "alice", scripts=False)
+        other = await upload(quiet, THESIS, SOURCES[:1])
+        await quiet.page.get_by_role("button", name=re.compile("^Cancel run ")).click()
+        assert await quiet.page.title() == "Cancel this run? · citerun"
+        assert await quiet.page.locator("#state").count() == 0
+        await quiet.page.get_by_role("button", name="Cancel the run").click()
+        await quiet.page.wait_for_selector("#state.state-cancelled")
+        assert quiet.page.url == f"{base}/runs/{other}"
+        # axe on the pages that ask, reached in a tab with scripts (axe needs them): the
+        # form sent as the page without its script sends it.
+        for action, name in (("cancel", "the Cancel's page"), ("delete", "the Delete's page")):
+            if action == "delete":
+                await tab.goto(f"{base}/runs/{other}")
+            else:
+                await upload(alice, THESIS, SOURCES[:1])
+            await tab.locator(f"form.{action}").evaluate("""f => {
+                const i = document.createElement("input");  // as if the script asked no one
+                i.type = "hidden"; i.name = "confirm"; i.value = "ask"; f.appendChild(i); }""")
+            await tab.locator(f"form.{action} button").click()
+            await tab.wait_for_url(re.compile(f".*/{action}$"))
+            failed.update(await check_page(alice, name))
+        await tab.goto(f"{base}/runs/{run_id}")
+        failed.update(await check_page(alice, "run page cancelled, shared"))
+        assert failed == {}, failed
         for who in (alice, bob, quiet):
             assert who.problems() == []

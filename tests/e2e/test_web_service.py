@@ -481,7 +481,8 @@ async def test_a_shared_run_is_read_only_for_its_reader_and_hidden_from_others(
         async with alice.http.post(f"/api/runs/{run_id}/shares", json={"reader": "bob"},
                                    headers=alice.post_headers()) as response:
             assert response.status == 200
-            assert await response.json() == {"runId": run_id, "readers": ["bob"]}
+            assert await response.json() == {"runId": run_id, "readers": ["bob"],
+                                            "unknownReaders": []}  # bob has signed in
         async with alice.http.post(f"/api/runs/{run_id}/shares", json={"reader": " "},
                                    headers=alice.post_headers()) as response:
             assert response.status == 400

@@ -39,6 +39,7 @@ from citerun.web.context import (
     KEY_CSRF,
     KEY_INTAKE,
     KEY_POOL,
+    KEY_SEEN,
     KEY_SETTINGS,
 )
 from citerun.web.settings import WebSettings
@@ -85,6 +86,7 @@ async def build(pool: asyncpg.Pool, backend: Backend, settings: WebSettings,
     app[KEY_SETTINGS] = settings
     app[KEY_AUTH] = authenticator or identity.Authenticator(settings)
     app[KEY_CSRF] = await store.secret_key(pool, store.CSRF_KEY)
+    app[KEY_SEEN] = {}
     app[KEY_INTAKE] = intake.Intake(bundle_limits, spool.MemoryBudget(
         settings.upload_memory_bytes, settings.upload_wait_s))
     app.on_cleanup.append(_close_intake)

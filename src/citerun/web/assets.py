@@ -48,6 +48,7 @@ th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid var(--line);ve
 font-weight:600}
 .offline{background:var(--box);border-left:4px solid var(--error);padding:.5rem .75rem}
 .notice{background:var(--box);border-left:4px solid var(--done);padding:.5rem .75rem}
+.warning{color:var(--error);font-weight:600}
 table.runs td,table.runs th{overflow-wrap:normal}
 table.runs td.title{overflow-wrap:anywhere;min-width:8rem}
 table.runs .state,table.runs .when,table.runs .actions,table.runs button{white-space:nowrap}

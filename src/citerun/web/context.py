@@ -24,6 +24,8 @@ KEY_SETTINGS: web.AppKey[WebSettings] = web.AppKey("settings", WebSettings)
 KEY_AUTH: web.AppKey[identity.Authenticator] = web.AppKey("auth", identity.Authenticator)
 KEY_CSRF: web.AppKey[bytes] = web.AppKey("csrf_key", bytes)
 KEY_INTAKE: web.AppKey[intake.Intake] = web.AppKey("intake", intake.Intake)
+#: When this process last recorded each user as seen (``store.seen``), monotonic seconds.
+KEY_SEEN: web.AppKey[dict[str, float]] = web.AppKey("seen", dict)
 
 
 @dataclass

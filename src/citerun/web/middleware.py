@@ -17,13 +17,27 @@ import hmac
 import logging
 import re
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from citerun.web import identity, pages
-from citerun.web.context import CALLER, KEY_AUTH, KEY_CSRF, KEY_SETTINGS, Caller, caller, error
+from citerun.web import identity, pages, store
+from citerun.web.context import (
+    CALLER,
+    KEY_AUTH,
+    KEY_CSRF,
+    KEY_POOL,
+    KEY_SEEN,
+    KEY_SETTINGS,
+    Caller,
+    caller,
+    error,
+)
+
+#: How often one process records a signed-in user as seen (``web_users``), in seconds.
+SEEN_EVERY_S = 3600.0
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +88,10 @@ async def identity_middleware(request: web.Request, handler: Handler) -> web.Str
         if err.status == 401:
             refusal.headers["WWW-Authenticate"] = 'Bearer realm="citerun"'
         return refusal
+    seen = request.app[KEY_SEEN]  # who has signed in: a run shared with a typo says so
+    if time.monotonic() - seen.get(who.user, -SEEN_EVERY_S) >= SEEN_EVERY_S:
+        await store.seen(request.app[KEY_POOL], who.user)
+        seen[who.user] = time.monotonic()
     new_session = None
     token = ""
     if who.browser_session:
@@ -153,6 +171,11 @@ def _expected_origin(request: web.Request) -> tuple[str | None, str, bool]:
         return _normal(f"{protos[0].strip()}://{hosts[0].strip()}"), said, True
     host = headers.get("Host", "")
     return _normal(f"{request.scheme}://{host}"), f"Host {host or '(none)'}", False
+
+
+def page_origin(request: web.Request) -> str | None:
+    """This service's origin as its pages have it (for a link to send), or None."""
+    return _expected_origin(request)[0]
 
 
 def _same_origin(request: web.Request, origin: str) -> str | None:

@@ -9,7 +9,7 @@ script are files (:mod:`citerun.web.assets`). A run's report is shown by
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -188,11 +188,30 @@ aria-describedby="library-hint">
 
 
 def _cancel_form(run_id: str, title: str, csrf: str, back: str, when: str = "") -> str:
+    """A running run's Cancel: asked first, by the script (``data-confirm``) or, without
+    it, by a page (``ask=1``: :func:`cancel_page`)."""
     label = f"Cancel run {title}" + (f" (started {when})" if when else "")
-    return (f'<form class="inline cancel" method="post" action="/runs/{_e(run_id)}/cancel">'
+    ask = f"Cancel the run {title}? It stops for good; its report will not be written."
+    return (f'<form class="inline cancel" method="post" action="/runs/{_e(run_id)}/cancel" '
+            f'data-confirm="{_e(ask)}">'
             f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
             f'<input type="hidden" name="next" value="{_e(back)}">'
+            f'<input type="hidden" name="ask" value="1">'
             f'<button type="submit" aria-label="{_e(label)}">Cancel</button></form>')
+
+
+def cancel_page(run_id: str, title: str, *, user: str, csrf: str, back: str) -> str:
+    """Asks before a running run is cancelled (the Cancel without the script)."""
+    body = (f"<h1>Cancel this run?</h1>"
+            f"<p>The run <strong>{_e(title)}</strong> stops for good; its report will not "
+            "be written. You can check the thesis again later.</p>"
+            f'<form method="post" action="/runs/{_e(run_id)}/cancel">'
+            f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
+            f'<input type="hidden" name="next" value="{_e(back)}">'
+            f'<input type="hidden" name="confirm" value="yes">'
+            f'<button type="submit">Cancel the run</button></form>'
+            f'<p><a href="{_e(back)}">Let it run</a></p>')
+    return layout("Cancel this run?", body, user=user, csrf=csrf)
 
 
 def delete_form(run_id: str, title: str, csrf: str, when: str = "") -> str:
@@ -286,16 +305,27 @@ def share_form(run_id: str, csrf: str) -> str:
     return (f'<form method="post" action="/runs/{_e(run_id)}/shares">'
             f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
             f'<label for="reader">Their user name (as they sign in)</label>'
+            f'<p class="hint" id="reader-hint">Someone who has signed in to this service '
+            f'once.</p>'
             f'<input id="reader" name="reader" type="text" required maxlength="256" '
-            f'autocomplete="off"> <button type="submit">Share read-only</button></form>')
+            f'autocomplete="off" aria-describedby="reader-hint"> '
+            '<button type="submit">Share read-only</button></form>')
+
+
+def _unknown_note(reader: str, unknown: Collection[str]) -> str:
+    if reader not in unknown:
+        return ""
+    return (f' <span class="warning">(nobody has signed in as {_e(reader)} yet: check the '
+            "spelling; they can read it once they sign in with this name)</span>")
 
 
 def reader_items(run_id: str, readers: Sequence[str], csrf: str, *,
-                 form_class: str = "") -> str:
-    """Those who may read the run, each with a button that takes it back."""
+                 form_class: str = "", unknown: Collection[str] = ()) -> str:
+    """Those who may read the run, each with a button that takes it back; a name nobody
+    has signed in as (``unknown``: a typo?) says so."""
     attribute = f'class="{form_class}" ' if form_class else ""
     return "".join(
-        f'<li>{_e(reader)} <form {attribute}method="post" '
+        f'<li>{_e(reader)}{_unknown_note(reader, unknown)} <form {attribute}method="post" '
         f'action="/runs/{_e(run_id)}/shares/remove">'
         f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
         f'<input type="hidden" name="reader" value="{_e(reader)}">'
@@ -303,18 +333,30 @@ def reader_items(run_id: str, readers: Sequence[str], csrf: str, *,
         "</button></form></li>" for reader in readers)
 
 
-def sharing_html(run_id: str, readers: Sequence[str], csrf: str) -> str:
-    """The run page's sharing: :func:`share_form` and :func:`reader_items`."""
-    listed = (f"<p>Who may read this run:</p>"
-              f"<ul>{reader_items(run_id, readers, csrf, form_class='inline')}</ul>"
+def send_link(link: str) -> str:
+    """What to send a reader: the run's address (they find it under Shared with me
+    too)."""
+    return (f'<p class="hint send">Send them this link: <a href="{_e(link)}">{_e(link)}</a> '
+            "(they sign in as themselves; it is under their Shared with me too).</p>")
+
+
+def sharing_html(run_id: str, readers: Sequence[str], csrf: str, link: str = "",
+                 unknown: Collection[str] = (), *, open_to_more: bool = True) -> str:
+    """The run page's sharing: :func:`share_form` (while ``open_to_more``: a failed or
+    cancelled run is shared with nobody new), :func:`reader_items` and the link to send
+    them."""
+    items = reader_items(run_id, readers, csrf, form_class="inline", unknown=unknown)
+    listed = (f"<p>Who may read this run:</p><ul>{items}</ul>"
+              + (send_link(link) if link else "")
               if readers else '<p class="hint">Nobody else can see this run.</p>')
     return (f'<section class="share" aria-labelledby="share-heading">'
             f'<h2 id="share-heading">Share with a supervisor</h2>'
-            f"{share_form(run_id, csrf)}{listed}</section>")
+            f"{share_form(run_id, csrf) if open_to_more else ''}{listed}</section>")
 
 
 def run_page(run: Mapping[str, Any], status: Mapping[str, Any], *, user: str,
-             csrf: str, owner: bool = True, readers: Sequence[str] = ()) -> str:
+             csrf: str, owner: bool = True, readers: Sequence[str] = (),
+             link: str = "", unknown: Collection[str] = ()) -> str:
     """A run that has no report (yet): its state and progress, polled while it runs; a
     finished one (failed, cancelled) stops: counts, no bar."""
     progress = status["progress"]
@@ -365,7 +407,7 @@ def run_page(run: Mapping[str, Any], status: Mapping[str, Any], *, user: str,
 <p class="hint">Started {time_tag(run["created_at"])}.{" The report opens here when the run has finished." if running else ""}</p>
 {delete}
 </section>
-{sharing_html(str(run["id"]), readers, csrf) if owner and (running or readers) else ""}"""
+{sharing_html(str(run["id"]), readers, csrf, link, unknown, open_to_more=running) if owner and (running or readers) else ""}"""
     return layout(title, body, user=user, csrf=csrf, reload=running)
 
 

@@ -13,7 +13,7 @@ import base64
 import hashlib
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from citerun.web import pages
 
@@ -35,15 +35,18 @@ align-items:center}
 .citerun-bar button{font:inherit;padding:.15rem .6rem}
 .citerun-bar ul{margin:.3rem 0;padding-left:1.2rem}
 .citerun-bar .hint{color:#59636e;margin:.2rem 0}
+.citerun-bar .warning{color:#9a3412;font-weight:600}
 .citerun-bar form{margin:0;display:inline}
 @media (prefers-color-scheme:dark){.citerun-bar{color:#e6edf3;background:#161b22;
 border-bottom-color:#30363d}.citerun-bar a,.citerun-bar summary{color:#79c0ff}
-.citerun-bar .hint{color:#9198a1}}
+.citerun-bar .hint{color:#9198a1}
+.citerun-bar .warning{color:#fdba74}}
 """
 
 
 def report_bar(run_id: str, *, csrf: str, owner: bool, owner_name: str,
-               readers: Sequence[str]) -> str:
+               readers: Sequence[str], link: str = "",
+               unknown: Collection[str] = ()) -> str:
     """Navigation back, the three downloads, and (for the owner) sharing and Delete."""
     api = f"/api/runs/{_e(run_id)}"
     downloads = (f'<a href="{api}/report.html?download=1" download>Download the report '
@@ -51,7 +54,8 @@ def report_bar(run_id: str, *, csrf: str, owner: bool, owner_name: str,
                  f'</a><a href="{api}/citations.csv" download>the citations to fix (CSV)</a>')
     if owner:
         listed = (f'<p class="hint">Who may read it:</p>'
-                  f"<ul>{pages.reader_items(run_id, readers, csrf)}</ul>" if readers
+                  f"<ul>{pages.reader_items(run_id, readers, csrf, unknown=unknown)}</ul>"
+                  + (pages.send_link(link) if link else "") if readers
                   else '<p class="hint">Nobody else can see this report.</p>')
         share = (f'<details{" open" if readers else ""}>'
                  f"<summary>Share with a supervisor</summary>"

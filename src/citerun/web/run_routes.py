@@ -17,7 +17,7 @@ from aiohttp import web
 
 from citerun.core import runs
 from citerun.core.states import FINISHED_DOCUMENT, RunState
-from citerun.web import pages, report_page, store
+from citerun.web import middleware, pages, report_page, store
 from citerun.web.backend import Backend
 from citerun.web.context import (
     KEY_BACKEND,
@@ -178,19 +178,29 @@ async def page_run(request: web.Request) -> web.StreamResponse:
     who = user(request)
     owner = run["owner"] == who
     readers = await store.readers_of(pool, run["id"]) if owner else []
+    unknown = await store.unknown(pool, readers)
+    link = run_link(request, str(run["id"]))
     if run["state"] == RunState.SUCCEEDED:
         row = await runs.report(pool, run["id"])
         if row is not None:
             return report_response(row["html"], report_page.report_bar(
                 str(run["id"]), csrf=caller().csrf, owner=owner, owner_name=run["owner"],
-                readers=readers))
+                readers=readers, link=link, unknown=unknown))
     run, waiting = await _waiting(request, run)
     status = await run_status(pool, run, waiting)
     shown = dict(run)
     if status["waiting"] and not shown["error"] and not status["stage"]:
         shown["error"] = status["waiting"]
     return web.Response(content_type="text/html", text=pages.run_page(
-        shown, status, user=who, csrf=caller().csrf, owner=owner, readers=readers))
+        shown, status, user=who, csrf=caller().csrf, owner=owner, readers=readers,
+        link=link, unknown=unknown))
+
+
+def run_link(request: web.Request, run_id: str) -> str:
+    """The run's address to send a reader: absolute where the service's origin is known
+    (``web.public_origin``, a trusted proxy's, the request's ``Host``)."""
+    origin = middleware.page_origin(request)
+    return f"{origin or ''}/runs/{run_id}"
 
 
 def _back(form: Any, run_id: str) -> str:
@@ -200,11 +210,22 @@ def _back(form: Any, run_id: str) -> str:
 
 
 async def page_cancel(request: web.Request) -> web.StreamResponse:
+    """The page's Cancel. A form that says ``ask=1`` (the pages' buttons) and not
+    ``confirm=yes`` (the script's confirmation) is answered with a page that asks."""
+    form = await request.post() if request.content_type == \
+        "application/x-www-form-urlencoded" else None
+    if form is not None and form.get("ask") == "1" and form.get("confirm") != "yes":
+        run = await owned_run(request)
+        if run is None:
+            return not_found(request)
+        if run["state"] == RunState.RUNNING:
+            status = await run_status(request.app[KEY_POOL], run)
+            return web.Response(content_type="text/html", text=pages.cancel_page(
+                str(run["id"]), status["title"], user=user(request), csrf=caller().csrf,
+                back=_back(form, str(run["id"]))))
     run, refusal = await _cancel(request)
     if refusal is not None and run is None:
         return refusal
-    form = await request.post() if request.content_type == \
-        "application/x-www-form-urlencoded" else None
     raise web.HTTPSeeOther(_back(form, request.match_info["run_id"]))
 
 

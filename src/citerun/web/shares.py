@@ -1,7 +1,9 @@
 """Sharing a run with a named reader: its owner grants a user read access to one run
 (the run's status, page and report, listed under "Shared with me") and takes it back;
 the reader gets no cancel and no sharing, and anybody else still 404 (``web_shares``,
-migration 0018, :mod:`citerun.web.store`). The page's forms (no script needed) and the
+migration 0018, :mod:`citerun.web.store`). A name nobody has signed in as
+(``web_users``, migration 0022: a typo) is shared with but said to be unknown, on the
+page and in the API's ``unknownReaders``. The page's forms (no script needed) and the
 API's JSON reach the same two changes. Registered by :func:`citerun.web.app.build`.
 """
 
@@ -62,7 +64,9 @@ async def _shares_response(request: web.Request) -> web.Response:
     found = run_id(request)
     assert found is not None
     readers = await store.readers_of(request.app[KEY_POOL], found)
-    return web.json_response({"runId": str(found), "readers": readers})
+    unknown = await store.unknown(request.app[KEY_POOL], readers)
+    return web.json_response({"runId": str(found), "readers": readers,
+                              "unknownReaders": [r for r in readers if r in unknown]})
 
 
 async def api_shares(request: web.Request) -> web.StreamResponse:

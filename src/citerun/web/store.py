@@ -112,6 +112,19 @@ async def unshare(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, ow
     return await conn.fetchval(_Q["web_share_delete"], run_id, owner, reader) is not None
 
 
+async def seen(conn: asyncpg.Connection | asyncpg.Pool, user: str) -> None:
+    """``user`` signed in and viewed a page (``web_users``, migration 0022)."""
+    await conn.execute(_Q["web_user_seen"], user)
+
+
+async def unknown(conn: asyncpg.Connection | asyncpg.Pool, users: list[str]) -> set[str]:
+    """Of ``users``, those who have never signed in to the service (a typo, or someone
+    yet to sign in)."""
+    if not users:
+        return set()
+    return {r["name"] for r in await conn.fetch(_Q["web_users_unknown"], users)}
+
+
 async def readers_of(conn: asyncpg.Connection | asyncpg.Pool,
                      run_id: uuid.UUID) -> list[str]:
     return [r["reader"] for r in await conn.fetch(_Q["web_shares_of_run"], run_id)]

@@ -273,3 +273,14 @@ WHERE (r.state IN ('succeeded', 'failed', 'cancelled')
        AND w.created_at < now() - make_interval(secs => $1))
 ORDER BY coalesce(r.finished_at, w.created_at)
 LIMIT $2;
+
+-- name: web_user_seen --
+-- A user signed in and viewed a page: known from now on (last_seen refreshed hourly).
+INSERT INTO web_users AS u (name) VALUES ($1)
+ON CONFLICT (name) DO UPDATE SET last_seen = now()
+WHERE u.last_seen < now() - interval '1 hour';
+
+-- name: web_users_unknown --
+-- Of these names, those nobody has signed in as.
+SELECT n.name FROM unnest($1::text[]) AS n (name)
+WHERE NOT EXISTS (SELECT 1 FROM web_users AS u WHERE u.name = n.name);
