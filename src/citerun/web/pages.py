@@ -305,8 +305,8 @@ def share_form(run_id: str, csrf: str) -> str:
     return (f'<form method="post" action="/runs/{_e(run_id)}/shares">'
             f'<input type="hidden" name="csrf_token" value="{_e(csrf)}">'
             f'<label for="reader">Their user name (as they sign in)</label>'
-            f'<p class="hint" id="reader-hint">Someone who has signed in to this service '
-            f'once.</p>'
+            f'<p class="hint" id="reader-hint">A name nobody has signed in as yet is marked '
+            f'(a typo?).</p>'
             f'<input id="reader" name="reader" type="text" required maxlength="256" '
             f'autocomplete="off" aria-describedby="reader-hint"> '
             '<button type="submit">Share read-only</button></form>')
