@@ -102,7 +102,7 @@ def funnel(the_judge: embedded.TrainedJudge, pairs: list[claims.Pair],
     return counts, gold_c
 
 
-BARS = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+BARS = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
 
 
 def _at_bar(rows: list[dict[str, typing.Any]], bar: float) -> tuple[int, int, int]:
@@ -123,6 +123,26 @@ def _at_bar(rows: list[dict[str, typing.Any]], bar: float) -> tuple[int, int, in
 def _f1(right: int, said: int, gold: int) -> float:
     precision, recall = (right / said if said else 0.0), (right / gold if gold else 0.0)
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def bars(rows: list[dict[str, typing.Any]], min_precision: float = 0.6, min_said: int = 10) -> str:
+    """Every bar of :data:`BARS` on every set: right/said and F1 CONTRADICT, their mean, and
+    how many sets that call CONTRADICT ``min_said`` times or more fall under
+    ``min_precision``."""
+    by_set: dict[str, list[dict[str, typing.Any]]] = {}
+    for row in rows:
+        by_set.setdefault(row["set"], []).append(row)
+    lines = ["| bar | " + " | ".join(by_set) + " | mean F1 | sets under the precision floor |",
+             "|---:|" + "---:|" * (len(by_set) + 2)]
+    for bar in BARS:
+        cells, f1s, under = [], [], 0
+        for set_rows in by_set.values():
+            right, said, gold = _at_bar(set_rows, bar)
+            f1s.append(_f1(right, said, gold))
+            under += said >= min_said and right / said < min_precision
+            cells.append(f"{right}/{said} {f1s[-1]:.2f}")
+        lines.append(f"| {bar:.2f} | " + " | ".join(cells) + f" | {sum(f1s) / len(f1s):.3f} | {under} |")
+    return "\n".join(lines)
 
 
 def sweep(rows: list[dict[str, typing.Any]], min_precision: float = 0.6, min_said: int = 10) -> str:
@@ -182,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.sweep:
         rows = [json.loads(line) for line in args.sweep.read_text(encoding="utf-8").splitlines()]
-        print(sweep(rows))
+        print(bars(rows) + "\n\n" + sweep(rows))
         return
     names = [n for n in args.sets.split(",") if n]
     sets: dict[str, list[claims.Pair]] = {}
