@@ -12,12 +12,13 @@ alone in a fresh process (:mod:`fuzz.replay`) for its CPU time and the RSS it ad
 
 The table, one row a target: wall seconds fuzzed (the CPU seconds the fuzzing process
 got: on a shared machine the fairer measure), executions, executions per second (per CPU
-second), coverage (libFuzzer's
-``cov``: instrumented edges reached in citerun, bibtexparser, pylatexenc and defusedxml;
-``ft``: its features), the corpus at the end, the slowest input (CPU seconds while fuzzed, instrumented, and
-alone, and its bytes), the RSS it added on its own, the fuzzing process's peak RSS, and the findings: crashes
-(an exception other than the reader's refusals), slow inputs (over ``--slow-cpu`` CPU
-seconds, measured again alone: the instrumentation is 3-6 times slower), memory (over ``--memory-mb`` above start-up), hangs and OOMs; each kept under
+second), coverage (libFuzzer's ``cov``: instrumented edges reached in citerun,
+bibtexparser, pylatexenc and defusedxml; ``ft``: its features), the corpus at the end,
+the slowest input (CPU seconds while fuzzed, instrumented, and alone, and its bytes), the
+RSS it added on its own, the fuzzing process's peak RSS, and the findings: crashes (an
+exception other than the reader's refusals), slow inputs (over ``--slow-cpu`` CPU seconds,
+measured again alone: the instrumentation is several times slower), memory (over
+``--memory-mb`` above start-up), hangs and OOMs; each kept under
 ``--findings``. Exit status 1 when anything was found. The load average is printed
 before and after (figures taken on a busy machine say so).
 """
@@ -88,10 +89,13 @@ def _harness(target: str, seconds: int, work: pathlib.Path, findings: pathlib.Pa
                f"-max_total_time={seconds}", f"-timeout={args.timeout}",
                f"-rss_limit_mb={args.rss_limit_mb}", f"-max_len={MAX_LEN}",
                "-print_final_stats=1", f"-artifact_prefix={findings}/",
+               "-report_slow_units=1000000",  # wall time: the harness's CPU bound says
                f"-seed={args.seed + run}"]
     if (DICTS / f"{target}.dict").is_file():
         command.append(f"-dict={DICTS / f'{target}.dict'}")
-    command += [str(corpus), str(CORPUS / target)]
+    command.append(str(corpus))
+    if not args.max_seeds:
+        command.append(str(CORPUS / target))
     with log.open("w") as out:
         # The harness's own start (imports, instrumentation) is outside libFuzzer's time.
         done = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
@@ -117,6 +121,10 @@ def fuzz_one(target: str, args: argparse.Namespace, findings_root: pathlib.Path)
     findings.mkdir(parents=True, exist_ok=True)
     corpus = CORPUS / target if args.keep_corpus else work / "corpus"
     corpus.mkdir(parents=True, exist_ok=True)
+    if args.max_seeds:  # the smallest seeds only: a smoke run skips the slow ones
+        for path in sorted((p for p in (CORPUS / target).iterdir() if p.is_file()),
+                           key=lambda p: (p.stat().st_size, p.name))[:args.max_seeds]:
+            shutil.copy(path, corpus / path.name)
     started = time.monotonic()
     slowest_file = None
     by_name: dict[str, dict[str, object]] = {}
@@ -159,7 +167,7 @@ def fuzz_one(target: str, args: argparse.Namespace, findings_root: pathlib.Path)
                                            "bytes": 0, "count": 1}
             break
         row.restarts += 1
-    # A slow input is one the reader is slow on, not the instrumentation (3-6 times
+    # A slow input is one the reader is slow on, not the instrumentation (several times
     # slower): measured again alone, it is a finding only if it is still over the bound.
     for name, found in list(by_name.items()):
         if found["kind"] == "slow":
@@ -216,8 +224,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="CPU seconds of one input beyond which it is a finding")
     parser.add_argument("--memory-mb", type=float, default=512,
                         help="MiB of peak RSS above start-up beyond which an input is a finding")
-    parser.add_argument("--timeout", type=int, default=60,
-                        help="wall seconds of one input beyond which it is a hang (libFuzzer)")
+    parser.add_argument("--timeout", type=int, default=300,
+                        help="wall seconds of one input beyond which it is a hang (libFuzzer; "
+                        "wall time, so generous: on a loaded machine a 455-byte macro bomb "
+                        "took 61 s, 8.5 s of CPU)")
+    parser.add_argument("--max-seeds", type=int, default=0,
+                        help="start from the N smallest inputs of the corpus only (a smoke "
+                        "run: libFuzzer first runs every seed, whatever --seconds says)")
     parser.add_argument("--rss-limit-mb", type=int, default=2048,
                         help="libFuzzer's RSS limit: past it the run ends with an OOM")
     parser.add_argument("--seed", type=int, default=48, help="libFuzzer's -seed")
