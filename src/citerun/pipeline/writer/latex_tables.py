@@ -250,9 +250,6 @@ _CITE_ANYWHERE = re.compile(r"\\[A-Za-z]*cite[a-z]*\b")
 # \\begin{document} not in a comment ("% run after \\begin{document}" is none).
 _BEGIN_DOCUMENT = re.compile(r"^(?:[^%\n\\]|\\.)*?\\begin\s*\{document\}", re.MULTILINE)
 _END_DOCUMENT = re.compile(r"^(?:[^%\n\\]|\\.)*?\\end\s*\{document\}", re.MULTILINE)
-_DOCUMENTCLASS = re.compile(r"^[^%\n]*?\\documentclass\s*(?:\[[^\]\n]*\])?\s*\{\s*([^}\s]*)",
-                            re.MULTILINE)
-_NOT_MAIN_CLASSES = frozenset({"subfiles", "standalone"})
 # "p. 45", "pp. 45--47", "S. 45 f.", "45ff", "xii": a page locator and its prefix.
 _PAGE_PREFIX = patterns.PAGE_PREFIX  # any case (the pattern below ignores it)
 _PAGES = re.compile(
