@@ -118,3 +118,13 @@ def test_the_ocr_bench_prints_its_table_on_the_known_page() -> None:
     assert rows[0].cer <= 0.05 and rows[0].cpu_s > 0
     table = bench_ocr.table(rows)
     assert "| known page (unit test) | 150 |" in table and "**mean of 1**" in table
+
+
+def test_a_hostile_page_over_the_page_cap_is_too_complex_not_a_scan() -> None:
+    """120 KB of "Aa, " on one page reads as glyph soup, but the page cap refuses it
+    before anything is taken for a scan (issue 12's attack, tests/chaos): never OCR'd."""
+    from citerun.pipeline.document import TooComplex
+    from tests.support import hostile_pdfs
+
+    with pytest.raises(TooComplex, match="characters per page"):
+        recipe.read(hostile_pdfs.regex_bomb(), LimitSettings(), MAX_BYTES)

@@ -176,7 +176,8 @@ def read_pdf(data: bytes, limits: LimitSettings, max_bytes: int, *, ocr: bool = 
         raise TooComplex(f"{count:,} pages, over the limit of {limits.max_pages:,} pages")
     try:
         document = parse_pdf(data, max_bytes=max_bytes,
-                             ocr=limits.ocr if ocr and limits.ocr.enabled else None)
+                             ocr=limits.ocr if ocr and limits.ocr.enabled else None,
+                             max_page_chars=limits.max_page_chars)
     except pdf_limits.DocumentError as err:
         if _ALLOCATION_FAILED.search(str(err)):  # MuPDF reports a failed malloc as an error
             raise TooComplex(f"the address space limit of {limits.parse.address_space_mb} "

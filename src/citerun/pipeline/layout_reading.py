@@ -272,12 +272,15 @@ def _body_size(pages: list[list[_Raw]]) -> float:
 PageOcr = Callable[[pymupdf.Page], pymupdf.TextPage]
 
 
-def read_document(doc: pymupdf.Document, ocr: PageOcr | None = None) -> list[PageLayout]:
+def read_document(doc: pymupdf.Document, ocr: PageOcr | None = None,
+                  max_page_chars: int | None = None) -> list[PageLayout]:
     """Every page's lines in reading order, running heads and page numbers dropped.
 
     A text layer that is not text (U+FFFD, glyph ids: :func:`~.pdf.ocr.text_layer`) is left
     out, as if the page had none; with ``ocr``, such a page, and a page without a text
-    layer that shows an image, is read by OCR instead."""
+    layer that shows an image, is read by OCR instead. A page of more than
+    ``max_page_chars`` characters is kept as it is, whatever they are: the page cap refuses
+    it (a hostile page of "Aa, Aa, …" is too complex, not a scan to read by OCR)."""
     from citerun.pipeline.pdf import ocr as ocr_mod  # noqa: PLC0415 - pdf imports this module
 
     raw_pages: list[list[_Raw]] = []
@@ -287,7 +290,8 @@ def read_document(doc: pymupdf.Document, ocr: PageOcr | None = None) -> list[Pag
     for index in range(doc.page_count):
         page = doc[index]
         lines = _raw_lines(page)
-        layer = ocr_mod.text_layer(r.text for r in lines)
+        over = max_page_chars is not None and sum(len(r.text) for r in lines) > max_page_chars
+        layer = "text" if over else ocr_mod.text_layer(r.text for r in lines)
         if layer == "not_text":
             not_text.add(index)
             lines = []

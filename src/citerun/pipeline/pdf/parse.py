@@ -45,7 +45,8 @@ class Page:
     ocr: bool = False
 
 
-def parse_pdf(data: bytes, *, max_bytes: int, ocr: ocr_mod.OcrSettings | None = None) -> Document:
+def parse_pdf(data: bytes, *, max_bytes: int, ocr: ocr_mod.OcrSettings | None = None,
+              max_page_chars: int | None = None) -> Document:
     """Parse a PDF into cleaned pages and what it says about itself: title, authors (as
     printed, "Given Surname"), year, DOI and arXiv id, read from the first page's layout
     (the PDF's info fields only where they agree with the page; see
@@ -53,7 +54,8 @@ def parse_pdf(data: bytes, *, max_bytes: int, ocr: ocr_mod.OcrSettings | None = 
 
     A page whose text layer is not text (U+FFFD, glyph ids) counts as a page without one.
     With ``ocr``, pages without a usable text layer are read by OCR (:mod:`.ocr`), at most
-    ``ocr.max_pages`` of them.
+    ``ocr.max_pages`` of them. A page over ``max_page_chars`` is never taken for one
+    without a text layer: the caller's page cap refuses it.
 
     Raises :class:`~citerun.pipeline.pdf.limits.DocumentError` with the matching
     ``reason`` when the document is too large, not a PDF, damaged, password-protected,
@@ -72,7 +74,8 @@ def parse_pdf(data: bytes, *, max_bytes: int, ocr: ocr_mod.OcrSettings | None = 
         if doc.page_count == 0:
             raise limits.DocumentError("empty")
         try:
-            layouts = layout_reading.read_document(doc, _page_ocr(ocr) if ocr else None)
+            layouts = layout_reading.read_document(doc, _page_ocr(ocr) if ocr else None,
+                                                   max_page_chars)
             first_page_raw = doc[0].get_text(flags=layout.TEXT_FLAGS)  # type: ignore[no-untyped-call]
             images = render.render_pages(doc) if doc.page_count <= render.RENDER_MAX_PAGES else {}
             printed = page_labels(doc)
