@@ -103,7 +103,7 @@ async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder,
                 await conn.execute(_RUNS["document_stage"], digest_of(d["doc_id"]),
                                    f"{d['doc_id']}.txt", len(raw), raw, "scifact", "upload")
             await conn.executemany(_PIPE["document_page_insert"],
-                                   [(digest_of(i), 1, t, None, None, None, None, None)
+                                   [(digest_of(i), 1, t, None, None, None, None, None, False)
                                     for i, t in texts.items()])
             await conn.executemany(_PIPE["chunk_insert"], [
                 (digest_of(i), c.ordinal, c.page_start, c.page_end, c.text,
