@@ -34,8 +34,9 @@ def test_the_standard_library_operator_is_never_shadowed() -> None:
 
 
 def test_nothing_at_the_repository_root_is_a_python_package_but_the_tools() -> None:
-    """Only the tools run from the root (tests, bench, training and the data-set loaders
-    they share, evalsets), none named like a standard-library module it would shadow."""
+    """Only the tools run from the root (tests, bench, training, the fuzz targets and the
+    data-set loaders they share, evalsets), none named like a standard-library module it
+    would shadow."""
     packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").is_file()}
-    assert packages <= {"tests", "bench", "training", "evalsets"}, packages
+    assert packages <= {"tests", "bench", "training", "fuzz", "evalsets"}, packages
     assert not packages & set(sys.stdlib_module_names)

@@ -23,6 +23,8 @@ RELEASED = {
     "0017_web_cluster_runs.sql": "71d68f3e335257e52a5eb872df439ffbe7099ebd158a77f89d3c041c181711d1",
     "0018_web_shares.sql": "82278ac0b6cae0e8d13705f1c3c897b7b3afaabe499fd79c01344b3a96ffa818",
     "0019_citation_location.sql": "0a246953f6dbceef869841712663003f324ee219801c1d93c934f6725d0de031",
+    "0020_judge_spend.sql": "d4f027a9a7d359cbb4cf8fcd55bf5d52b042d5536f67022cbc2ae637d7a66110",
+    "0021_page_ocr.sql": "bc6dc8ef20a4d39735f74913080d9223ab61557af74d4f305a192b6b837e9c73",
 }
 
 
