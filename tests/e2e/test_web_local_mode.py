@@ -21,7 +21,7 @@ import pytest
 
 from citerun.core.settings import ENV_PREFIX
 from tests.conftest import citerun_command
-from tests.support import serve_process
+from tests.support import browser_upload, serve_process
 
 pytestmark = pytest.mark.browser
 
@@ -83,15 +83,7 @@ async def _browse(base: str, rebound: str, log: pathlib.Path) -> None:
             assert answer is not None and answer.status == 200, \
                 (answer and await answer.text(), log.read_text(errors="replace"))
             assert "writer" in await tab.inner_text("body")
-            await tab.goto(f"{base}/")
-            await tab.set_input_files("#thesis", str(THESIS))
-            await tab.set_input_files("#sources", [str(p) for p in SOURCES])
-            await tab.get_by_role("button", name="Upload and check").click()
-            try:
-                await tab.wait_for_url(re.compile(r".*/runs/[0-9a-f-]{36}$"), timeout=60_000)
-            except playwright_api.TimeoutError:
-                raise AssertionError(f"no run page: {await tab.inner_text('body')}\n"
-                                     f"{log.read_text(errors='replace')}") from None
+            await browser_upload.upload(tab, base, THESIS, SOURCES, log)
             await tab.get_by_role("button", name=re.compile("^Cancel run ")).click()
             await tab.wait_for_selector("#state.state-cancelled", timeout=30_000)
             # The same service under a name that is not this machine's: no one.

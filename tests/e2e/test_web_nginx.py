@@ -43,7 +43,7 @@ import pytest
 from citerun.core.settings import ENV_PREFIX
 from citerun.web.settings import WebSettings
 from tests.conftest import citerun_command
-from tests.support import serve_process
+from tests.support import browser_upload, serve_process
 
 pytestmark = pytest.mark.browser
 
@@ -278,16 +278,7 @@ async def _browse(public: str, log: pathlib.Path) -> None:
             assert await tab.get_by_role("heading", name="My runs").count() >= 1
             assert "alice" in await tab.inner_text("body")
             # An upload through the form.
-            await tab.goto(f"{public}/")
-            await tab.set_input_files("#thesis", str(THESIS))
-            await tab.set_input_files("#sources", [str(p) for p in SOURCES])
-            await tab.get_by_role("button", name="Upload and check").click()
-            try:
-                await tab.wait_for_url(re.compile(r".*/runs/[0-9a-f-]{36}$"), timeout=60_000)
-            except playwright_api.TimeoutError:
-                raise AssertionError(f"no run page: {await tab.inner_text('body')}\n"
-                                     f"{log.read_text(errors='replace')}") from None
-            run_page = tab.url
+            run_page = await browser_upload.upload(tab, public, THESIS, SOURCES, log)
             assert run_page.startswith(public + "/runs/")
             # The cancel, from the run's page (no worker runs: it is still running).
             await tab.get_by_role("button", name=re.compile("^Cancel run ")).click()
