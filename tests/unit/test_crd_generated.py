@@ -22,7 +22,7 @@ def test_committed_crds_equal_the_generated_one() -> None:
 def test_generated_spec_has_no_tenant_priority_or_judge_url() -> None:
     crd = yaml.safe_load((REPO / "crds" / "citationrun.yaml").read_text(encoding="utf-8"))
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    assert set(spec["properties"]) == {"thesis", "sources", "judge", "retrieval"}
+    assert set(spec["properties"]) == {"thesis", "sources", "judge", "retrieval", "fetchSources"}
     openai = spec["properties"]["judge"]["properties"]["openai"]["properties"]
     assert "baseUrl" not in openai and "model" not in openai
     assert openai["profile"]["pattern"] == "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"

@@ -25,6 +25,7 @@ RELEASED = {
     "0019_citation_location.sql": "0a246953f6dbceef869841712663003f324ee219801c1d93c934f6725d0de031",
     "0020_judge_spend.sql": "d4f027a9a7d359cbb4cf8fcd55bf5d52b042d5536f67022cbc2ae637d7a66110",
     "0021_page_ocr.sql": "bc6dc8ef20a4d39735f74913080d9223ab61557af74d4f305a192b6b837e9c73",
+    "0022_web_users.sql": "84ce0fe4140fbc5fdf1c50ea2ec12d4ef3cad23cb5787196514a3c44c794c74f",
 }
 
 

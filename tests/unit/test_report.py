@@ -27,6 +27,7 @@ def test_summary_counts_every_verdict() -> None:
         "source_unavailable": 0,
         "unresolved_citation": 1,
         "not_checked": 0,
+        "not_in_abstract": 0,
     }
 
 

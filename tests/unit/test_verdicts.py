@@ -35,7 +35,8 @@ def test_status_counts_name_every_verdict_in_camel_case() -> None:
     counts = verdicts.status_counts(3, 2, {"supported": 1, "partially_supported": 1})
     assert counts == {"citations": 3, "judged": 2, "supported": 1, "partiallySupported": 1,
                       "unsupported": 0, "contradicted": 0, "sourceUnavailable": 0,
-                      "unresolvedCitation": 0, "notChecked": 0}
+                      "unresolvedCitation": 0, "notChecked": 0,
+                      "notInAbstract": 0}
 
 
 def test_the_crd_status_counts_are_the_enum() -> None:

@@ -171,6 +171,13 @@ class RunSpec(_Model):
                            "x-kubernetes-list-map-keys": ["name"]})
     judge: JudgeSpec | None = None
     retrieval: RetrievalSpec | None = None
+    fetch_sources: bool = pydantic.Field(
+        False, alias="fetchSources",
+        description="Look for an open-access copy (a PDF, else an abstract) of each cited "
+        "work no source matches, by its DOI, arXiv id, PubMed ids or title, and judge its "
+        "citations on it (issue 51). The identifiers of the cited works go to the services "
+        "the operator configured; nothing is fetched unless the workers allow it "
+        "(openaccess.enabled).")
 
     @pydantic.model_validator(mode="after")
     def _unique_sources(self) -> RunSpec:
@@ -217,6 +224,17 @@ class RunSpec(_Model):
         if not isinstance(data, dict) or not isinstance(data.get("thesis"), dict):
             return None
         return cls.model_validate(data)
+
+
+#: The key of a run's stored spec that asks for its cited works without a PDF to be looked
+#: for (issue 51): a CitationRun's ``spec.fetchSources``, and the local spec that
+#: ``citerun verify --fetch-sources`` and the web's form store.
+FETCH_SOURCES = "fetchSources"
+
+
+def fetches_sources(spec: Any) -> bool:
+    """Whether the run whose stored spec is ``spec`` asked for sources to be fetched."""
+    return isinstance(spec, dict) and spec.get(FETCH_SOURCES) is True
 
 
 def validation_message(err: pydantic.ValidationError) -> str:

@@ -22,11 +22,14 @@ class Verdict(enum.StrEnum):
     SOURCE_UNAVAILABLE = "source_unavailable"
     UNRESOLVED_CITATION = "unresolved_citation"
     NOT_CHECKED = "not_checked"
+    NOT_IN_ABSTRACT = "not_in_abstract"
 
 
 #: Verdicts a judge may give after reading the source; two others are decided before any
 #: judge runs (no source matched, the source could not be read), and ``not_checked`` when
-#: the check of one citation failed on every attempt (the run still ends with its report).
+#: the check of one citation failed on every attempt (the run still ends with its report);
+#: ``not_in_abstract`` is what ``unsupported`` becomes when the judge read only an abstract a
+#: service gave (issue 51: an abstract that does not state a claim is no evidence against it).
 JUDGED: tuple[Verdict, ...] = (Verdict.SUPPORTED, Verdict.PARTIALLY_SUPPORTED,
                                Verdict.UNSUPPORTED, Verdict.CONTRADICTED)
 

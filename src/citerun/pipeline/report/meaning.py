@@ -70,6 +70,12 @@ VERDICTS: dict[judge.Verdict, Meaning] = {
         "citerun failed while checking this citation against its source (the reason names "
         "the file); the rest of the report is complete.",
         "Check this citation yourself, or run the thesis again."),
+    V.NOT_IN_ABSTRACT: Meaning(
+        "Not found in the abstract", "#0a6b73",
+        "No PDF of the source was given or found: only its abstract, which an open-access "
+        "service gave (issue 51), and the abstract does not say this. That is no evidence "
+        "against the sentence: the full text may say it.",
+        "Add the full text (the source’s PDF), then run again."),
 }
 
 PROBLEMS: dict[Problem, Meaning] = {
@@ -116,7 +122,8 @@ TERMS: tuple[tuple[str, str], ...] = (
 # the less sure positive one; ties in reading order.
 _RISK: dict[judge.Verdict, int] = {
     V.CONTRADICTED: 0, V.UNSUPPORTED: 1, V.PARTIALLY_SUPPORTED: 3,
-    V.UNRESOLVED_CITATION: 4, V.SOURCE_UNAVAILABLE: 5, V.NOT_CHECKED: 5, V.SUPPORTED: 6,
+    V.UNRESOLVED_CITATION: 4, V.NOT_IN_ABSTRACT: 4, V.SOURCE_UNAVAILABLE: 5, V.NOT_CHECKED: 5,
+    V.SUPPORTED: 6,
 }
 _PROBLEM_RISK = 2
 _NEGATIVE = (V.CONTRADICTED, V.UNSUPPORTED)

@@ -97,6 +97,7 @@ class VerdictCounts(_Model):
     source_unavailable: int = pydantic.Field(default=0, ge=0)
     unresolved_citation: int = pydantic.Field(default=0, ge=0)
     not_checked: int = pydantic.Field(default=0, ge=0)
+    not_in_abstract: int = pydantic.Field(default=0, ge=0)
 
     def get(self, verdict: judge.Verdict) -> int:
         value: int = getattr(self, verdict.value)

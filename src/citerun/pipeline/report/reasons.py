@@ -129,7 +129,8 @@ def explain(citation: CitationEntry) -> Reasons:
     if verdict is judge.Verdict.UNRESOLVED_CITATION:
         return Reasons("None of the sources you gave matches this citation: add its source, "
                        "or correct the reference.", (), words, False, True)
-    if verdict in (judge.Verdict.SOURCE_UNAVAILABLE, judge.Verdict.NOT_CHECKED):
+    if verdict in (judge.Verdict.SOURCE_UNAVAILABLE, judge.Verdict.NOT_CHECKED,
+                   judge.Verdict.NOT_IN_ABSTRACT):
         return Reasons(_sentence(words) + ("" if words.endswith(".") else "."), (), words,
                        False, True)
     if words in _NOTHING:
