@@ -21,6 +21,15 @@ must not become their proxy into the cluster (issue 12, attack 4):
 * the body is streamed and aborted past the size cap; the whole download, redirects
   included, has one deadline; environment proxies are ignored.
 
+The open-access client (:mod:`citerun.pipeline.openaccess`, issue 51) downloads through
+the same function, for its API answers and for the PDF links those answers name, with
+three more refusals it turns on: a plain ``http`` URL or redirect (``require_https``), a
+host name under a cluster's private suffixes (``svc``, ``cluster.local``, refused
+before it is even resolved: :attr:`AddressPolicy.deny_host_suffixes`) and an explicit
+proxy (the only egress a cluster may give its workers). An HTTP error keeps its status
+and ``Retry-After`` (:attr:`DownloadError.status`, :attr:`DownloadError.retry_after`) so
+a caller can tell "not found" from "slow down".
+
 Every failure is a :class:`DownloadError` with a stable ``reason`` (for logs, metrics
 and the retry decision) and one generic message for the user, so that error texts do
 not tell an open port from a closed one, or a refused address from a missing host.
@@ -31,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -71,10 +80,15 @@ class DownloadError(errors.CiterunError):
     """The document could not be downloaded; ``str()`` is safe to show the user."""
 
     def __init__(self, reason: str, message: str = GENERIC_MESSAGE, *,
-                 permanent: bool) -> None:
+                 permanent: bool, status: int | None = None,
+                 retry_after: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
         self.permanent = permanent
+        #: The HTTP status of an ``http_error`` (None for every other reason).
+        self.status = status
+        #: The server's ``Retry-After`` of an ``http_error``, as sent.
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -83,15 +97,26 @@ class AddressPolicy:
 
     ``allow`` wins over everything (e.g. an internal mirror, or 127.0.0.1 in a test);
     ``deny`` adds ranges (the cluster's pod and service CIDRs) to the built-in refusals.
+    ``deny_host_suffixes`` are DNS suffixes ("svc", "cluster.local") whose names are
+    refused before they are resolved, whatever they resolve to: a cluster's own names.
     """
 
     allow: tuple[IPNetwork, ...] = ()
     deny: tuple[IPNetwork, ...] = ()
+    deny_host_suffixes: tuple[str, ...] = ()
 
     @classmethod
-    def from_strings(cls, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> AddressPolicy:
+    def from_strings(cls, allow: Iterable[str] = (), deny: Iterable[str] = (),
+                     deny_host_suffixes: Iterable[str] = ()) -> AddressPolicy:
         return cls(tuple(ipaddress.ip_network(n, strict=False) for n in allow),
-                   tuple(ipaddress.ip_network(n, strict=False) for n in deny))
+                   tuple(ipaddress.ip_network(n, strict=False) for n in deny),
+                   tuple(s.strip(".").lower() for s in deny_host_suffixes if s.strip(".")))
+
+    def permits_host(self, host: str) -> bool:
+        """Whether a host name is outside every denied suffix ("kubernetes.default.svc"
+        and "svc" itself are under "svc"; a trailing dot and the case do not matter)."""
+        name = host.rstrip(".").lower()
+        return not any(name == s or name.endswith("." + s) for s in self.deny_host_suffixes)
 
     def permits(self, address: IPAddress) -> bool:
         if any(address in net for net in self.allow if net.version == address.version):
@@ -144,7 +169,7 @@ async def _resolve(host: str, port: int) -> list[IPAddress]:
     return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
 
 
-async def _target(url: str, policy: AddressPolicy) -> _Target:
+async def _target(url: str, policy: AddressPolicy, require_https: bool = False) -> _Target:
     """Check ``url`` and pin it to an allowed address of its host."""
     if len(url) > MAX_URL_CHARS or any(c.isascii() and not c.isprintable() for c in url):
         raise DownloadError("bad_url", permanent=True)  # httpx refuses controls: say so first
@@ -157,9 +182,13 @@ async def _target(url: str, policy: AddressPolicy) -> _Target:
     if scheme not in ("http", "https"):
         raise DownloadError("bad_scheme", "only http and https URLs are fetched",
                             permanent=True)
+    if require_https and scheme != "https":
+        raise DownloadError("bad_scheme", "only https URLs are fetched", permanent=True)
     host = parts.hostname
     if not host or parts.username is not None or parts.password is not None:
         raise DownloadError("bad_url", permanent=True)
+    if not policy.permits_host(host):
+        raise DownloadError("blocked_address", permanent=True)
     port = port or (443 if scheme == "https" else 80)
     addresses = await _resolve(host, port)
     # Every address must be allowed: a name that resolves to one public and one internal
@@ -212,13 +241,41 @@ def _with_location_check(client: httpx.AsyncClient) -> None:
         client.event_hooks = {**hooks, "response": [_refuse_bad_location, *hooks["response"]]}
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """A successful download: the body, the answer's headers (names in lower case) and
+    the URL it came from after redirects."""
+
+    body: bytes
+    headers: dict[str, str]
+    url: str
+
+
 async def download(url: str, *, max_bytes: int, timeout_s: float,
                    client: httpx.AsyncClient | None = None,
-                   policy: AddressPolicy = DEFAULT_POLICY) -> bytes:
+                   policy: AddressPolicy = DEFAULT_POLICY,
+                   headers: Mapping[str, str] | None = None,
+                   accept: str = "application/pdf",
+                   require_https: bool = False) -> bytes:
     """The body of ``url``; raises :class:`DownloadError` with a reason.
 
     A ``client`` passed in gets this module's Location check added to its response hooks.
+    ``headers`` are sent with every request (a ``User-Agent``); ``require_https`` refuses
+    a plain-http URL and every plain-http redirect.
     """
+    fetched = await fetch(url, max_bytes=max_bytes, timeout_s=timeout_s, client=client,
+                          policy=policy, headers=headers, accept=accept,
+                          require_https=require_https)
+    return fetched.body
+
+
+async def fetch(url: str, *, max_bytes: int, timeout_s: float,
+                client: httpx.AsyncClient | None = None,
+                policy: AddressPolicy = DEFAULT_POLICY,
+                headers: Mapping[str, str] | None = None,
+                accept: str = "application/pdf",
+                require_https: bool = False) -> Fetched:
+    """:func:`download` with the answer's headers and final URL."""
     own = client is None
     client = client or httpx.AsyncClient(follow_redirects=False, trust_env=False)
     _with_location_check(client)
@@ -226,11 +283,12 @@ async def download(url: str, *, max_bytes: int, timeout_s: float,
         async with asyncio.timeout(timeout_s):
             current = url
             for _ in range(MAX_REDIRECTS + 1):
-                target = await _target(current, policy)
+                target = await _target(current, policy, require_https)
                 extensions = {"sni_hostname": target.sni} if target.sni else {}
                 async with client.stream(
                         "GET", target.url, follow_redirects=False, extensions=extensions,
-                        headers={"Host": target.host_header, "Accept": "application/pdf"},
+                        headers={**(headers or {}), "Host": target.host_header,
+                                 "Accept": accept},
                 ) as resp:
                     if resp.status_code in _REDIRECTS:
                         location = _check_location(resp.headers.get("location"))
@@ -239,7 +297,9 @@ async def download(url: str, *, max_bytes: int, timeout_s: float,
                         except ValueError as err:
                             raise DownloadError("bad_redirect", permanent=True) from err
                         continue
-                    return await _body(resp, max_bytes)
+                    body = await _body(resp, max_bytes)
+                    return Fetched(body, {k.lower(): v for k, v in resp.headers.items()},
+                                   current)
             raise DownloadError("too_many_redirects", permanent=True)
     except TimeoutError as err:
         raise DownloadError("timeout", permanent=False) from err
@@ -253,11 +313,13 @@ async def download(url: str, *, max_bytes: int, timeout_s: float,
 
 
 async def _body(resp: httpx.Response, max_bytes: int) -> bytes:
-    if resp.status_code >= 400:
-        permanent = resp.status_code < 500 and resp.status_code not in (408, 429)
-        raise DownloadError("http_error", permanent=permanent)
-    if resp.status_code != 200:
-        raise DownloadError("http_error", permanent=True)
+    status = resp.status_code
+    if status >= 400:
+        permanent = status < 500 and status not in (408, 429)
+        raise DownloadError("http_error", permanent=permanent, status=status,
+                            retry_after=resp.headers.get("retry-after"))
+    if status != 200:
+        raise DownloadError("http_error", permanent=True, status=status)
     too_large = f"the document is over the size cap of {max_bytes} bytes"
     declared = resp.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_bytes:

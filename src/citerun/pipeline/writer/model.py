@@ -59,7 +59,9 @@ class LibraryItem:
     ``key`` is the citation key the thesis uses (``smith2020``, or a reference manager's
     item id); ``authors`` are surnames as written (an institution as a whole name);
     ``files`` are the attached file paths exactly as the library gives them (a .bib's
-    ``file`` field in Zotero's/JabRef's/Mendeley's forms, split into paths).
+    ``file`` field in Zotero's/JabRef's/Mendeley's forms, split into paths). ``arxiv``,
+    ``pmid``, ``pmcid``, ``isbn`` and ``url`` are the other identifiers it states, as
+    written (the open-access lookup of issue 51 normalises them).
     """
 
     key: str
@@ -70,6 +72,11 @@ class LibraryItem:
     files: tuple[str, ...] = ()
     kind: str | None = None  # "article", "book", ... as the library names it
     origin: LibraryFormat = "bibtex"
+    arxiv: str | None = None
+    pmid: str | None = None
+    pmcid: str | None = None
+    isbn: str | None = None
+    url: str | None = None
 
     def reference_text(self) -> str:
         """A readable one-line reference for the report: "Smith, Jones (2020). Title.";
