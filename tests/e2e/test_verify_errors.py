@@ -72,16 +72,21 @@ def test_database_down_is_one_line(tmp_path: Path) -> None:
     assert_one_error_line(done, 1, "citerun: error:")
 
 
-def test_out_on_a_full_disk_is_one_line_and_a_timeout_cancels_the_run(tmp_path: Path) -> None:
+def test_out_that_cannot_be_written_is_one_line_and_a_timeout_cancels_the_run(
+        tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     done = citerun("verify", THESIS, "--sources", SOURCES, "--timeout", "0.5",
                    data_dir=data_dir)
     assert_one_error_line(done, 1, "did not finish within")
-    full = tmp_path / "full.html"  # the suffix sets the format; the bytes go to /dev/full
-    full.symlink_to("/dev/full")
-    done = citerun("verify", THESIS, "--sources", SOURCES, "--out", str(full),
+    # A directory where the report would go: the write fails once the run has succeeded
+    # (a symlink to /dev/full was the full disk before issue 48; --out refuses links now,
+    # and a full disk fails the same write with the same one line).
+    taken = tmp_path / "taken.html"
+    taken.mkdir()
+    done = citerun("verify", THESIS, "--sources", SOURCES, "--out", str(taken),
                    data_dir=data_dir)
-    assert_one_error_line(done, 1, "full.html", "No space left on device")
+    assert_one_error_line(done, 1, "taken.html", "Is a directory")
+    assert list(tmp_path.glob(".taken.html.*")) == []  # no half-written report left
 
     async def states(url: str) -> list[str]:
         conn = await db.connect(url)

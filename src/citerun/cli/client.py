@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from citerun.core import db, runs
-from citerun.cli import verify
+from citerun.cli import verify, verify_run
 from citerun.core.settings import Settings
 
 
@@ -116,7 +116,7 @@ def report(args: argparse.Namespace, settings: Settings) -> int:
     text = row["html"] if fmt == "html" else json.dumps(row["json"], indent=2,
                                                          ensure_ascii=False)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        verify_run.write_file(Path(args.out), text)
         print(f"report written to {args.out}")
     else:
         print(text)

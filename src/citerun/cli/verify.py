@@ -241,12 +241,22 @@ class ReportPaths:
 
 
 def report_format(out: Path, option: str = "--out") -> str:
-    """The format ``out``'s suffix names (the one rule of ``verify`` and ``report``)."""
+    """The format ``out``'s suffix names (the one rule of ``verify`` and ``report``); a
+    symbolic link at ``out`` is refused (issue 48: a report is never written through one)."""
     fmt = REPORT_FORMATS.get(out.suffix.lower())
     if fmt is None:
         raise UsageError(f"{option} {str(out)!r} must end in .html, .htm or .json "
                          f"(it ends in {out.suffix or 'no suffix'!r})")
+    _refuse_link(out, out, option)
     return fmt
+
+
+def _refuse_link(path: Path, out: Path, option: str) -> None:
+    if path.is_symlink():  # issue 48: a repository's report.json led out of it
+        what = "" if path == out else f": {str(path)!r}, the {fmt_of(path)} beside it,"
+        raise UsageError(f"{option} {str(out)!r}{what} is a symbolic link (to "
+                         f"{os.readlink(path)!r}); a report is never written through one: "
+                         "remove it or choose another path")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -270,15 +280,21 @@ def input_paths(thesis: Path, sources: list[Path], bibs: list[Path]) -> list[Pat
     return paths
 
 
+def fmt_of(path: Path) -> str:
+    return path.suffix[1:].upper()
+
+
 def report_paths(out: Path, inputs: list[Path], option: str = "--out") -> ReportPaths:
     """Where the report goes: ``out`` in the format of its suffix, the other format
-    beside it. Refused when either file would be one of ``inputs``."""
+    beside it. Refused when either file would be one of ``inputs``, or is a symbolic link
+    (:func:`citerun.cli.verify_run.write_file` replaces a link put there later)."""
     fmt = report_format(out, option)
     sibling = out.with_suffix(".json" if fmt == "html" else ".html")
+    _refuse_link(sibling, out, option)
     for path in (out, sibling):
         for given in inputs:
             if _same_file(path, given):
-                what = "" if path == out else f" (the {path.suffix[1:].upper()} beside it)"
+                what = "" if path == out else f" (the {fmt_of(path)} beside it)"
                 raise UsageError(f"{option} {str(out)!r} would overwrite the input "
                                  f"{str(given)!r}{what}; choose another path")
     return ReportPaths(html=out, json=sibling) if fmt == "html" else ReportPaths(

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -167,13 +169,34 @@ async def save_report(url: str, run_id: uuid.UUID, paths: ReportPaths) -> None:
     import json
     try:
         paths.html.parent.mkdir(parents=True, exist_ok=True)
-        paths.html.write_text(row["html"], encoding="utf-8")
-        paths.json.write_text(json.dumps(row["json"], indent=2, ensure_ascii=False),
-                              encoding="utf-8")
+        write_file(paths.html, row["html"])
+        write_file(paths.json, json.dumps(row["json"], indent=2, ensure_ascii=False))
     except OSError as err:
         raise errors.CiterunError(
             f"run {run_id} succeeded, but its report could not be written to {paths.html}: "
             f"{err.strerror or err}") from err
+
+
+def write_file(path: Path, text: str) -> None:
+    """``text`` at ``path``, never written through what is there (issue 48).
+
+    A new file is made in ``path``'s directory (``O_CREAT | O_EXCL``: never an existing
+    file or a link) and renamed over ``path``: a symbolic or hard link at ``path`` is
+    replaced, the file it leads to untouched. The file has the mode a plain ``open`` would
+    give it (0666 less the umask); a write that fails leaves nothing behind.
+    """
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            mask = os.umask(0)
+            os.umask(mask)
+            os.fchmod(file.fileno(), 0o666 & ~mask)
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def print_summary(console: Console, report_json: dict[str, object]) -> None:
