@@ -305,12 +305,19 @@ def same_work(ids: idmod.WorkIds, lead: Lead, *, min_title: float = 92.0) -> boo
     ours, theirs = normalize.fold_words(ids.title), normalize.fold_words(lead.title)
     if not ours or not theirs:
         return False
-    score = fuzz.ratio(ours, theirs)
-    if score < min_title:
-        shorter, longer = sorted((ours, theirs), key=len)
-        # "Title" against "Title: a subtitle": the cited title is all of the start.
-        if not (longer.startswith(shorter + " ") and len(shorter.split()) >= 4):
+    shorter, longer = sorted((ours, theirs), key=len)
+    # "Title" against "Title: a subtitle": the cited title is all of the start.
+    subtitle = longer.startswith(shorter + " ") and len(shorter.split()) >= 4
+    if not subtitle:
+        if fuzz.ratio(ours, theirs) < min_title:
             return False
+        # Nearly equal strings may still say the opposite ("... is not all you need"):
+        # each word of one must be in the other, or spelt nearly alike there.
+        mine, yours = set(ours.split()), set(theirs.split())
+        for word, other in [*((w, yours) for w in mine - yours),
+                            *((w, mine) for w in yours - mine)]:
+            if not any(fuzz.ratio(word, o) >= 80 for o in other - (mine & yours)):
+                return False
     if ids.year and lead.year and abs(ids.year - lead.year) > 1:
         return False
     if ids.first_author and lead.authors:

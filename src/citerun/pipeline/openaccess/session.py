@@ -191,8 +191,10 @@ class Session:
                 raise ServiceFailed(describe(err), status=err.status) from err
 
         async def waited(seconds: float) -> None:
-            self.waits.append(seconds)
-            await self.sleep(seconds)
+            # The retry policy's wait (the server's Retry-After, else its backoff) closes
+            # the host's gate: the next attempt, and every other request to the host,
+            # waits it out there, once.
+            self._close_gate(host, seconds)
 
         try:
             got = await retry.retrying(self._retry, f"open-access request to {host}",
