@@ -132,7 +132,8 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     try:
         thesis_path, sources = verify.check_arguments(
             args.thesis, args.sources or [], args.workers, args.concurrency, args.timeout,
-            bibs=args.bib or [], limits=PipelineSettings().limits)
+            bibs=args.bib or [], limits=PipelineSettings().limits,
+            bib_files_anywhere=args.bib_files_anywhere)
         keys = verify.parse_keys(args.key or [])
         out = verify.report_paths(
             Path(args.out) if args.out else Path.cwd() / f"{thesis_path.stem}.citerun.html",
@@ -328,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bib", action="append", metavar="FILE",
                    help="the writer's library: BibTeX/BibLaTeX (Zotero, JabRef, Mendeley) or "
                    "CSL-JSON; its file fields name the source PDFs")
+    p.add_argument("--bib-files-anywhere", action="store_true",
+                   help="read the PDFs the --bib file fields name wherever they are (by "
+                   "default only those inside the thesis's folder or a --sources folder)")
     p.add_argument("--out", help="where to write the report: .html or .htm (the JSON goes "
                    "beside it) or .json (the HTML goes beside it); never an input file")
     p.add_argument("--workers", type=_count(1, 64), default=2, help="local worker processes")

@@ -161,12 +161,38 @@ def read_libraries(bibs: list[Path], limits: LimitSettings) -> Libraries:
     return libraries
 
 
-def library_sources(libraries: Libraries) -> list[Path]:
+def library_sources(libraries: Libraries, within: list[Path] | None
+                    ) -> tuple[list[Path], list[tuple[str, str]]]:
     """The PDFs the libraries attach (their ``file`` fields) that exist on this machine,
-    relative to the library file as Zotero's and JabRef's exports write them."""
-    return [path for bib_path, items in libraries for item in items for name in item.files
-            if (path := _attached_path(bib_path, name)).suffix.lower() == ".pdf"
-            and path.is_file()]
+    relative to the library file as Zotero's and JabRef's exports write them: those
+    inside one of the folders ``within`` (all of them where it is None), and the
+    (key, file as named) of those outside, which are not read (issue 48: ``../`` and
+    absolute paths pulled any PDF of the machine into the report). A link is where it
+    leads."""
+    roots = None if within is None else [root.resolve() for root in within]
+    found: list[Path] = []
+    outside: list[tuple[str, str]] = []
+    for bib_path, items in libraries:
+        for item in items:
+            for name in item.files:
+                path = _attached_path(bib_path, name)
+                if path.suffix.lower() != ".pdf" or not path.is_file():
+                    continue
+                if roots is None or any(path.resolve().is_relative_to(r) for r in roots):
+                    found.append(path)
+                else:
+                    outside.append((item.key, name))
+    return found, outside
+
+
+def outside_lines(outside: list[tuple[str, str]]) -> list[str]:
+    """What :func:`library_sources` left outside, one line each, for stderr."""
+    if not outside:
+        return []
+    return [f"citerun verify: {len(outside)} PDF(s) named by the library lie outside the "
+            "thesis's folder and were not read; their citations are reported unresolved "
+            "(give their folder to --sources, or --bib-files-anywhere reads them):",
+            *(f"  {key}: {name}" for key, name in outside)]
 
 
 def missing_sources(libraries: Libraries) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -200,10 +226,13 @@ def _attached_path(bib_path: Path, name: str) -> Path:
 
 def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: int = 1,
                     timeout_s: float = 1.0, bibs: list[str] | None = None,
-                    limits: LimitSettings | None = None) -> tuple[Path, list[Path]]:
+                    limits: LimitSettings | None = None, *, bib_files_anywhere: bool = False
+                    ) -> tuple[Path, list[Path]]:
     """The thesis and the sources to verify, or a :class:`UsageError`; the ``--bib``
     libraries read within ``limits`` (the configured ones, ``CITERUN_LIMITS__*``; the
-    defaults where a command has none to give)."""
+    defaults where a command has none to give). The PDFs their file fields attach are
+    read inside the thesis's folder and the folders given to ``--sources`` only, unless
+    ``bib_files_anywhere``."""
     limits = limits or LimitSettings()
     thesis_path = check_thesis(thesis)
     for bib_name in bibs or ():
@@ -217,12 +246,14 @@ def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: 
     if not timeout_s > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
     libraries = read_libraries([Path(b) for b in bibs or ()], limits)
-    attached = library_sources(libraries)
+    within = [thesis_path if thesis_path.is_dir() else thesis_path.parent,
+              *(Path(s) for s in sources if Path(s).is_dir())]
+    attached, outside = library_sources(libraries, None if bib_files_anywhere else within)
     if not sources and not bibs:
         raise UsageError("no sources: give --sources, or a --bib (its file fields name PDFs)")
     # A run without the source PDFs (issue 40): every key resolved or named missing,
     # every locator read; the PDFs the library names and this machine lacks are listed.
-    for line in missing_lines(libraries):
+    for line in [*missing_lines(libraries), *outside_lines(outside)]:
         print(line, file=sys.stderr)
     given = collect_sources(sources) if sources else []
     source_paths = [p for p in dict.fromkeys([*given, *(a.resolve() for a in attached)])
