@@ -129,7 +129,7 @@ async def test_url_downloads_count_against_the_cap_the_run_was_admitted_with(
         pool: asyncpg.Pool) -> None:
     from citerun.core import sql
 
-    over_cap = sql.load("citerun.worker", "tasks.sql")["tenant_over_byte_cap"]
+    over_cap = sql.load("citerun.worker", "fetching.sql")["tenant_over_byte_cap"]
     thesis = await runs.stage_document(pool, b"%PDF-" + b"t" * 95, "t.pdf", tenant="team-a")
     request = _request("team-a", thesis, required_digests=(thesis.digest,))
     assert (await flow.create(pool, request, caps=runs.Caps(max_staged_bytes=300),

@@ -11,9 +11,11 @@ both can use it (they may not import each other). See ``docs/architecture.md``
 
 The flow::
 
-    fetch_document* -> parse_document* -> extract_citations -> judge_citation* -> finalize_run
+    fetch_document* -> parse_document* -> extract_citations -> [find_source*] -> judge_citation*
+        -> finalize_run
 
-``*``: one task per document (fetch: per URL in the spec) or per citation. The transitions
+``*``: one task per document (fetch: per URL in the spec), per cited work without a PDF
+(find: only in a run that asked for sources to be fetched, issue 51) or per citation. The transitions
 that wait for several tasks (every document parsed -> extract; every citation judged ->
 finalize) are taken under the run's row lock, so exactly one task takes them, and the
 dedupe keys make a repeated transition a no-op.
@@ -21,6 +23,7 @@ dedupe keys make a repeated transition a no-op.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -38,12 +41,13 @@ logger = logging.getLogger(__name__)
 FETCH_DOCUMENT = "fetch_document"
 PARSE_DOCUMENT = "parse_document"
 EXTRACT_CITATIONS = "extract_citations"
+FIND_SOURCE = "find_source"
 JUDGE_CITATION = "judge_citation"
 FINALIZE_RUN = "finalize_run"
 
 #: Every kind of the pipeline, in stage order.
-KINDS: tuple[str, ...] = (FETCH_DOCUMENT, PARSE_DOCUMENT, EXTRACT_CITATIONS, JUDGE_CITATION,
-                          FINALIZE_RUN)
+KINDS: tuple[str, ...] = (FETCH_DOCUMENT, PARSE_DOCUMENT, EXTRACT_CITATIONS, FIND_SOURCE,
+                          JUDGE_CITATION, FINALIZE_RUN)
 
 
 # -- payloads: what each kind's task carries (the worker's handlers import these) ---------
@@ -70,6 +74,14 @@ class RunPayload(pydantic.BaseModel):
     run_id: uuid.UUID
 
 
+class FindPayload(pydantic.BaseModel):
+    """Find, fetch and read one cited work of a run that has no source PDF (its
+    identifiers are the run's ``run_fetches`` row)."""
+
+    run_id: uuid.UUID
+    work_key: str = pydantic.Field(min_length=1, max_length=1000)
+
+
 class JudgePayload(pydantic.BaseModel):
     """Judge one citation."""
 
@@ -80,7 +92,7 @@ class JudgePayload(pydantic.BaseModel):
 #: worker registers its handlers with it (tests/unit/test_facts_owned.py).
 PAYLOADS: dict[str, type[pydantic.BaseModel]] = {
     FETCH_DOCUMENT: FetchPayload, PARSE_DOCUMENT: ParsePayload, EXTRACT_CITATIONS: RunPayload,
-    JUDGE_CITATION: JudgePayload, FINALIZE_RUN: RunPayload}
+    FIND_SOURCE: FindPayload, JUDGE_CITATION: JudgePayload, FINALIZE_RUN: RunPayload}
 
 
 # -- dedupe keys: one task per (stage, subject) ------------------------------------------
@@ -95,6 +107,11 @@ def parse_key(digest: str, run_id: uuid.UUID) -> str:
 
 def extract_key(run_id: uuid.UUID) -> str:
     return f"extract:{run_id}"
+
+
+def find_key(run_id: uuid.UUID, work_key: str) -> str:
+    """One find per (run, work); the work's key hashed (a title key may be long)."""
+    return f"find:{run_id}:{hashlib.sha256(work_key.encode()).hexdigest()[:32]}"
 
 
 def judge_key(citation_id: int) -> str:
@@ -169,13 +186,24 @@ class Flow:
             await self.advance(conn, run_id, priority=priority)
 
     async def judge(self, conn: asyncpg.Connection, run_id: uuid.UUID,
-                    citation_ids: Sequence[int], *, priority: int) -> None:
-        """After extraction: one judge task per citation, or the finalize if none."""
+                    citation_ids: Sequence[int], *, priority: int,
+                    works: Sequence[str] = ()) -> None:
+        """After extraction: one judge task per citation and one find task per cited work
+        to look for (``works``, their keys), or the finalize if none."""
+        await queue.enqueue(conn, [
+            self.task(FIND_SOURCE, FindPayload(run_id=run_id, work_key=w), run_id=run_id,
+                      priority=priority, dedupe_key=find_key(run_id, w)) for w in works])
+        await self.judge_found(conn, run_id, citation_ids, priority=priority)
+        if not citation_ids and not works:
+            await self.finalize(conn, run_id, priority=priority)
+
+    async def judge_found(self, conn: asyncpg.Connection, run_id: uuid.UUID,
+                          citation_ids: Sequence[int], *, priority: int) -> None:
+        """One judge task per citation (after extraction, or after a find read the work
+        they cite); the caller finalizes a run left with no citation to judge."""
         await queue.enqueue(conn, [
             self.task(JUDGE_CITATION, JudgePayload(citation_id=i), run_id=run_id, priority=priority,
                       dedupe_key=judge_key(i)) for i in citation_ids])
-        if not citation_ids:
-            await self.finalize(conn, run_id, priority=priority)
 
     async def finalize(self, conn: asyncpg.Connection, run_id: uuid.UUID, *,
                        priority: int) -> None:

@@ -12,6 +12,7 @@ import pydantic
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from citerun.pipeline import citations, embed
+from citerun.pipeline.openaccess.settings import OpenAccessSettings
 from citerun.pipeline.pdf.ocr import OcrSettings
 from citerun.pipeline import judge as judges
 from citerun.pipeline.writer import archive
@@ -171,3 +172,9 @@ class PipelineSettings(BaseSettings):
     retrieval: RetrievalConfig = pydantic.Field(default_factory=RetrievalConfig)
     match: citations.MatchConfig = pydantic.Field(default_factory=citations.MatchConfig)
     judge: judges.JudgeConfig = pydantic.Field(default_factory=judges.JudgeConfig)
+    openaccess: OpenAccessSettings = pydantic.Field(
+        default_factory=OpenAccessSettings, description="Open-access copies of cited works "
+        "without a PDF (issue 51), for the runs that ask (citerun verify --fetch-sources, the "
+        "web form, a CitationRun's fetchSources): the services, the operator's e-mail, the "
+        "caps and the addresses refused (CITERUN_OPENACCESS__ENABLED, __EMAIL, ...). Off "
+        "unless enabled: nothing is sent anywhere.")

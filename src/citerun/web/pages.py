@@ -32,6 +32,7 @@ STAGE_LABELS = {
     "fetch_document": "Fetching the documents",
     "parse_document": "Reading the documents",
     "extract_citations": "Finding the citations in the thesis",
+    "find_source": "Looking for open-access copies of the works without a PDF",
     "judge_citation": "Judging the citations",
     "finalize_run": "Writing the report",
 }

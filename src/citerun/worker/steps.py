@@ -6,6 +6,7 @@ was refused, as a value the child sends back (an exception would come back as te
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 
 from citerun.pipeline import citations, pdf, recipe
@@ -13,6 +14,8 @@ from citerun.pipeline import document as docs
 from citerun.pipeline.document import Document, TooComplex
 from citerun.pipeline.settings import DocumentSettings, LimitSettings
 from citerun.worker import sandbox
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +52,23 @@ def parse_by_ocr(data: bytes, limits: LimitSettings, settings: DocumentSettings)
     """:func:`parse` with OCR: the child under ``limits.ocr.task_limits`` that reads a PDF
     the first child found no usable text layer in (issue 46)."""
     return parse(data, limits, settings, ocr=True)
+
+
+async def read_source(data: bytes, limits: LimitSettings, settings: DocumentSettings
+                      ) -> Parsed | Rejected:
+    """A document's bytes read as ``parse_document`` reads every upload, and
+    ``find_source`` a fetched PDF (issue 51): :func:`parse` in a child under the parse
+    limits, and a PDF without a usable text layer read again by OCR in a child of its own
+    whose budget grows with its pages (issue 46). Raises
+    :class:`~citerun.worker.sandbox.DocumentTooComplex` over a limit."""
+    outcome = await sandbox.run(limits.parse, parse, data, limits, settings,
+                                slots=limits.max_children)
+    if isinstance(outcome, Rejected) and outcome.reason == "no_text" and limits.ocr.enabled:
+        logger.info("document read by OCR: %s", outcome.message, extra={"action": "ocr"})
+        outcome = await sandbox.run(limits.ocr.task_limits(limits.parse, outcome.pages),
+                                    parse_by_ocr, data, limits, settings,
+                                    slots=limits.max_children)
+    return outcome
 
 
 def extract(thesis: Document, limits: LimitSettings) -> citations.Extraction | TooComplex:

@@ -20,7 +20,7 @@ import http.cookiejar
 import json
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import asyncpg
@@ -28,11 +28,11 @@ import httpx
 import numpy as np
 import pydantic
 
-from citerun.core import errors, flow, pdfmagic, queue, runs, runspec, sql
-from citerun.core.flow import FetchPayload, JudgePayload, ParsePayload, RunPayload
+from citerun.core import errors, flow, queue, runs, runspec, sql
+from citerun.core.flow import JudgePayload, ParsePayload, RunPayload
 from citerun.worker import registry as registry_mod
 from citerun.worker import dead, sandbox, steps
-from citerun.pipeline import document, embed, fetch, judge, memory, recipe, report, retrieval
+from citerun.pipeline import document, embed, fetched, judge, memory, recipe, report, retrieval
 from citerun.pipeline.document import Document
 from citerun.core.settings import Settings
 from citerun.core.states import FINISHED_DOCUMENT, DocumentState, RunState
@@ -141,20 +141,9 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
                                      "the document's bytes are gone (staging expired or dropped)")
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
-    limits = ctx.pipeline.limits
-    data = bytes(row["raw"])
-    try:  # in a child process under the parse limits (see src/citerun/worker/sandbox.py)
-        outcome = await sandbox.run(limits.parse, steps.parse, data, limits,
-                                    ctx.pipeline.documents, slots=limits.max_children)
-        if (isinstance(outcome, steps.Rejected) and outcome.reason == "no_text"
-                and limits.ocr.enabled):
-            # No usable text layer (a scan, replacement characters): read by OCR, in a
-            # child of its own whose budget grows with the pages (issue 46).
-            logger.info("document %s (%s) read by OCR: %s", row["filename"], payload.digest[:12],
-                        outcome.message, extra={"action": "ocr"})
-            outcome = await sandbox.run(
-                limits.ocr.task_limits(limits.parse, outcome.pages), steps.parse_by_ocr,
-                data, limits, ctx.pipeline.documents, slots=limits.max_children)
+    try:  # in child processes under the parse (and OCR) limits (see worker/sandbox.py)
+        outcome = await steps.read_source(bytes(row["raw"]), ctx.pipeline.limits,
+                                          ctx.pipeline.documents)
     except sandbox.DocumentTooComplex as err:
         if err.transient and ctx.task.run_id is not None:
             # Over the wall clock on a busy node, killed from outside: this run's failure,
@@ -171,93 +160,34 @@ async def parse_document(ctx: registry_mod.TaskContext, payload: ParsePayload) -
             await runs.fail_document(conn, payload.digest, outcome.reason, outcome.message)
             await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
         return
-    read, chunks = outcome.document, list(outcome.chunks)
+    store = await stored(ctx, payload.digest, outcome)
+    async with ctx.fenced() as conn:
+        await store(conn)
+        await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
+
+
+async def stored(ctx: registry_mod.TaskContext, digest: str, parsed: steps.Parsed
+                 ) -> Callable[[asyncpg.Connection], Awaitable[None]]:
+    """A parsed document's chunks embedded (off the loop), and what stores its pages and
+    chunks and marks it parsed, to call in the task's fenced transaction (parse_document,
+    find_source)."""
+    read, chunks = parsed.document, list(parsed.chunks)
     # A first load takes seconds: off the loop.
     the_embedder = await asyncio.to_thread(embedder, ctx.pipeline.embedding)
     vectors: Any = (await ctx.run_cpu(the_embedder.embed, [c.text for c in chunks])
                     if chunks else [])
-    async with ctx.fenced() as conn:
+
+    async def store(conn: asyncpg.Connection) -> None:
         await conn.executemany(_Q["document_page_insert"], [
-            (payload.digest, *document.page_row(p)) for p in read.pages])
+            (digest, *document.page_row(p)) for p in read.pages])
         await conn.executemany(_Q["chunk_insert"], [
-            (payload.digest, c.ordinal, c.page_start, c.page_end, c.text,
+            (digest, c.ordinal, c.page_start, c.page_end, c.text,
              np.asarray(v, dtype=np.float32), the_embedder.name, the_embedder.dim)
             for c, v in zip(chunks, vectors)])
-        await conn.execute(_Q["document_mark_parsed"], payload.digest, read.title,
+        await conn.execute(_Q["document_mark_parsed"], digest, read.title,
                            list(read.authors), read.year, read.page_count, read.doi,
                            read.arxiv_id, document.written_json(read))
-        await flow.of(ctx.settings).advance_for_documents(conn, [payload.digest])
-
-
-# -- fetch_document ----------------------------------------------------------------------
-
-class FetchError(registry_mod.PermanentError):
-    """The document cannot be downloaded."""
-
-
-@registry.task(flow.FETCH_DOCUMENT, payload=FetchPayload)
-async def fetch_document(ctx: registry_mod.TaskContext, payload: FetchPayload) -> None:
-    """Download a document of a run (http/https, size and time caps), then stage it.
-
-    A download that cannot succeed (bad scheme, too large, a 4xx) or that failed on its
-    last attempt is recorded as a failed document, so the run goes on and its citations
-    get ``source_unavailable``; a transient failure is retried with backoff.
-    """
-    settings = ctx.pipeline.documents
-    policy = fetch.AddressPolicy.from_strings(settings.fetch_allow_networks,
-                                              settings.fetch_deny_networks)
-    try:
-        data = await fetch.download(payload.url, max_bytes=settings.max_bytes,
-                                    timeout_s=settings.fetch_timeout_s, policy=policy)
-        # Rejected before hashing or storing; a thesis may be a writer's file (a zip).
-        if not (pdfmagic.is_thesis(data) if payload.role == "thesis" else pdfmagic.is_pdf(data)):
-            raise fetch.DownloadError("not_pdf", "the URL did not return a PDF", permanent=True)
-    except fetch.DownloadError as err:
-        if not err.permanent and not ctx.task.last_attempt:
-            raise
-        logger.info("fetch of a document of run %s failed: %s", payload.run_id, err.reason)
-        await _record_fetch_failure(ctx, payload, err)
-        return
-    digest = runs.digest_of(data)
-    async with ctx.fenced() as conn:
-        run = await runs.lock(conn, payload.run_id)
-        if await conn.fetchval(_Q["tenant_over_byte_cap"], payload.run_id, len(data), digest):
-            await _record_fetch_failure(ctx, payload, fetch.DownloadError(
-                "over_quota", "the run's namespace is over its byte cap", permanent=True),
-                conn=conn)
-            return
-        if run is None:  # the run is gone: nothing to attach the download to
-            return
-        await runs.stage_document(conn, data, payload.filename, tenant=run["tenant"], via="run")
-        await conn.execute(_Q["run_source_attach"], payload.run_id, digest, payload.role,
-                           payload.filename, payload.keys)
-        await flow.of(ctx.settings).advance(conn, payload.run_id,
-                                            priority=run["priority"] if run else 0,
-                                            parse_pending=True)
-
-
-async def _record_fetch_failure(ctx: registry_mod.TaskContext, payload: FetchPayload,
-                                err: fetch.DownloadError,
-                                conn: asyncpg.Connection | None = None) -> None:
-    """The document failed: the run goes on, its citations get source_unavailable. The
-    user sees one generic reason (a stable code) and message, never the server's answer."""
-    failed = runs.digest_of(b"url:" + payload.url.encode())
-    reason = err.reason if err.reason in ("too_large", "over_quota", "not_pdf") else "download_failed"
-
-    async def record(conn: asyncpg.Connection) -> None:
-        run = await runs.lock(conn, payload.run_id)
-        await conn.execute(_Q["document_record_failure"], failed, payload.filename,
-                           reason, str(err), payload.run_id)
-        await conn.execute(_Q["run_source_attach"], payload.run_id, failed, payload.role,
-                           payload.filename, payload.keys)
-        await flow.of(ctx.settings).advance(conn, payload.run_id,
-                                            priority=run["priority"] if run else 0)
-
-    if conn is not None:
-        await record(conn)
-        return
-    async with ctx.fenced() as fenced:
-        await record(fenced)
+    return store
 
 
 # -- extract_citations -------------------------------------------------------------------
@@ -307,24 +237,32 @@ async def extract_citations(ctx: registry_mod.TaskContext, payload: RunPayload) 
         document.Page(1, await ctx.pool.fetchval(_Q["document_first_page"], s.id) or ""),)))
         if s.id in named else s for s in given}
     judge_ids: list[int] = []
+    verdicts = recipe.settle(mapped, by_id)
+    # The works without a PDF a run that asked for them looks for (issue 51).
+    wanted, not_looked_for = fetching.works_wanted(
+        ctx.pipeline.openaccess.enabled, run["spec"], mapped, verdicts, stored.written)
     async with ctx.fenced() as conn:
         # Kept to a bound: a paper of equations may have thousands of "[0, 1]".
-        await conn.execute(_Q["run_set_skipped"], payload.run_id,
-                           [dataclasses.asdict(s) for s in extraction.skipped[:memory.MAX_SKIPPED]])
+        await conn.execute(_Q["run_set_skipped"], payload.run_id, not_looked_for + [
+            dataclasses.asdict(s) for s in extraction.skipped[:memory.MAX_SKIPPED]])
         # Identical (claim, source) work is done once per run (issue 41): the first citation
         # of a pair is judged, and its verdict is recorded for the others (judge_citation).
-        for m, settled in zip(mapped, recipe.settle(mapped, by_id)):
+        for n, (m, settled) in enumerate(zip(mapped, verdicts)):
             c = m.citation
             citation_id = await conn.fetchval(
                 _Q["citation_insert"], payload.run_id, c.ordinal, c.key, c.marker, c.claim,
                 c.page, c.locator, m.document_id, m.reference.text if m.reference else None,
-                m.method, m.score, m.reason, c.location)
+                m.method, m.score, m.reason, c.location,
+                wanted[n].work_key if n in wanted else None)
+            if n in wanted:  # its verdict waits for its work's find_source
+                continue
             if isinstance(settled, judge.Judgement):
                 await _record(conn, citation_id, payload.run_id, settled)
             elif settled:
                 judge_ids.append(citation_id)
-        await flow.of(ctx.settings).judge(conn, payload.run_id, judge_ids,
-                                          priority=run["priority"])
+        await flow.of(ctx.settings).judge(
+            conn, payload.run_id, judge_ids, priority=run["priority"],
+            works=await fetching.want(conn, payload.run_id, wanted.values()))
         await runs.touch(conn, payload.run_id)
 
 
@@ -408,6 +346,7 @@ async def judge_citation(ctx: registry_mod.TaskContext, payload: JudgePayload) -
             ctx.pool, claim, [row["digest"]]), ctx.pipeline.limits)
     except judge.BudgetExhausted as err:
         raise RunBudgetExhausted(str(err)) from err
+    verdict = fetched.modest(verdict, row["fetched"])  # an abstract alone: issue 51
     async with ctx.fenced() as conn:
         run = await runs.lock(conn, row["run_id"])
         await _record(conn, payload.citation_id, row["run_id"], verdict,
@@ -489,9 +428,15 @@ async def on_dead(pool: asyncpg.Pool, task_ids: list[int], settings: Settings) -
         if (row is not None and row["run_id"] is not None and row["kind"] == flow.JUDGE_CITATION
                 and await _judge_not_checked(pool, settings, row)):
             continue
+        if (row is not None and row["run_id"] is not None and row["kind"] == flow.FIND_SOURCE
+                and await fetching.find_dead(pool, settings, row)):
+            continue  # a work not looked up costs only its citations (issue 51)
         rest.append(task_id)
     if rest:
         await flow.of(settings).on_dead(pool, rest)
 
 
 registry.on_dead = on_dead
+
+# The handlers of fetch_document and find_source, on this registry (they use its helpers).
+from citerun.worker import fetching  # noqa: E402

@@ -55,8 +55,8 @@ SELECT text FROM document_pages WHERE digest = $1 AND number = 1;
 -- name: citation_insert --
 -- Store one (claim, cited key) of a run.
 INSERT INTO citations (run_id, ordinal, key, marker, claim, page, locator, digest, reference,
-                       match_method, match_score, match_reason, location)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                       match_method, match_score, match_reason, location, work_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 ON CONFLICT (run_id, ordinal) DO UPDATE SET ordinal = excluded.ordinal
 RETURNING id;
 
@@ -65,7 +65,9 @@ RETURNING id;
 -- is (null: not a web run).
 SELECT c.id, c.run_id, c.claim, c.digest, d.state AS document_state, r.spec, r.priority,
        r.state AS run_state, r.tokens_spent, r.tenant,
-       (SELECT w.owner FROM web_runs AS w WHERE w.run_id = c.run_id) AS web_owner
+       (SELECT w.owner FROM web_runs AS w WHERE w.run_id = c.run_id) AS web_owner,
+       (SELECT f.status FROM run_fetches AS f
+        WHERE f.run_id = c.run_id AND f.work_key = c.work_key) AS fetched
 FROM citations AS c JOIN runs AS r ON r.id = c.run_id
 LEFT JOIN documents AS d ON d.digest = c.digest
 WHERE c.id = $1;
@@ -135,28 +137,6 @@ WHERE c.run_id = $1 ORDER BY c.ordinal;
 INSERT INTO reports (run_id, json, html) VALUES ($1, $2, $3)
 ON CONFLICT (run_id) DO UPDATE SET json = excluded.json, html = excluded.html,
     created_at = now();
-
--- name: run_source_attach --
--- Attach a downloaded document to its run.
-INSERT INTO run_sources (run_id, digest, role, filename, keys) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT DO NOTHING;
-
--- name: tenant_over_byte_cap --
--- Whether $2 more bytes (a download of run $1) would take the run's tenant over the byte
--- cap the operator admitted the run with (NULL cap: never). Bytes the tenant already
--- owns under digest $3 are not new.
-SELECT r.max_tenant_bytes IS NOT NULL
-       AND NOT EXISTS (SELECT 1 FROM document_owners WHERE tenant = r.tenant AND digest = $3)
-       AND (SELECT coalesce(sum(size_bytes), 0) FROM document_owners WHERE tenant = r.tenant)
-           + $2 > r.max_tenant_bytes
-FROM runs AS r WHERE r.id = $1;
-
--- name: document_record_failure --
--- Record a document that could not be obtained at all (its digest names the URL).
-INSERT INTO documents (digest, filename, size_bytes, state, error_reason, error, tenant,
-                       finished_at)
-VALUES ($1, $2, 0, 'failed', $3, $4, (SELECT tenant FROM runs WHERE id = $5), now())
-ON CONFLICT (digest) DO UPDATE SET error = excluded.error, error_reason = excluded.error_reason;
 
 -- name: run_judge_key --
 -- The run's own judge API key, if the operator stored one (spec apiKeySecretRef).
