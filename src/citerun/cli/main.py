@@ -133,7 +133,7 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
         thesis_path, sources = verify.check_arguments(
             args.thesis, args.sources or [], args.workers, args.concurrency, args.timeout,
             bibs=args.bib or [], limits=PipelineSettings().limits,
-            bib_files_anywhere=args.bib_files_anywhere)
+            bib_files_anywhere=args.bib_files_anywhere, fetch_sources=args.fetch_sources)
         keys = verify.parse_keys(args.key or [])
         out = verify.report_paths(
             Path(args.out) if args.out else Path.cwd() / f"{thesis_path.stem}.citerun.html",
@@ -154,7 +154,8 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     with localdb.database(settings) as url:
         result = verify.verify(settings, url, thesis, sources, keys=keys, out=out,
                                workers=args.workers, concurrency=args.concurrency,
-                               timeout_s=args.timeout, console=console)
+                               timeout_s=args.timeout, console=console,
+                               fetch_sources=args.fetch_sources)
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(result.verdicts.items())) or "none"
     if result.state != RunState.SUCCEEDED:
         print(f"citerun verify: run {result.run_id} {result.state}: {result.error}",
@@ -164,7 +165,7 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     assert result.json_path is not None
     report_json = json.loads(result.json_path.read_text())
     verify_run.print_summary(console, report_json)
-    for line in verify_run.skipped_lines(report_json):
+    for line in verify_run.skipped_lines(report_json) + verify_run.fetched_lines(report_json):
         print(line, file=sys.stderr)
     console.print(f"verdicts: {counts}")
     console.print(f"report: {result.html_path}")
@@ -332,6 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bib-files-anywhere", action="store_true",
                    help="read the PDFs the --bib file fields name wherever they are (by "
                    "default only those inside the thesis's folder or a --sources folder)")
+    p.add_argument("--fetch-sources", action="store_true",
+                   help="look for an open-access PDF (else the abstract) of each cited work "
+                   "no source matches, by its DOI, arXiv id, PubMed id or title, and judge "
+                   "its citations on it; the identifiers of those works are sent to the "
+                   "services CITERUN_OPENACCESS__* names (README, 'Fetching sources')")
     p.add_argument("--out", help="where to write the report: .html or .htm (the JSON goes "
                    "beside it) or .json (the HTML goes beside it); never an input file")
     p.add_argument("--workers", type=_count(1, 64), default=2, help="local worker processes")

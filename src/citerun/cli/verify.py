@@ -226,7 +226,8 @@ def _attached_path(bib_path: Path, name: str) -> Path:
 
 def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: int = 1,
                     timeout_s: float = 1.0, bibs: list[str] | None = None,
-                    limits: LimitSettings | None = None, *, bib_files_anywhere: bool = False
+                    limits: LimitSettings | None = None, *, bib_files_anywhere: bool = False,
+                    fetch_sources: bool = False
                     ) -> tuple[Path, list[Path]]:
     """The thesis and the sources to verify, or a :class:`UsageError`; the ``--bib``
     libraries read within ``limits`` (the configured ones, ``CITERUN_LIMITS__*``; the
@@ -249,8 +250,9 @@ def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: 
     within = [thesis_path if thesis_path.is_dir() else thesis_path.parent,
               *(Path(s) for s in sources if Path(s).is_dir())]
     attached, outside = library_sources(libraries, None if bib_files_anywhere else within)
-    if not sources and not bibs:
-        raise UsageError("no sources: give --sources, or a --bib (its file fields name PDFs)")
+    if not sources and not bibs and not fetch_sources:
+        raise UsageError("no sources: give --sources, or a --bib (its file fields name PDFs), "
+                         "or --fetch-sources (open-access copies of the works cited)")
     # A run without the source PDFs (issue 40): every key resolved or named missing,
     # every locator read; the PDFs the library names and this machine lacks are listed.
     for line in [*missing_lines(libraries), *outside_lines(outside)]:
@@ -350,12 +352,19 @@ def parse_keys(pairs: list[str]) -> dict[str, list[str]]:
 
 def verify(settings: Settings, url: str, thesis: ThesisInput, sources: list[Path], *,
            keys: dict[str, list[str]], out: ReportPaths, workers: int, concurrency: int,
-           timeout_s: float, console: Console) -> VerifyResult:
-    run_id = asyncio.run(start_run(url, thesis, sources, keys, settings=settings))
+           timeout_s: float, console: Console, fetch_sources: bool = False) -> VerifyResult:
+    """Run the thesis on local workers and save its report. ``fetch_sources``
+    (``--fetch-sources``, issue 51): the run asks for open-access copies of the cited works
+    no source matches, and its workers may fetch them (``CITERUN_OPENACCESS__ENABLED``; the
+    rest of ``CITERUN_OPENACCESS__*`` is the environment's)."""
+    run_id = asyncio.run(start_run(url, thesis, sources, keys, settings=settings,
+                                   fetch_sources=fetch_sources))
     console.print(f"run {run_id}: {thesis.path.name} against {len(sources)} source(s), "
                   f"{workers} worker(s)")
     local = LocalWorkers(settings.database_url, workers, settings.data_dir / "logs",
-                         concurrency, run_id, settings.data_dir)
+                         concurrency, run_id, settings.data_dir,
+                         extra_env={"CITERUN_OPENACCESS__ENABLED": "true"} if fetch_sources
+                         else None)
     reason = "interrupted: citerun verify stopped before the run ended"
     row = None
     try:

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from citerun.cli import gate
-from citerun.core import db, errors, flow, retry, runs, sql
+from citerun.core import db, errors, flow, retry, runs, runspec, sql
 from citerun.core.settings import Settings
 from citerun.core.states import RunState
 
@@ -67,7 +67,8 @@ async def cancel_run(url: str, run_id: uuid.UUID, reason: str) -> None:
 
 
 async def start_run(url: str, thesis: ThesisInput, sources: list[Path],
-                    keys: dict[str, list[str]], *, settings: Settings) -> uuid.UUID:
+                    keys: dict[str, list[str]], *, settings: Settings,
+                    fetch_sources: bool = False) -> uuid.UUID:
     await db.migrate(url)
     pool = await db.create_pool(url, min_size=1, max_size=2)
     try:
@@ -84,7 +85,8 @@ async def start_run(url: str, thesis: ThesisInput, sources: list[Path],
             sources=tuple(staged_sources),
             spec={"thesis": thesis.filename, "sources": [s.name for s in sources],
                   "local": {"pid": os.getpid(),
-                            "process": process_identity(os.getpid())}}),
+                            "process": process_identity(os.getpid())},
+                  **({runspec.FETCH_SOURCES: True} if fetch_sources else {})}),
             settings=settings)
         return run_id
     finally:
@@ -218,3 +220,28 @@ def skipped_lines(report_json: dict[str, Any]) -> list[str]:
     counts = collections.Counter(str(s.get("reason")) for s in skipped)
     return [f"citerun verify: not taken as citations: {n} x {reason}" for reason, n in
             counts.most_common()]
+
+
+def fetched_lines(report_json: dict[str, Any]) -> list[str]:
+    """The cited works without a PDF the run looked for (``--fetch-sources``): how many
+    were found as a PDF, as an abstract only, or not at all, one line each (for stderr)."""
+    works = report_json.get("fetched") or []
+    if not works:
+        return []
+    counts = collections.Counter(str(w.get("status")) for w in works)
+    lines = [f"citerun verify: looked for {len(works)} cited work(s) without a PDF: "
+             f"{counts['pdf']} found as an open-access PDF, {counts['abstract']} as an "
+             f"abstract only, {counts['not_found']} not found"]
+    for w in works:
+        source = w.get("source") or {}
+        if w.get("status") == "not_found":
+            what = f"not found (tried: {'; '.join(w.get('tried') or []) or 'nothing to look up'})"
+        else:
+            kind = "open-access PDF" if w.get("status") == "pdf" else "abstract only"
+            about = ", ".join(str(v) for v in (source.get("service"), source.get("licence"))
+                              if v)
+            what = f"{kind}" + (f" ({about})" if about else "") + (
+                f" {source['url']}" if source.get("url") else "")
+        lines.append(f"  {w.get('key')}: {what}")
+    return lines
+

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 #: Set for the local workers: the pid they must die with (see cli.main.cmd_worker).
@@ -31,11 +32,14 @@ class LocalWorkers:
     """
 
     def __init__(self, url: str | None, n: int, log_dir: Path, concurrency: int,
-                 run_id: uuid.UUID | None, data_dir: Path) -> None:
+                 run_id: uuid.UUID | None, data_dir: Path,
+                 extra_env: Mapping[str, str] | None = None) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.logs = [log_dir / f"worker-{i}.log" for i in range(n)]
+        # ``extra_env``: settings of this run's workers beside the environment's (citerun verify
+        # --fetch-sources turns on CITERUN_OPENACCESS__ENABLED for its own workers).
         env = {k: v for k, v in os.environ.items()
-               if k not in ("CITERUN_DATABASE_URL", "CITERUN_WORKER__RUN_ID")}
+               if k not in ("CITERUN_DATABASE_URL", "CITERUN_WORKER__RUN_ID")} | dict(extra_env or {})
         env.update({"CITERUN_DATA_DIR": str(data_dir),
                     "CITERUN_WORKER__CONCURRENCY": str(concurrency),
                     # Nothing of another run is in flight: a stop need not wait long.

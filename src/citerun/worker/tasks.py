@@ -381,7 +381,8 @@ async def finalize_run(ctx: registry_mod.TaskContext, payload: RunPayload) -> No
     source_pages = {digest: [(p["label"], p["text"]) for p in
                              await ctx.pool.fetch(_Q["document_pages_labelled"], digest)]
                     for digest in report.quoting_sources(rows)}
-    built = await ctx.run_cpu(report.build, run, docs, rows, pages, source_pages)
+    fetches = await ctx.pool.fetch(_Q["run_fetches"], payload.run_id)  # issue 51
+    built = await ctx.run_cpu(report.build, run, docs, rows, pages, source_pages, fetches)
     html = await ctx.run_cpu(report.render_html, built, report.page_images(pages))
     async with ctx.fenced() as conn:
         await conn.execute(_Q["report_insert"], payload.run_id,

@@ -151,3 +151,8 @@ WHERE digest = $1 AND number = ANY($2::int[]) ORDER BY number;
 -- Every page of a document with its printed label, for checking quotations.
 SELECT number, coalesce(label, number::text) AS label, text FROM document_pages
 WHERE digest = $1 ORDER BY number;
+
+-- name: run_fetches --
+-- The cited works without a PDF a run looked for (issue 51), with what each got.
+SELECT work_key, label, reference, ids, status, digest, found, error FROM run_fetches
+WHERE run_id = $1 ORDER BY label, work_key;

@@ -17,13 +17,15 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from citerun.core import verdicts
-from citerun.pipeline import judge, layout
+from citerun.pipeline import fetched as fetching, judge, layout
 from citerun.pipeline.report import checks, reasons
 from citerun.pipeline.report.model import (
     Box,
     CitationEntry,
     CitationSource,
     EvidenceEntry,
+    FetchedFrom,
+    FetchedWork,
     MatchInfo,
     Report,
     SourceEntry,
@@ -98,13 +100,42 @@ def quoting_sources(rows: collections.abc.Iterable[Row]) -> list[str]:
     return sorted({r["digest"] for r in rows if r["digest"] and checks.quoted(r["claim"])})
 
 
+def _fetched_from(status: str, found: collections.abc.Mapping[str, Any]) -> FetchedFrom:
+    if status == "pdf":
+        return FetchedFrom(kind="pdf", service=found.get("service"), url=found.get("pdf_url"),
+                           licence=found.get("licence"), version=found.get("version"))
+    return FetchedFrom(kind="abstract", service=found.get("abstract_service") or found.get("service"),
+                       url=found.get("landing_url"), licence=found.get("licence"))
+
+
+def _fetched_works(fetches: collections.abc.Sequence[Row]) -> list[FetchedWork]:
+    """The works a run looked for (``run_fetches`` rows), found or not, in label order."""
+    works = []
+    for f in fetches:
+        found = f["found"] or {}
+        status = f["status"] if f["status"] in ("pdf", "abstract") else "not_found"
+        works.append(FetchedWork(
+            key=f["label"], reference=f["reference"], status=status,
+            tried=fetching.ids_from_json(f["ids"] or {}).tried(),
+            attempts=[f"{a.get('service')}: {a.get('identifier')}: {a.get('outcome')}"
+                      for a in found.get("attempts") or []],
+            source=_fetched_from(status, found) if status != "not_found" else None,
+            reason=f["error"] if f["status"] != "failed" else
+            f"the look-up failed on every attempt ({f['error']})"))
+    return works
+
+
 def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.Sequence[Row],
           pages: Pages | None = None,
-          source_pages: collections.abc.Mapping[str, checks.SourcePages] | None = None) -> Report:
+          source_pages: collections.abc.Mapping[str, checks.SourcePages] | None = None,
+          fetches: collections.abc.Sequence[Row] = ()) -> Report:
     """The report of a run from its rows (documents with the names the run gave them,
-    citations with verdicts), the evidence pages' line boxes and labels, and the pages
-    (label, text) of the sources quoting claims cite (:func:`quoting_sources`)."""
+    citations with verdicts), the evidence pages' line boxes and labels, the pages
+    (label, text) of the sources quoting claims cite (:func:`quoting_sources`), and the
+    works it looked for without a PDF (``run_fetches`` rows, issue 51)."""
     thesis = next(d for d in docs if d["role"] == "thesis")
+    came_from = {f["digest"]: _fetched_from(f["status"], f["found"] or {}) for f in fetches
+                 if f["digest"] and f["status"] in ("pdf", "abstract")}
     given = {d["digest"]: d for d in docs if d["role"] == "source"}
     checker = checks.Checker(source_pages or {})
     labels: dict[str, dict[int, str]] = {}  # digest -> page number -> printed label, once
@@ -123,7 +154,8 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
             page=r["page"], locator=r["locator"], location=_get(r, "location"),
             source=(CitationSource(document_id=r["digest"],
                                    filename=given[r["digest"]]["filename"],
-                                   title=given[r["digest"]]["title"]) if r["digest"] else None),
+                                   title=given[r["digest"]]["title"],
+                                   fetched=came_from.get(r["digest"])) if r["digest"] else None),
             verdict=verdict, probabilities=probabilities,
             confidence=confidence_of(verdict, probabilities, float(r["confidence"])),
             rationale=r["rationale"],
@@ -152,4 +184,5 @@ def build(run: Row, docs: collections.abc.Sequence[Row], rows: collections.abc.S
                           skipped=[SkippedEntry(**s) for s in _get(run, "skipped") or []]
                           + not_checked),
         sources=sources, summary=summarize(entries), citations=entries,
-        unused_sources=unused(sources), judge_tokens=int(run["tokens_spent"] or 0))
+        unused_sources=unused(sources), judge_tokens=int(run["tokens_spent"] or 0),
+        fetched=_fetched_works(fetches))

@@ -19,6 +19,7 @@ from citerun.core import verdicts
 from citerun.pipeline import judge
 from citerun.pipeline.report.model import CitationEntry, Problem, Report
 from citerun.pipeline.report.reasons import explain
+from citerun.pipeline.report.render_fetched import abstract_only
 
 __all__ = ["CONFIDENCE", "FIX_COLUMNS", "PROBLEMS", "TERMS", "VERDICTS", "Meaning",
            "confidence_text", "judged", "labels", "risk", "to_fix_csv", "to_fix_rows"]
@@ -186,7 +187,8 @@ def to_fix_rows(report: Report) -> list[dict[str, str]]:
             "verdict": VERDICTS[c.verdict].label,
             "problems": "; ".join(PROBLEMS[p].label for p in problems),
             "confidence": f"{c.confidence:.0%}" if judged(c) else "",
-            "why": explain(c).plain,
+            "why": ("Judged on the abstract only (no full text was found). "
+                    if abstract_only(c) else "") + explain(c).plain,
             "what_to_do": " ".join(todo),
         })
     return rows

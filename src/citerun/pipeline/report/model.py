@@ -23,7 +23,8 @@ import pydantic
 from citerun.pipeline import judge
 
 __all__ = [
-    "SCHEMA_VERSION", "Box", "CitationEntry", "CitationSource", "EvidenceEntry",
+    "SCHEMA_VERSION", "Box", "CitationEntry", "CitationSource", "EvidenceEntry", "FetchedFrom",
+    "FetchedWork",
     "MatchInfo", "PageCheck", "Probabilities", "Problem", "ProblemCounts", "QuotationResult",
     "Report", "SkippedEntry", "SourceEntry", "SourceStatus", "Summary", "ThesisInfo",
     "VerdictCounts", "confidence_of", "main", "schema_json", "summarize", "unused",
@@ -176,12 +177,56 @@ class MatchInfo(_Model):
     )
 
 
+class FetchedFrom(_Model):
+    """Where a source nobody gave came from: an open-access service (issue 51)."""
+
+    kind: typing.Literal["pdf", "abstract"] = pydantic.Field(
+        description="`pdf`: an open-access PDF, read as an uploaded one; `abstract`: only the "
+        "work's abstract (the citations judged on it say so: `not_in_abstract` where it "
+        "does not state the claim).")
+    service: str | None = pydantic.Field(
+        default=None, description='Who named the PDF link or gave the abstract ("Unpaywall").')
+    url: str | None = pydantic.Field(
+        default=None, description="Where the PDF was fetched from; for an abstract, the "
+        "work's landing page where known.")
+    licence: str | None = pydantic.Field(
+        default=None, description='The licence the service states ("cc-by"); null when it '
+        "states none.")
+    version: str | None = pydantic.Field(
+        default=None, description='"publishedVersion", "acceptedVersion", '
+        '"submittedVersion" where the service says.')
+
+
+class FetchedWork(_Model):
+    """A cited work without a PDF that the run looked for (``--fetch-sources``)."""
+
+    key: str = pydantic.Field(description="The citation key or reference label the thesis gives it.")
+    reference: str = pydantic.Field(description="Its reference entry as the thesis has it.")
+    status: typing.Literal["pdf", "abstract", "not_found"] = pydantic.Field(
+        description="`pdf`: an open-access PDF was found and read; `abstract`: only its "
+        "abstract; `not_found`: nothing (see `tried` and `reason`).")
+    tried: list[str] = pydantic.Field(
+        default_factory=list, description='The identifiers looked up: "DOI 10.1000/x", '
+        '"arXiv 2101.01234", "PMID 123", a title.')
+    attempts: list[str] = pydantic.Field(
+        default_factory=list, description='Each request and its outcome: "Unpaywall: DOI '
+        '10.1000/x: no open-access copy".')
+    source: FetchedFrom | None = pydantic.Field(
+        default=None, description="Where what was found came from; null when not found.")
+    reason: str | None = pydantic.Field(
+        default=None, description="Why nothing usable was found, where more than "
+        "'nothing found' (a PDF that could not be read, the look-up failed on every attempt).")
+
+
 class CitationSource(_Model):
     """The source document a citation was mapped to."""
 
     document_id: str
     filename: str
     title: str | None
+    fetched: FetchedFrom | None = pydantic.Field(
+        default=None, description="Where the source came from when no one gave it (an "
+        "open-access PDF or abstract, issue 51); null for a source given.")
 
 
 class QuotationResult(_Model):
@@ -318,6 +363,11 @@ class Report(_Model):
         default_factory=list,
         description="File names of the supplied sources that no citation maps to.",
     )
+    fetched: list[FetchedWork] = pydantic.Field(
+        default_factory=list, description="The cited works without a PDF that the run "
+        "looked for (``citerun verify --fetch-sources``, a CitationRun's fetchSources): "
+        "found as a PDF, as an abstract only, or not at all, with the identifiers tried; "
+        "empty when it looked for none.")
     judge_tokens: int = pydantic.Field(
         default=0, ge=0,
         description="Tokens the run's LLM judge spent (usage.total_tokens); an answer from "
@@ -347,6 +397,7 @@ class Report(_Model):
         sources: collections.abc.Sequence[SourceEntry],
         citations: collections.abc.Sequence[CitationEntry],
         created_at: datetime.datetime | None = None,
+        fetched: collections.abc.Sequence[FetchedWork] = (),
     ) -> Report:
         """A report with its summary computed from ``citations``."""
         return cls(
@@ -358,6 +409,7 @@ class Report(_Model):
             summary=summarize(citations),
             citations=list(citations),
             unused_sources=unused(sources),
+            fetched=list(fetched),
         )
 
 

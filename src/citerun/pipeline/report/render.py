@@ -38,6 +38,7 @@ from citerun.pipeline.report.model import (
 )
 from citerun.pipeline.report.reasons import explain
 from citerun.pipeline.report.render_assets import _CSS, _SCRIPT
+from citerun.pipeline.report.render_fetched import abstract_only, fetched_section_html, origin_html
 
 __all__ = ["PageImages", "render_html"]
 
@@ -163,9 +164,13 @@ def _figure(citation: CitationEntry, item: EvidenceEntry, images: PageImages) ->
     )
 
 
+# A citation judged on a fetched abstract alone (issue 51), beside its badge.
+_ABSTRACT_ONLY = ' <span class="abstract-only">· abstract only</span>'
+
 _METHOD_WORDS = {"explicit": "the key given for it in the run's list of sources",
                  "reference": "its entry in the reference list",
-                 "marker": "the author and year in the marker"}
+                 "marker": "the author and year in the marker",
+                 "fetched": "an open-access copy found by its identifiers"}
 
 
 def _numbers_html(citation: CitationEntry) -> str:
@@ -231,7 +236,7 @@ def _citation_html(citation: CitationEntry, images: PageImages) -> str:
         f'aria-labelledby="citation-{citation.ordinal}-title">'
         f'<header><h3 id="citation-{citation.ordinal}-title">'
         f'<span class="visually-hidden">Citation {citation.ordinal}: </span>'
-        f"{_badge(citation.verdict, problems)}</h3>"
+        f"{_badge(citation.verdict, problems)}{_ABSTRACT_ONLY if abstract_only(citation) else ''}</h3>"
         f"<span>#{citation.ordinal}</span>"
         + _thesis_place(citation) +
         f"<span>Marker <code>{_e(citation.marker)}</code></span>"
@@ -239,7 +244,8 @@ def _citation_html(citation: CitationEntry, images: PageImages) -> str:
         + "</header>"
         f'<p class="claim">{_e(citation.claim)}</p>'
         f'<p class="rationale"><span class="label">Why:</span> {_e(explain(citation).plain)}</p>'
-        f"{_checks_html(citation)}{source}{reference}{match_html}{evidence_html}"
+        f"{_checks_html(citation)}{source}{origin_html(citation)}{reference}{match_html}"
+        f"{evidence_html}"
         f"{_numbers_html(citation)}"
         f"</article>"
     )
@@ -402,6 +408,7 @@ created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(r
 </section>
 {skipped_html}
 {unused_html}
+{fetched_section_html(report)}
 <section aria-labelledby="sources-heading">
 <h2 id="sources-heading">Sources</h2>
 <table><thead><tr><th scope="col">Title</th><th scope="col">File</th><th scope="col">Status</th><th scope="col">Error</th></tr></thead>
