@@ -148,17 +148,43 @@ Libraries = list[tuple[Path, tuple[LibraryItem, ...]]]
 
 def read_libraries(bibs: list[Path], limits: LimitSettings) -> Libraries:
     """Each ``--bib`` library's items, read once within the configured limits, as the
-    worker will read them; a library that cannot be read is a :class:`UsageError`."""
+    worker will read them: in a child process under ``limits.parse`` (CPU seconds,
+    address space, wall clock: :mod:`citerun.worker.sandbox`, issue 48), a file over
+    ``limits.library.max_bytes`` refused before it is read. A library that cannot be
+    read, or not within them, is a :class:`UsageError`."""
+    from citerun.worker import sandbox
+
     libraries: Libraries = []
     for bib_path in bibs:
-        text = bib_path.read_text(errors="replace")
+        size = bib_path.stat().st_size
+        if size > limits.library.max_bytes:
+            raise UsageError(f"--bib {str(bib_path)!r}: the library {bib_path.name}: file of "
+                             f"{size:,} bytes is over the limit of "
+                             f"{limits.library.max_bytes:,}")
+        data = bib_path.read_text(errors="replace").encode()
         try:
-            items, _ = formats.read_library({bib_path.name: text.encode()}, limits.library,
-                                            limits.writer.bib)
-        except WriterFileError as err:
+            found = asyncio.run(sandbox.run(limits.parse, read_library, bib_path.name, data,
+                                            limits, slots=1, spawn=True))
+        except sandbox.DocumentTooComplex as err:
+            raise UsageError(f"--bib {str(bib_path)!r}: the library cannot be read within "
+                             f"the limits the worker reads it under: {err.limit} "
+                             "(CITERUN_LIMITS__PARSE__*)") from None
+        except sandbox.SandboxError as err:
             raise UsageError(f"--bib {str(bib_path)!r}: {err}") from None
-        libraries.append((bib_path, items))
+        if isinstance(found, str):
+            raise UsageError(f"--bib {str(bib_path)!r}: {found}")
+        libraries.append((bib_path, found))
     return libraries
+
+
+def read_library(name: str, data: bytes, limits: LimitSettings
+                 ) -> tuple[LibraryItem, ...] | str:
+    """A library's items, or why it cannot be read (:func:`read_libraries`' child)."""
+    try:
+        items, _ = formats.read_library({name: data}, limits.library, limits.writer.bib)
+    except WriterFileError as err:
+        return str(err)
+    return items
 
 
 def library_sources(libraries: Libraries, within: list[Path] | None

@@ -156,20 +156,23 @@ def _slot(size: int) -> asyncio.Semaphore:
     return entry[1]
 
 
-async def run(limits: TaskLimits, fn: Callable[..., T], *args: Any, slots: int = 2) -> T:
+async def run(limits: TaskLimits, fn: Callable[..., T], *args: Any, slots: int = 2,
+              spawn: bool = False) -> T:
     """``fn(*args)`` in a child process under ``limits``; raise on excess.
 
     ``fn`` and its arguments must be picklable (a module-level function). At most
     ``slots`` children run at once per event loop (the size of the first call's wins).
+    ``spawn``: a fresh interpreter that imports ``fn``'s module, for a process that runs
+    one child (``citerun verify``'s library) and should keep no fork server beside it.
     Raises :class:`DocumentTooComplex` when a limit is exceeded and
     :class:`SandboxError` when ``fn`` raised.
     """
     async with _slot(slots):
-        return await _run(limits, fn, *args)
+        return await _run(multiprocessing.get_context("spawn") if spawn else _mp_context(),
+                          limits, fn, *args)
 
 
-async def _run(limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
-    ctx = _mp_context()
+async def _run(ctx: Any, limits: TaskLimits, fn: Callable[..., T], *args: Any) -> T:
     receiver, sender = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(sender, limits, fn, args), daemon=True)
     # Starting sends the pickled arguments (up to the document's size) down a pipe:
