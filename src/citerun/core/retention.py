@@ -1,7 +1,8 @@
 """What may be deleted, and deleting it in small batches: the SQL side of retention.
 
 Finished tasks and finished runs older than the retention age, the staged bytes of
-documents only finished runs use, and workers rows long gone. Every statement deletes at
+documents only finished runs use, workers rows long gone, and the open-access copies of
+cited works fetched longer ago than the retention age (issue 51). Every statement deletes at
 most one batch and skips locked rows (``FOR UPDATE SKIP LOCKED``), so retention never
 waits on, or holds up, a claim: claims touch only queued rows through their partial
 index. The service that calls this on a schedule is :mod:`citerun.operator.cleaner`;
@@ -53,3 +54,15 @@ async def drop_bytes_of_finished(conn: Executor, *, finished_before_s: float,
 async def delete_gone_workers(conn: Executor, *, older_than_s: float, limit: int) -> int:
     """Forget one batch of workers silent for ``older_than_s``; return how many."""
     return len(await conn.fetch(_Q["worker_delete_gone_batch"], older_than_s, limit))
+
+
+async def delete_old_fetched_works(conn: Executor, *, older_than_s: float, limit: int) -> int:
+    """Forget one batch of works fetched over ``older_than_s`` ago (issue 51); return how
+    many. A later run that cites one asks the services again."""
+    return len(await conn.fetch(_Q["fetched_work_delete_old_batch"], older_than_s, limit))
+
+
+async def delete_unused_fetched_contents(conn: Executor, *, limit: int) -> int:
+    """Delete one batch of fetched PDFs and abstracts no stored work names; return how many."""
+    return len(await conn.fetch(_Q["fetched_content_delete_unused_batch"], limit))
+

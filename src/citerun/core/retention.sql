@@ -61,3 +61,29 @@ WITH doomed AS (
 )
 DELETE FROM workers AS w USING doomed WHERE w.id = doomed.id
 RETURNING w.id;
+
+-- name: fetched_work_delete_old_batch --
+-- Forget up to $2 works the open-access services were asked about (issue 51) over $1
+-- seconds ago: a later run asks again. The runs' own copies (run_fetches) stay with the
+-- runs, which retention deletes by their own age.
+WITH doomed AS (
+    SELECT work_key FROM fetched_works
+    WHERE fetched_at < now() - make_interval(secs => $1)
+    ORDER BY fetched_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM fetched_works AS w USING doomed WHERE w.work_key = doomed.work_key
+RETURNING w.work_key;
+
+-- name: fetched_content_delete_unused_batch --
+-- Delete up to $1 fetched PDFs and abstracts that no stored work names any more.
+WITH doomed AS (
+    SELECT c.sha256 FROM fetched_contents AS c
+    WHERE NOT EXISTS (SELECT 1 FROM fetched_works AS w
+                      WHERE w.pdf_sha256 = c.sha256 OR w.abstract_sha256 = c.sha256)
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM fetched_contents AS c USING doomed WHERE c.sha256 = doomed.sha256
+RETURNING c.sha256;

@@ -9,8 +9,9 @@ locked ones (see :mod:`citerun.core.retention`), so claims never wait on it.
 What goes: finished tasks of finished runs, finished runs (with their citations,
 verdicts and report) older than ``max_age_s`` -- except a run whose CitationRun still
 exists and is not superseded: its report stays as long as the resource -- the staged
-bytes of documents only finished runs use, and workers rows silent for ``max_age_s``.
-See ``docs/architecture.md`` ("Retention").
+bytes of documents only finished runs use, workers rows silent for ``max_age_s``, and the
+open-access copies of cited works fetched over ``max_age_s`` ago with the bytes no other
+work names (issue 51). See ``docs/architecture.md`` ("Retention").
 """
 
 from __future__ import annotations
@@ -67,10 +68,11 @@ class CleanResult:
     documents_bytes: int = 0
     workers: int = 0
     kept_runs: int = 0  # old runs kept because their CitationRun still exists
+    fetched: int = 0  # open-access works and their bytes (issue 51)
 
     @property
     def total(self) -> int:
-        return self.tasks + self.runs + self.documents_bytes + self.workers
+        return self.tasks + self.runs + self.documents_bytes + self.workers + self.fetched
 
 
 class Cleaner:
@@ -111,7 +113,11 @@ class Cleaner:
             self.pool, finished_before_s=c.bytes_grace_s, limit=c.batch_size))
         workers = await self._drain(lambda: retention.delete_gone_workers(
             self.pool, older_than_s=c.max_age_s, limit=c.batch_size))
-        result = CleanResult(tasks, runs, documents, workers, kept)
+        fetched = await self._drain(lambda: retention.delete_old_fetched_works(
+            self.pool, older_than_s=c.max_age_s, limit=c.batch_size))
+        fetched += await self._drain(lambda: retention.delete_unused_fetched_contents(
+            self.pool, limit=c.batch_size))
+        result = CleanResult(tasks, runs, documents, workers, kept, fetched)
         if result.total:
             logger.info("cleaner deleted %d task(s), %d run(s), the bytes of %d document(s), "
                         "%d worker row(s)", tasks, runs, documents, workers,
