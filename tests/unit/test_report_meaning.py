@@ -204,6 +204,43 @@ def test_the_reasons_are_in_plain_words_with_the_numbers_on_demand() -> None:
         assert built.citations[n - 1].rationale in numbers  # the judge's own words, kept
 
 
+def test_a_reason_quotes_only_what_the_source_says() -> None:
+    """Issue 47: "The source says only part of this (p. 1): “worst streets narrow”" put a
+    bag of the claim's words in quotation marks as if the source said them. The part is
+    now said to be the sentence's: quoted as the sentence reads where it is a piece of it,
+    its words unquoted where the judge made it of words."""
+    claim = "The worst heat is found in narrow streets, and parks cool the air at night."
+    part = EMBEDDED_SUPPORTED.replace("states the claim", 'covers only part of the claim ("{}")')
+    built, _ = _build(
+        _row(1, V.PARTIALLY_SUPPORTED, part.format("worst streets narrow"), claim=claim),
+        _row(2, V.PARTIALLY_SUPPORTED, part.format("parks cool the air at night"), claim=claim),
+        _row(3, V.PARTIALLY_SUPPORTED, EMBEDDED_SUPPORTED.replace(
+            "states the claim", 'covers only part of the claim (the clause "The worst heat is found in narrow streets")'
+        ).replace("words); P(support)", 'words; the claim has "not" where the source has no negation); P(support)'),
+             claim=claim))
+    page = report.render_html(built)
+    why = {n: " ".join(_texts(_article(page, n), "p", "class", "rationale")) for n in (1, 2, 3)}
+    assert why[1] == ("Why: The source says only part of this (p. 1), the part of your sentence "
+                      "with the words worst, streets and narrow.")
+    assert "“worst" not in page
+    assert why[2] == ("Why: The source says only part of this (p. 1), the part of your sentence "
+                      "that reads “parks cool the air at night”.")
+    assert why[3].startswith("Why: The source says only part of this (p. 1), the part of your "
+                             "sentence that reads “The worst heat is found in narrow streets”.")
+    # What is quoted as the source's is the source's sentence, shown as its evidence.
+    assert all(QUOTE in _article(page, n) for n in (1, 2, 3))
+
+
+def test_a_key_is_said_without_the_mapping_s_jargon() -> None:
+    row = _row(1, V.SUPPORTED, EMBEDDED_SUPPORTED) | {
+        "match_method": "explicit", "match_score": None, "match_reason": "explicit key alvarez2019"}
+    built, _ = _build(row)
+    match = " ".join(_texts(_article(report.render_html(built), 1), "p", "class", "match"))
+    assert match == ("Matched to the source by its citation key, which your library or list of "
+                     "sources gives its file (alvarez2019)")
+    assert "explicit" not in match and "run's list" not in match
+
+
 @pytest.fixture(scope="module")
 def embedder() -> embed.WordLlamaEmbedder:
     return embed.WordLlamaEmbedder()
@@ -298,7 +335,7 @@ def test_the_evidence_is_a_crop_of_its_page_with_tight_boxes() -> None:
     assert len(evidence.boxes) == 2
     html_page = report.render_html(built, images)
     crop = re.search(r'<div class="crop [^"]*" style="aspect-ratio:([\d.]+)/([\d.]+);'
-                     r'max-width:\d+px;background-size:([\d.]+)% ([\d.]+)%', html_page)
+                     r'min-width:\d+px;max-width:\d+px;background-size:([\d.]+)% ([\d.]+)%', html_page)
     assert crop, "no cropped region"
     width, height, size_x, size_y = (float(g) for g in crop.groups())
     assert height < 0.2 * page.height and size_y > 500  # a strip of the page, not all of it

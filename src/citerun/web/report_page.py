@@ -37,6 +37,8 @@ align-items:center}
 .citerun-bar .hint{color:#59636e;margin:.2rem 0}
 .citerun-bar .warning{color:#9a3412;font-weight:600}
 .citerun-bar form{margin:0;display:inline}
+@media (max-width:34rem){.citerun-bar{font-size:14px;line-height:1.35;padding:.35rem .75rem}
+.citerun-bar .row{gap:.15rem .9rem}}
 @media (prefers-color-scheme:dark){.citerun-bar{color:#e6edf3;background:#161b22;
 border-bottom-color:#30363d}.citerun-bar a,.citerun-bar summary{color:#79c0ff}
 .citerun-bar .hint{color:#9198a1}
@@ -46,8 +48,12 @@ border-bottom-color:#30363d}.citerun-bar a,.citerun-bar summary{color:#79c0ff}
 
 def report_bar(run_id: str, *, csrf: str, owner: bool, owner_name: str,
                readers: Sequence[str], link: str = "",
-               unknown: Collection[str] = ()) -> str:
-    """Navigation back, the three downloads, and (for the owner) sharing and Delete."""
+               unknown: Collection[str] = (), sharing: bool = False) -> str:
+    """Navigation back, the three downloads, and (for the owner) sharing and Delete.
+
+    The sharing is one line that opens (its form, who may read, the link to send), open
+    only right after a share or its taking back (``sharing``): on a phone the report's
+    first citation stays on the first screen (issue 47)."""
     api = f"/api/runs/{_e(run_id)}"
     downloads = (f'<a href="{api}/report.html?download=1" download>Download the report '
                  f'(HTML)</a><a href="{api}/report.json?download=1" download>the data (JSON)'
@@ -57,8 +63,9 @@ def report_bar(run_id: str, *, csrf: str, owner: bool, owner_name: str,
                   f"<ul>{pages.reader_items(run_id, readers, csrf, unknown=unknown)}</ul>"
                   + (pages.send_link(link) if link else "") if readers
                   else '<p class="hint">Nobody else can see this report.</p>')
-        share = (f'<details{" open" if readers else ""}>'
-                 f"<summary>Share with a supervisor</summary>"
+        said = (f" (read by {len(readers)})" if readers else "")
+        share = (f'<details{" open" if sharing else ""}>'
+                 f"<summary>Share with a supervisor{said}</summary>"
                  f"{pages.share_form(run_id, csrf)}{listed}</details>")
         # The report's page runs no script of the service's: Delete asks on a page.
         who = ""

@@ -185,7 +185,8 @@ async def page_run(request: web.Request) -> web.StreamResponse:
         if row is not None:
             return report_response(row["html"], report_page.report_bar(
                 str(run["id"]), csrf=caller().csrf, owner=owner, owner_name=run["owner"],
-                readers=readers, link=link, unknown=unknown))
+                readers=readers, link=link, unknown=unknown,
+                sharing=request.query.get("sharing") == "1"))
     run, waiting = await _waiting(request, run)
     status = await run_status(pool, run, waiting)
     shown = dict(run)

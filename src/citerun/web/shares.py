@@ -93,14 +93,14 @@ async def page_share(request: web.Request) -> web.StreamResponse:
     refusal = await _share_change(request, True, await _reader_of(request))
     if refusal is not None:
         return refusal
-    raise web.HTTPSeeOther(f"/runs/{request.match_info['run_id']}")
+    raise web.HTTPSeeOther(f"/runs/{request.match_info['run_id']}?sharing=1")
 
 
 async def page_unshare(request: web.Request) -> web.StreamResponse:
     refusal = await _share_change(request, False, await _reader_of(request))
     if refusal is not None:
         return refusal
-    raise web.HTTPSeeOther(f"/runs/{request.match_info['run_id']}")
+    raise web.HTTPSeeOther(f"/runs/{request.match_info['run_id']}?sharing=1")
 
 
 def add_routes(router: web.UrlDispatcher) -> None:

@@ -78,6 +78,21 @@ def _quote(citation: CitationEntry) -> str:
     return f": “{citation.evidence[0].quote}”" if citation.evidence else "."
 
 
+def _part_of(part: str, citation: CitationEntry) -> str:
+    """Which part of the writer's sentence the source says, in words that never pass the
+    claim's words off as the source's: the part as the sentence reads where it is a piece
+    of it, else (the judges' items are a clause's content words, "worst streets narrow")
+    the words that part is made of, unquoted."""
+    part = part.strip().rstrip(".")
+    cut = part.endswith("…")
+    piece = " ".join(part.rstrip("…").split())
+    if piece and piece.casefold() in " ".join(citation.claim.split()).casefold():
+        return f"the part of your sentence that reads “{piece}{'…' if cut else ''}”"
+    words = piece.split()
+    listed = ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else piece
+    return f"the part of your sentence with the words {listed}"
+
+
 def _how(how: str, where: str, coverage: int, citation: CitationEntry) -> str | None:
     """The plain sentence for what the best sentence does (``how``, the judges' words)."""
     if how in ("states the claim", "states each clause of the claim"):
@@ -89,7 +104,7 @@ def _how(how: str, where: str, coverage: int, citation: CitationEntry) -> str | 
     if how == "states some of the claim's items, not all":
         return f"The source says some of the things the claim lists, not all ({where})."
     if part := _PART.match(how):
-        return f"The source says only part of this ({where}): “{part['part'].rstrip('.')}”."
+        return f"The source says only part of this ({where}), {_part_of(part['part'], citation)}."
     if how.startswith("may say the opposite of the claim"):
         return f"The source may say the opposite ({where}){_quote(citation)}"
     if how == "says something incompatible with the claim":

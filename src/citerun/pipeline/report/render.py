@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import collections.abc
+import datetime
 import html
 
 from citerun.pipeline import judge
@@ -101,8 +102,11 @@ def _page_class(document_id: str, page: int) -> str:
 # at least this share of the page's width (the passage's lines in their column).
 _CROP_LINES = 2.0
 _CROP_MIN_WIDTH = 0.6
-# The crop is shown at most this many CSS pixels per point (the page images have 0.6).
-_CROP_SCALE = 1.1
+# The crop is shown at most this many CSS pixels per point, and at least as many as the
+# page images have (pdf.render.RENDER_ZOOM: its words legible on a 375 px phone, where
+# the crop then scrolls sideways rather than shrink).
+_CROP_SCALE = 1.5
+_CROP_MIN_SCALE = 1.25
 
 
 def _crop(item: EvidenceEntry) -> tuple[float, float, float, float]:
@@ -151,9 +155,10 @@ def _figure(citation: CitationEntry, item: EvidenceEntry, images: PageImages) ->
     position_y = 100 * y0 / (height - h) if height - h > 0.5 else 0.0
     label = f"Page {item.page} of {citation.source.filename} with the quoted passage highlighted"
     return (
-        f'<figure class="evidence-page" role="img" aria-label="{_e(label)}">'
+        # tabindex: on a phone the crop scrolls sideways, by the keys too.
+        f'<figure class="evidence-page" role="img" aria-label="{_e(label)}" tabindex="0">'
         f'<div class="crop {page_class}" style="aspect-ratio:{w:.1f}/{h:.1f};'
-        f"max-width:{_CROP_SCALE * w:.0f}px;"
+        f"min-width:{_CROP_MIN_SCALE * w:.0f}px;max-width:{_CROP_SCALE * w:.0f}px;"
         f"background-size:{100 * width / w:.2f}% {100 * height / h:.2f}%;"
         f'background-position:{position_x:.2f}% {position_y:.2f}%">{_marks(item, region)}</div>'
         f"<figcaption>p. {item.page}, the passage marked</figcaption></figure>"
@@ -167,10 +172,12 @@ def _figure(citation: CitationEntry, item: EvidenceEntry, images: PageImages) ->
 # A citation judged on a fetched abstract alone (issue 51), beside its badge.
 _ABSTRACT_ONLY = ' <span class="abstract-only">· abstract only</span>'
 
-_METHOD_WORDS = {"explicit": "the key given for it in the run's list of sources",
+_METHOD_WORDS = {"explicit": "its citation key, which your library or list of sources gives its file",
                  "reference": "its entry in the reference list",
                  "marker": "the author and year in the marker",
                  "fetched": "an open-access copy found by its identifiers"}
+# The mapping's reason for a key ("explicit key alvarez2019"): the key alone is said.
+_EXPLICIT_REASON = "explicit key "
 
 
 def _numbers_html(citation: CitationEntry) -> str:
@@ -213,7 +220,7 @@ def _citation_html(citation: CitationEntry, images: PageImages) -> str:
     match_html = (
         f'<p class="match"><span class="label">Matched to the source by</span> '
         f"{_e(_METHOD_WORDS.get(match.method, match.method))}"
-        + (f" ({_e(match.reason)})" if match.reason else "")
+        + (f" ({_e(match.reason.removeprefix(_EXPLICIT_REASON))})" if match.reason else "")
         + "</p>"
         if match is not None and match.method
         else ""
@@ -315,12 +322,54 @@ def _legend_html() -> str:
                        f'<span class="label">What to do:</span> {_e(m.do)}</dd>'
                        for m in PROBLEMS.values())
     terms = "".join(f"<dt><strong>{_e(term)}</strong></dt><dd>{_e(text)}</dd>" for term, text in TERMS)
-    return ('<section class="legend" aria-labelledby="legend-heading">'
-            '<h2 id="legend-heading">What the report says</h2>'
-            f'<details><summary>What the verdicts, the problems and the confidence mean</summary>'
+    return ('<section class="legend" aria-label="What the report says">'
+            f'<details><summary>What the verdicts and problems mean</summary>'
             f'<dl data-legend="verdicts">{verdicts}</dl>'
             f'<p>A problem is added to the verdict’s badge:</p><dl data-legend="problems">{problems}</dl>'
             f'<dl data-legend="terms">{terms}</dl></details></section>')
+
+
+def report_title(report: Report) -> str:
+    """What the report is called: the thesis's own title (its PDF's, LaTeX's \\title,
+    Word's document title), else the run's name."""
+    title = " ".join((report.thesis.title or "").split())
+    return title or report.name
+
+
+def _time_html(moment: datetime.datetime) -> str:
+    """A moment in words ("6 December 2026, 09:45 UTC"), its instant for the script, which
+    says it in the reader's own zone and language as the service's pages do."""
+    utc = moment.astimezone(datetime.timezone.utc)
+    words = f"{utc.day} {utc:%B %Y}, {utc:%H:%M} UTC"
+    return f'<time datetime="{_e(utc.isoformat(timespec="seconds"))}">{_e(words)}</time>'
+
+
+def _summary_html(report: Report) -> str:
+    """The counts that are not zero as boxes, the verdicts and problems no citation has in
+    one line after them."""
+    counts = report.summary.by_verdict
+    problem_counts = report.summary.by_problem
+    boxes: list[str] = []
+    zeros: list[str] = []
+    for verdict in judge.Verdict:
+        n = counts.get(verdict)
+        if n:
+            boxes.append(f'<li data-summary="{_e(verdict.value)}"><span class="n">{n}</span>'
+                         f"{_badge(verdict)}</li>")
+        else:
+            zeros.append(f'<span data-summary-zero="{_e(verdict.value)}">'
+                         f"{_e(VERDICTS[verdict].label)}</span>")
+    for problem in Problem:
+        n = problem_counts.get(problem) if problem_counts else 0
+        label = PROBLEMS[problem].label.capitalize()
+        if n:
+            boxes.append(f'<li data-summary-problem="{_e(problem.value)}"><span class="n">{n}</span>'
+                         f'<span class="badge" style="--c:var(--flag-bg);color:var(--flag-fg)">'
+                         f"{_e(label)}</span></li>")
+        else:
+            zeros.append(f'<span data-summary-zero="problem:{_e(problem.value)}">{_e(label)}</span>')
+    listed = f'<ul class="summary">{"".join(boxes)}</ul>' if boxes else ""
+    return listed + (f'<p class="zeros">None: {", ".join(zeros)}.</p>' if zeros else "")
 
 
 def render_html(report: Report, page_images: PageImages | None = None) -> str:
@@ -334,17 +383,7 @@ def render_html(report: Report, page_images: PageImages | None = None) -> str:
     images = page_images or {}
     counts = report.summary.by_verdict
     problem_counts = report.summary.by_problem
-    summary = "".join(
-        f'<li data-summary="{_e(verdict.value)}"><span class="n">{counts.get(verdict)}</span>'
-        f"{_badge(verdict)}</li>"
-        for verdict in judge.Verdict
-    ) + "".join(
-        f'<li data-summary-problem="{_e(problem.value)}"><span class="n">'
-        f'{problem_counts.get(problem) if problem_counts else 0}</span>'
-        f'<span class="badge" style="--c:var(--flag-bg);color:var(--flag-fg)">'
-        f"{_e(PROBLEMS[problem].label.capitalize())}</span></li>"
-        for problem in Problem
-    )
+    summary = _summary_html(report)
     filters = "".join(
         f'<button type="button" data-filter="{_e(verdict.value)}" aria-pressed="false" '
         f'style="--c:{VERDICTS[verdict].colour}">{_e(VERDICTS[verdict].label)} ({counts.get(verdict)})</button>'
@@ -363,9 +402,7 @@ def render_html(report: Report, page_images: PageImages | None = None) -> str:
         for s in report.sources
     )
     thesis = report.thesis
-    thesis_name = _e(thesis.title) + f" (<code>{_e(thesis.filename)}</code>)" if thesis.title else (
-        f"<code>{_e(thesis.filename)}</code>"
-    )
+    name = report_title(report)
     tokens_html = f" · LLM judge: {report.judge_tokens:,} tokens" if report.judge_tokens else ""
     citations = "".join(_citation_html(c, images) for c in sorted(report.citations, key=risk)) or (
         "<p>No citations were found.</p>")
@@ -384,17 +421,17 @@ def render_html(report: Report, page_images: PageImages | None = None) -> str:
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
-<title>Citation report: {_e(report.name)}</title>
+<title>Citation report: {_e(name)}</title>
 <style>{_CSS}{_page_styles(report, images)}</style>
 </head>
 <body>
 <main>
-<h1>Citation report: {_e(report.name)}</h1>
-<p class="meta">Thesis: {thesis_name}, {_e(_thesis_extent(thesis))} · {_e(_plural(len(report.sources), "source", "sources"))} ·
-created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(report.run_id)}</code>{tokens_html}</p>
-<section aria-labelledby="summary-heading">
+<h1><span class="kicker">Citation report: </span>{_e(name)}</h1>
+<p class="meta"><code>{_e(thesis.filename)}</code>, {_e(_thesis_extent(thesis))} · {_e(_plural(len(report.sources), "source", "sources"))} ·
+checked {_time_html(report.created_at)}</p>
+<section aria-labelledby="summary-heading" class="head-summary">
 <h2 id="summary-heading">Summary: <span id="total">{report.summary.total}</span> citations</h2>
-<ul class="summary">{summary}</ul>
+{summary}
 </section>
 {_legend_html()}
 <section aria-labelledby="citations-heading">
@@ -414,6 +451,7 @@ created {_e(report.created_at.isoformat(timespec="seconds"))} · run <code>{_e(r
 <table><thead><tr><th scope="col">Title</th><th scope="col">File</th><th scope="col">Status</th><th scope="col">Error</th></tr></thead>
 <tbody>{sources}</tbody></table>
 </section>
+<p class="meta run-id">Run <code>{_e(report.run_id)}</code>{tokens_html}</p>
 </main>
 <script>{_SCRIPT}</script>
 </body>

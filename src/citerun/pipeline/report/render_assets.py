@@ -15,15 +15,20 @@ _CSS = """
 body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
   color: var(--fg); background: var(--page); }
 main { max-width: 60rem; margin: 0 auto; padding: 1.5rem 1rem 4rem; overflow-wrap: break-word; }
-h1 { font-size: 1.6rem; margin: 0 0 .25rem; }
+h1 { font-size: 1.6rem; line-height: 1.25; margin: 0 0 .25rem; }
+h1 .kicker { display: block; font-size: .9rem; font-weight: 600; color: var(--muted); }
 h2 { font-size: 1.2rem; margin: 2rem 0 .75rem; }
 h3 { font-size: 1rem; margin: 0; }
 .meta { color: var(--muted); margin: 0; }
-.summary { display: grid; grid-template-columns: repeat(auto-fill, minmax(9rem, 1fr)); gap: .5rem;
-  margin: 1rem 0; padding: 0; list-style: none; }
-.summary li { border: 1px solid var(--line); border-radius: .5rem; padding: .5rem .75rem;
-  background: var(--bg); }
-.summary .n { display: block; font-size: 1.6rem; font-weight: 700; }
+.summary { display: flex; flex-wrap: wrap; gap: .4rem; margin: .5rem 0; padding: 0;
+  list-style: none; }
+.summary li { display: flex; align-items: center; gap: .45rem; border: 1px solid var(--line);
+  border-radius: .5rem; padding: .2rem .6rem; background: var(--bg); }
+.summary .n { font-size: 1.3rem; font-weight: 700; }
+.zeros { color: var(--muted); font-size: .9rem; margin: .25rem 0; }
+.head-summary h2 { margin-top: 1rem; }
+.legend { margin: .5rem 0; }
+.run-id { margin-top: 2rem; font-size: .85rem; }
 .legend dl { margin: 0; display: grid; grid-template-columns: minmax(7rem, max-content) 1fr;
   gap: .4rem 1rem; align-items: baseline; }
 .legend dt { margin: 0; } .legend dd { margin: 0; }
@@ -62,16 +67,29 @@ table { border-collapse: collapse; width: 100%; font-size: .95rem; }
 th, td { text-align: left; border-bottom: 1px solid var(--line); padding: .35rem .5rem; vertical-align: top; }
 code { font-size: .85em; overflow-wrap: anywhere; }
 [hidden] { display: none !important; }
-.evidence-page { margin: .5rem 0 0; }
+.evidence-page { margin: .5rem 0 0; overflow-x: auto; }
 .crop, .sheet { position: relative; width: 100%; background-color: #fff; background-repeat: no-repeat;
   border: 1px solid var(--line); }
 .sheet { background-size: 100% 100%; max-width: 28rem; margin-top: .5rem; }
 .hl { position: absolute; background: rgba(255, 200, 0, .45); outline: 2px solid #bf8700;
   mix-blend-mode: multiply; }
 .evidence-page figcaption { color: var(--muted); font-size: .85rem; }
+@media (prefers-color-scheme: dark) { .crop, .sheet { filter: brightness(.72); } }
 details > summary { cursor: pointer; color: var(--muted); font-size: .9rem; }
 details.numbers table { font-size: .85rem; margin: .25rem 0; }
 .reference, .match { margin: .25rem 0; font-size: .95rem; }
+/* A phone: the first citation on the first screen (issue 47), the filters one row that
+   scrolls sideways. */
+@media (max-width: 34rem) {
+  main { padding-top: .75rem; } h1 { font-size: 1.25rem; }
+  .zeros { font-size: .85rem; }
+  h2 { font-size: 1.1rem; margin: 1rem 0 .4rem; } .head-summary h2 { margin-top: .6rem; }
+  .summary { gap: .3rem; }
+  .summary li { gap: .3rem; padding: .1rem .45rem; }
+  .summary .n { font-size: 1.1rem; } .summary .badge { font-size: .85rem; }
+  .filters { flex-wrap: nowrap; overflow-x: auto; padding-bottom: .25rem; }
+  .filters button { flex: none; } #shown { flex: none; }
+}
 """
 
 _SCRIPT = """
@@ -106,5 +124,13 @@ _SCRIPT = """
     apply();
   });
   apply();
+  // Moments in the reader's own zone and language, as the service's pages say them.
+  Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), function (t) {
+    var moment = new Date(t.getAttribute("datetime"));
+    if (isNaN(moment.getTime())) { return; }
+    t.title = t.textContent;
+    t.textContent = moment.toLocaleString(undefined, {year: "numeric", month: "long",
+      day: "numeric", hour: "2-digit", minute: "2-digit"});
+  });
 })();
 """

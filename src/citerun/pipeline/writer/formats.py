@@ -24,7 +24,7 @@ from citerun.pipeline import citations, document
 from citerun.pipeline.document import Document, Page, TooComplex
 from citerun.pipeline.pdf.limits import DocumentError
 from citerun.pipeline.settings import LimitSettings
-from citerun.pipeline.writer import archive
+from citerun.pipeline.writer import archive, thesis_title
 from citerun.pipeline.writer.limits import BibLimits, WriterLimits
 from citerun.pipeline.writer.model import (
     LibraryItem,
@@ -183,8 +183,11 @@ def read_document(data: bytes, limits: LimitSettings, max_bytes: int) -> Documen
     thesis, over = bound_written(thesis, limits)
     if over is not None:
         raise TooComplex(over)
+    main = files.get(MAIN_MEMBER)
+    title = thesis_title.of_bundle(
+        files, main.decode("utf-8", errors="replace") if main else None, limits.writer.docx)
     return Document(pages=tuple(Page(number=n, text=t) for n, t in thesis.pages),
-                    written=thesis.stated())
+                    title=title, written=thesis.stated())
 
 
 def bound_written(thesis: WrittenThesis, limits: LimitSettings

@@ -29,10 +29,10 @@ CONVENTIONAL = ("main", "thesis", "dissertation", "diss", "master", "masterthesi
                 "bachelor", "bachelorthesis", "arbeit", "root", "document", "paper")
 NOT_MAIN_CLASSES = frozenset({"subfiles", "standalone"})
 
-_COMMENT = re.compile(r"(?<!\\)%[^\n]*")
+COMMENT = re.compile(r"(?<!\\)%[^\n]*")
 _CLASS = re.compile(r"\\documentclass\s*(?:\[[^\]]*\])?\s*\{\s*([^}\s]*)\s*\}")
 _BEGIN = re.compile(r"\\begin\s*\{\s*document\s*\}")
-_INPUT = re.compile(r"\\(?:input|include|subfile|InputIfFileExists)\s*\{\s*([^}]+?)\s*\}"
+INPUT = re.compile(r"\\(?:input|include|subfile|InputIfFileExists)\s*\{\s*([^}]+?)\s*\}"
                     r"|\\input\s+([^\s{}\\%]+)")
 _TEX_ROOT = re.compile(r"^[ \t]*%+[ \t]*!\s*TEX\s+root\s*=\s*(\S[^\n]*?)\s*$",
                        re.IGNORECASE | re.MULTILINE)
@@ -51,7 +51,7 @@ def is_tex(path: str) -> bool:
     return path.lower().endswith(_TEX)
 
 
-def _resolve(name: str, beside: str, paths: Iterable[str]) -> str | None:
+def resolve(name: str, beside: str, paths: Iterable[str]) -> str | None:
     """The bundle's file that ``name`` (as written in ``beside``) means: beside it, else
     from the bundle's top; with ``.tex`` added when it has no suffix of its own."""
     name = name.strip().strip('"')
@@ -80,12 +80,12 @@ def find_main(paths: Iterable[str], head: Callable[[str], str]) -> str:
         return raw[path]
 
     def clean(path: str) -> str:
-        return _COMMENT.sub("", text(path))
+        return COMMENT.sub("", text(path))
 
     roots = set()
     for path in tex:
         for found in _TEX_ROOT.finditer(text(path)[:4096]):
-            root = _resolve(found.group(1), path, every)
+            root = resolve(found.group(1), path, every)
             if root is not None and is_tex(root):
                 roots.add(root)
     if len(roots) == 1:
@@ -93,8 +93,8 @@ def find_main(paths: Iterable[str], head: Callable[[str], str]) -> str:
 
     included: set[str] = set()
     for path in tex:
-        for found in _INPUT.finditer(clean(path)):
-            target = _resolve(found.group(1) or found.group(2), path, every)
+        for found in INPUT.finditer(clean(path)):
+            target = resolve(found.group(1) or found.group(2), path, every)
             if target is not None and target != path:
                 included.add(target)
 
@@ -109,8 +109,8 @@ def find_main(paths: Iterable[str], head: Callable[[str], str]) -> str:
             return found.group(1)
         if depth >= PREAMBLE_DEPTH:
             return None
-        for loaded in _INPUT.finditer(preamble):
-            target = _resolve(loaded.group(1) or loaded.group(2), path, every)
+        for loaded in INPUT.finditer(preamble):
+            target = resolve(loaded.group(1) or loaded.group(2), path, every)
             if target is not None and target not in seen and is_tex(target):
                 seen.add(target)
                 cls = document_class(target, depth + 1, seen)
