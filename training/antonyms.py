@@ -31,9 +31,9 @@ import pathlib
 import re
 import sys
 
-from citerun.pipeline.judging import features
+from citerun.pipeline.judging import sentences
 
-OUT = features.ANTONYMS
+OUT = sentences.ANTONYMS
 WORDNET = pathlib.Path("/usr/share/wordnet")
 PARTS = ("adj", "adv", "noun", "verb")
 _NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "non", "dis")

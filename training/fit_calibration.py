@@ -1,4 +1,4 @@
-"""Fit the judge's calibration out of domain: its probabilities on claims it never saw.
+"""Fit the trees' calibration out of domain: their probabilities on claims they never saw.
 
 Usage::
 
@@ -6,11 +6,11 @@ Usage::
 
 The trees (``judge_model.json``) were trained on SciFact train and calibrated there; on
 other text they were confident where they were wrong (issue 23; docs/benchmarks.md). This
-fits :class:`citerun.pipeline.judging.model.Recalibration` -- one weight on the trees'
+fits :class:`training.trees.model.Recalibration` -- one weight on the trees'
 log-probabilities and a bias per class -- on **SciTab** (Lu et al. 2023, MIT): the 624
 claims that ``bench.quality.out_of_domain`` does not sample to measure on, each against
-its table's caption and cells as the judge reads them (the same passages, featurizer and
-model a run uses). Class-balanced log-loss, full-batch gradient descent from weight 1,
+its table's caption and cells as the judge reads them (the same passages and ranked
+sentences a run uses). Written beside the trees: ``training/trees/calibration.json``. Class-balanced log-loss, full-batch gradient descent from weight 1,
 bias 0, a fixed number of steps: deterministic, a few seconds after the features (about
 20 s of CPU). The measured sets never enter it; SciTab's measured claims are held-out
 claims of the set it was fitted on, the other six sets are out of domain for it.
@@ -29,7 +29,7 @@ import numpy
 
 from evalsets import claims, scifact
 from citerun.pipeline import embed
-from citerun.pipeline.judging import embedded, model
+from training.trees import features, model
 
 STEPS = 3000
 RATE = 0.05
@@ -38,12 +38,11 @@ RATE = 0.05
 def probabilities(pairs: list[claims.Pair]) -> tuple[numpy.ndarray, numpy.ndarray]:
     """The trees' calibrated probabilities of each pair (rows) and the gold labels."""
     # The shipped trees, without the calibration this fits.
-    judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(),
-                                  embedded.TrainedJudgeConfig(calibrated=False))
+    featurizer, trees = features.Featurizer(embed.WordLlamaEmbedder()), model.Model.load()
     rows, gold = [], []
     for pair in pairs:
-        found = judge.featurizer.features(pair.claim, claims.passages(pair.evidence))
-        rows.append(judge.trees.probabilities(found.vector[None, :])[0] if found is not None
+        found = featurizer.features(pair.claim, claims.passages(pair.evidence))
+        rows.append(trees.probabilities(found.vector[None, :])[0] if found is not None
                     else numpy.full(3, 1 / 3))
         gold.append(model.LABELS.index(pair.gold))
     return numpy.array(rows, dtype=numpy.float64), numpy.array(gold)

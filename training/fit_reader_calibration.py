@@ -7,8 +7,8 @@ Usage::
 
 Fits ``softmax(logits / T + w * log p_trees + b)`` (:class:`citerun.pipeline.judging.reader.Calibration`)
 by maximum likelihood (L-BFGS, deterministic) on the judge's own signals
-(:meth:`citerun.pipeline.judging.embedded.TrainedJudge.signals`: the claim glossed if
-German, its ranked sentences, the trees' probabilities and the reader's logits):
+(:meth:`training.trees.judge.ResearchJudge.signals`: the claim glossed if German, its
+ranked sentences, the reader's logits and the trees' probabilities):
 
 - the **SciTab** claims (MIT) that ``bench.quality.out_of_domain`` does not sample, which
   the shipped reader and the trees were not trained on; with ``--half``, only the half of
@@ -18,8 +18,10 @@ German, its ranked sentences, the trees' probabilities and the reader's logits):
   for a reader that never saw SciFact's claims (the trees did, so only without ``--trees``).
 
 ``--trees`` fits ``w`` too (the trees' probabilities of the same claim joined to the
-reader's logits); ``--no-trees`` keeps ``w`` at 0. The file records the reader's and the
-trees' sha256: the judge refuses a calibration fitted to other files.
+reader's logits; only :class:`training.trees.judge.ResearchJudge` reads such a file, the
+shipped judge has no trees); ``--no-trees`` keeps ``w`` at 0 (what ``training.ship``
+fits). The file records the reader's and the trees' sha256: the judge refuses a
+calibration fitted to other files.
 """
 
 from __future__ import annotations
@@ -35,12 +37,14 @@ from scipy import optimize
 from evalsets import claims as claim_sets
 from evalsets import scifact
 from citerun.pipeline import embed
-from citerun.pipeline.judging import embedded, model, reader
+from citerun.pipeline.judging import reader
+from training.trees import judge as trees_judge
+from training.trees import model
 
 LABELS = reader.LABELS
 
 
-def signals(judge: embedded.TrainedJudge, pairs: list[claim_sets.Pair]
+def signals(judge: trees_judge.ResearchJudge, pairs: list[claim_sets.Pair]
             ) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     logits, trees, gold = [], [], []
     for pair in pairs:
@@ -92,7 +96,7 @@ def main() -> None:
     if args.trees and args.scifact_train:
         parser.error("the trees were trained on SciFact train: --scifact-train only with --no-trees")
     started = time.perf_counter()
-    judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(), embedded.TrainedJudgeConfig(
+    judge = trees_judge.ResearchJudge(embed.WordLlamaEmbedder(), research=trees_judge.Research(
         reader_file=args.reader, calibrated=False), trees=True)
     scitab = claim_sets.unmeasured("scitab")
     pairs = (claim_sets.halves(scitab)[1] if args.half else scitab) + (

@@ -23,7 +23,7 @@ abstracts ODC-By 1.0):
   (``--nei-aug-weight``) are off by default: on train they lowered out-of-fold macro-F1
   (0.665 -> 0.651), the real NEI pairs suffice.
 
-Model: the features of :mod:`citerun.pipeline.judging.features` into gradient-
+Model: the features of :mod:`training.trees.features` into gradient-
 boosted trees (LightGBM, a training-time dependency: ``pip install lightgbm``; the trees
 are flattened into the JSON artifact and evaluated in numpy) or, with ``--learner
 linear``, a multinomial logistic regression (numpy, full-batch Adam with L2).
@@ -64,7 +64,7 @@ import typing
 import numpy
 
 from citerun.pipeline import embed, pdf
-from citerun.pipeline.judging import features, language, model
+from citerun.pipeline.judging import language, sentences
 from citerun.pipeline.judging.types import Passage
 
 from evalsets import evaldata
@@ -72,6 +72,7 @@ from evalsets.metrics import f1_per_class
 from evalsets.metrics import macro_f1 as mean_f1
 from evalsets.scifact import gold_label
 from training import cross_encoder, perturb
+from training.trees import features, model
 
 LABELS = model.LABELS
 
@@ -268,7 +269,7 @@ def main() -> None:
                         help="splits of the claims into five folds whose out-of-fold predictions "
                         "fit the temperature and offsets (fold seeds --seed, --seed + 1, ...)")
     parser.add_argument("--cache", type=pathlib.Path, default=None,
-                        help="directory for a feature cache (keyed by the examples and features.py)")
+                        help="directory for a feature cache (keyed by the examples, features.py and sentences.py)")
     parser.add_argument("--write-pairs", type=pathlib.Path, default=None,
                         help="cross-encoder experiment: write its tokenised pairs (.npz) and stop")
     parser.add_argument("--tokenizer", type=pathlib.Path, default=None,
@@ -295,7 +296,8 @@ def main() -> None:
     print(f"{len(items)} examples: " + ", ".join(
         f"{k} {v}" for k, v in sorted(collections.Counter((e.label, e.real) for e in items).items())),
         file=sys.stderr)
-    key = hashlib.sha256(pathlib.Path(features.__file__).read_bytes()).hexdigest()[:16]
+    key = hashlib.sha256(b"".join(pathlib.Path(m.__file__).read_bytes() for m in (features, sentences))
+                         ).hexdigest()[:16]
     cache_file = args.cache / f"features-pairs-{key}.json" if args.cache else None
     cache: dict[str, list[typing.Any]] = (json.loads(cache_file.read_text()) if cache_file is not None
                                           and cache_file.exists() else {})

@@ -320,10 +320,10 @@ def read_rows(embedder: embed.WordLlamaEmbedder, pairs: list[claim_sets.Pair], n
     against the best sentences the judge's featurizer ranks in the source, with its gold
     label; the claim perturbed against the same sentences with the opposite label (half
     weight), as :func:`scifact_rows` does."""
-    judge = embedded.TrainedJudge(embedder, embedded.TrainedJudgeConfig(reader=False))
+    judge = embedded.TrainedJudge(embedder)
     out: list[Row] = []
     for pair in pairs:
-        signals = judge.signals(pair.claim, claim_sets.passages(pair.evidence))
+        signals = judge.signals(pair.claim, claim_sets.passages(pair.evidence), read=False)
         if signals is None:
             continue
         claim, evidence = signals.read_pair()

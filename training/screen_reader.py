@@ -50,12 +50,12 @@ def inputs(out: pathlib.Path, limit: int) -> None:
 
     sets = {"scifact": scifact.pairs(limit), **claims.load(list(claims.SETS), limit=limit),
             CALIBRATION: claims.halves(claims.unmeasured("scitab"))[1]}
-    judge = embedded.TrainedJudge(embed.WordLlamaEmbedder(), embedded.TrainedJudgeConfig(reader=False))
+    judge = embedded.TrainedJudge(embed.WordLlamaEmbedder())
     texts, gold, which, found = [], [], [], []
     names = list(sets)
     for name, pairs in sets.items():
         for pair in pairs:
-            signals = judge.signals(pair.claim, claims.passages(pair.evidence))
+            signals = judge.signals(pair.claim, claims.passages(pair.evidence), read=False)
             if signals is None:
                 texts.append((pair.claim, ""))
                 found.append(False)

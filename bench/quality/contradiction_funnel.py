@@ -38,7 +38,7 @@ import numpy
 from bench import machine
 from evalsets import claims, scifact
 from citerun.pipeline import embed, judge
-from citerun.pipeline.judging import embedded, features, reader as reader_mod
+from citerun.pipeline.judging import embedded, sentences, reader as reader_mod
 
 STEPS = ("whole passage", "best 3, raw", "best 3, calibrated", "each alone",
          ">= contradicted_min", "+ sentence states it", "verdict")
@@ -58,7 +58,6 @@ def funnel(the_judge: embedded.TrainedJudge, pairs: list[claims.Pair],
     whether a sentence states the opposite, each step's call and the verdict (a bar can
     then be swept without reading the pairs again)."""
     reader = the_judge.reader
-    assert reader is not None, "the shipped judge has a reader"
     config = the_judge._config  # noqa: SLF001 - the bench reads the judge's own bar
     counts = {step: Count() for step in STEPS}
     gold_c = 0
@@ -75,18 +74,17 @@ def funnel(the_judge: embedded.TrainedJudge, pairs: list[claims.Pair],
         if signals is not None and signals.logits is not None:
             top = signals.found.sentences[: reader_mod.SENTENCES]
             called["best 3, raw"] = int(numpy.argmax(signals.logits)) == CONTRADICT
-            probabilities = reader.calibration.apply(
-                signals.logits[None, :], None if signals.trees is None else signals.trees[None, :])[0]
+            probabilities = reader.calibration.apply(signals.logits[None, :])[0]
             calibrated = int(numpy.argmax(probabilities)) == CONTRADICT
             called["best 3, calibrated"] = calibrated
             each = reader.each(signals.claim, [s.candidate.sentence for s in top])
             called["each alone"] = bool((numpy.argmax(each, axis=1) == CONTRADICT).any())
             over = calibrated and float(probabilities[CONTRADICT]) >= config.contradicted_min
             called[">= contradicted_min"] = over
-            lexical = any(features.opposite_of(signals.claim, s.candidate.sentence, s.candidate.tokens)
+            lexical = any(sentences.opposite_of(signals.claim, s.candidate.sentence, s.candidate.tokens)
                           for s in top)
             alone = float(each[:, CONTRADICT].max()) if len(top) else 0.0
-            stated = lexical or (not config.contradiction_needs_words and alone >= config.contradicted_min)
+            stated = lexical or alone >= config.contradicted_min
             called["+ sentence states it"] = over and stated
         verdict = the_judge.judge_sync(pair.claim, passages).verdict
         called["verdict"] = verdict == judge.Verdict.CONTRADICTED

@@ -23,10 +23,12 @@ calibration error of the verdict's confidence (seven bins as in the SciFact benc
 domain. The shipped judge decides with the reader, which saw pairs made from SciFact
 corpus abstracts that no dev claim cites and none of any set's claims (its MODEL_CARD.md),
 so every row is out of domain (the default, ``none``); its calibration was fitted on the
-SciTab claims this bench does not sample. The trees (``--config '{"reader": false}'``) saw
-SciFact train: ``--trained-on scifact`` for them. Leave-one-set-out models are trained by
-``training.fit_reader train --leave-out SET`` and measured here with
-``--config '{"reader_file": "PATH"}'``.
+SciTab claims this bench does not sample. ``--config`` takes the shipped judge's settings
+and the research switches of :class:`training.trees.judge.Research` (the judge is then
+:class:`training.trees.judge.ResearchJudge`). The trees (``--config '{"reader": false}'``,
+not shipped: ``training/trees/``) saw SciFact train: ``--trained-on scifact`` for them.
+Leave-one-set-out models are trained by ``training.fit_reader train --leave-out SET`` and
+measured here with ``--config '{"reader_file": "PATH"}'``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import typing
 from bench import common, machine
 from evalsets import claims, scifact
 from citerun.pipeline import embed, judge, pdf
-from citerun.pipeline.judging import embedded
+from training.trees import judge as trees_judge
 
 LABELS = claims.LABELS
 BINS = (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
@@ -148,11 +150,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=600, help="pairs per set (seeded sample)")
     parser.add_argument("--sets", default="scifact," + ",".join(claims.SETS))
-    parser.add_argument("--model", default=None, help="a judge_model.json; the shipped one if unset")
+    parser.add_argument("--model", default=None,
+                        help="a judge_model.json (trees) of one's own; training/trees/judge_model.json if unset")
     parser.add_argument("--config", action="append", default=[], metavar="NAME=JSON",
-                        help="a judge configuration (TrainedJudgeConfig fields as JSON) to "
-                        "compare, one table each in the same run; repeatable; the shipped "
-                        "configuration if none")
+                        help="a judge configuration (TrainedJudgeConfig and "
+                        "training.trees.judge.Research fields as JSON) to compare, one table "
+                        "each in the same run; repeatable; the shipped configuration if none")
     parser.add_argument("--trained-on", default="none",
                         help="comma-separated sets the model was trained on (marked in domain)")
     parser.add_argument("--dump", type=pathlib.Path, default=None,
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, fields in configs:
         if args.model:
             fields = {"model_file": args.model, **fields}
-        the_judge = embedded.TrainedJudge(embedder, embedded.TrainedJudgeConfig(**fields))
+        the_judge = trees_judge.make(embedder, fields)
         with args.dump.open("a", encoding="utf-8") if args.dump else contextlib.nullcontext() as dump:
             rows = run(the_judge, sets, set(args.trained_on.split(",")), dump, name)
         print(f"\n{name}: {json.dumps(fields)}\n")

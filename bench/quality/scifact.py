@@ -48,6 +48,7 @@ import numpy as np
 
 from bench.common import REPO, evaldata, f1_per_class, gold_label, macro_f1
 from training import perturb
+from training.trees import judge as trees_judge
 from citerun.core import db, sql
 from citerun.local import embedded
 from citerun.pipeline import embed, judge, pdf, retrieval
@@ -374,7 +375,7 @@ def make_judge(args: argparse.Namespace, embedder: typing.Any) -> typing.Any:
             "base_url": args.openai_base_url, "model": args.openai_model, "token_budget": None,
             **args.config}))
         return judge.make_judge(config, embedder)
-    return judge.TrainedJudge(embedder, judge.TrainedJudgeConfig(**args.config))
+    return trees_judge.make(embedder, args.config)
 
 
 async def main() -> None:
@@ -442,8 +443,7 @@ async def main() -> None:
         if args.german:
             judges = {"main": the_judge}
             if args.judge == "embedded":
-                judges["glossary only"] = judge.TrainedJudge(
-                    wordllama, judge.TrainedJudgeConfig(**args.config), german_dictionary={})
+                judges["glossary only"] = trees_judge.make(wordllama, args.config, german_dictionary={})
             await eval_german(pool, retriever, judges, args.partial)
         if args.tune:
             await tune(pairs, CachingEmbedder(wordllama))

@@ -1,9 +1,8 @@
-"""The trained embedded judge: its artifact, its model code, and what it must tell apart."""
+"""The trained embedded judge: what it must tell apart (the trees it replaced and their
+features: training/tests/test_trees.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import pathlib
 
@@ -11,14 +10,9 @@ import numpy
 import pytest
 
 from citerun.pipeline import embed, judge
-from citerun.pipeline.judging import features, german, model
+from citerun.pipeline.judging import german, sentences
 
 Verdict = judge.Verdict
-
-# The sha256 of the shipped artifact, as training.judge wrote it. A retrain changes
-# it on purpose: update it together with docs/benchmarks.md and MODEL_CARD.md.
-ARTIFACT_SHA256 = "5238a726157623a91097bf605d6c79fa6bd894949bad85ba6b0ee96f617f591a"
-
 
 @pytest.fixture(scope="module")
 def trained() -> judge.TrainedJudge:
@@ -34,65 +28,6 @@ _ABSTRACT = _passage(
     "and over for eight years. Statin therapy reduced the risk of myocardial infarction by "
     "27% compared with placebo. Adverse events were rare and mostly mild."
 )
-
-
-def test_the_shipped_artifact_is_the_one_trained() -> None:
-    data = model.ARTIFACT.read_bytes()
-    assert hashlib.sha256(data).hexdigest() == ARTIFACT_SHA256
-    assert len(data) < 25 * 1024 * 1024
-
-
-def test_the_artifact_fits_the_features_and_has_its_card_and_licence() -> None:
-    loaded = model.Model.load()
-    assert loaded.names == features.NAMES
-    assert loaded.trees is not None and int(loaded.trees.feature.max()) < len(features.NAMES)
-    card = (model.ARTIFACT.parent / "MODEL_CARD.md").read_text(encoding="utf-8")
-    assert "CC BY 4.0" in card and "ODC-By" in card and "training.judge" in card
-
-
-def test_a_model_trained_on_other_features_is_refused(tmp_path: pathlib.Path) -> None:
-    data = json.loads(model.ARTIFACT.read_text(encoding="utf-8"))
-    data["names"] = data["names"][:-1] + ["something_else"]
-    path = tmp_path / "model.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(judge.JudgeConfigError, match="other features"):
-        model.Model.load(path)
-    with pytest.raises(judge.JudgeConfigError, match="cannot read"):
-        model.Model.load(tmp_path / "missing.json")
-
-
-def test_trees_are_evaluated_like_a_hand_walk() -> None:
-    loaded = model.Model.load()
-    assert loaded.trees is not None
-    x = numpy.random.RandomState(5).normal(size=(4, len(features.NAMES)))
-    trees = loaded.trees
-    expected = numpy.zeros((4, 3))
-    for r in range(4):
-        for t in range(trees.feature.shape[0]):
-            node = 0
-            while trees.feature[t, node] >= 0:
-                go_left = x[r, trees.feature[t, node]] <= trees.threshold[t, node]
-                node = trees.left[t, node] if go_left else trees.right[t, node]
-            expected[r, t % 3] += trees.value[t, node]
-    assert numpy.allclose(loaded.logits(x), expected)
-
-
-def test_training_is_deterministic_and_probabilities_are_calibrated(tmp_path: pathlib.Path) -> None:
-    rng = numpy.random.RandomState(7)
-    x = rng.normal(size=(300, len(features.NAMES))).astype(numpy.float32)
-    y = numpy.argmax(x[:, :3] + 0.5 * rng.normal(size=(300, 3)), axis=1)
-    weights = numpy.ones(300)
-    paths = []
-    for name in ("a.json", "b.json"):
-        fitted = model.fit(x, y, weights, epochs=50, seed=3)
-        fitted.save(tmp_path / name)
-        paths.append(tmp_path / name)
-    assert paths[0].read_bytes() == paths[1].read_bytes()
-    loaded = model.Model.load(paths[0])
-    p = loaded.probabilities(x[:10])
-    assert numpy.allclose(p.sum(axis=1), 1.0, atol=1e-5)
-    hotter = model.Model(loaded.names, loaded.mean, loaded.scale, loaded.layers, temperature=3.0)
-    assert hotter.probabilities(x[:10]).max() < p.max()  # a higher temperature is less sure
 
 
 async def test_a_claim_and_its_negation_get_different_verdicts(trained: judge.TrainedJudge) -> None:
@@ -143,58 +78,6 @@ def test_the_factory_makes_the_trained_judge_by_default() -> None:
     assert isinstance(rules, judge.RulesJudge)
 
 
-def test_the_contradiction_cues_of_the_features() -> None:
-    featurizer = features.Featurizer(embed.WordLlamaEmbedder())
-    source = _passage(
-        "One in five surgical randomised controlled trials are discontinued early. Here we "
-        "report a robust UCP1-independent thermogenic mechanism in beige fat. Monoclonal "
-        "antibody targeting of N-cadherin inhibits prostate cancer growth and metastasis. "
-        "Omnivorous women produced more TMAO than vegans did.")
-
-    def named(claim: str) -> dict[str, float]:
-        found = featurizer.features(claim, [source])
-        assert found is not None
-        return dict(zip(features.NAMES, found.vector.tolist()))
-
-    assert named("One in two surgical randomized controlled trials are discontinued early.")[
-        "number_conflict"] >= 1  # number words are numbers
-    assert named("One in five surgical randomized controlled trials are discontinued early.")[
-        "number_conflict"] == 0
-    assert named("Ca2+ cycling is a UCP1-dependent thermogenic mechanism.")["prefix_antonym"] >= 1
-    assert named("Ca2+ cycling is a UCP1-independent thermogenic mechanism.")["prefix_antonym"] == 0
-    encourages = named("Monoclonal antibody targeting of N-cadherin encourages metastasis.")
-    inhibits = named("Monoclonal antibody targeting of N-cadherin inhibits metastasis.")
-    assert encourages["effect_conflict_top"] >= 1 and inhibits["effect_conflict_top"] == 0
-    assert inhibits["effect_agree_top"] >= 1
-    assert named("Omnivorous men produced more TMAO than vegans.")["group_swap"] == 1
-    assert named("Omnivorous women produced more TMAO than vegans.")["group_swap"] == 0
-
-
-def test_the_lexicon_and_alignment_cues_of_the_features() -> None:
-    featurizer = features.Featurizer(embed.WordLlamaEmbedder())
-
-    def named(claim: str, evidence: str) -> dict[str, float]:
-        found = featurizer.features(claim, [_passage(evidence)])
-        assert found is not None
-        return dict(zip(features.NAMES, found.vector.tolist()))
-
-    works = "In a trial of 46 older adults, cognitive behavioural therapy was effective for insomnia."
-    fails = "In a trial of 46 older adults, cognitive behavioural therapy was ineffective for insomnia."
-    claim = "Cognitive behavioural therapy is ineffective for insomnia in older adults."
-    against = named(claim, works)  # WordNet: effective/ineffective, the second negated by its prefix
-    assert against["wordnet_antonym_conflict"] >= 1 and against["affix_negative_claim_only"] == 1
-    agrees = named(claim, fails)
-    assert agrees["wordnet_antonym_conflict"] == 0 and agrees["affix_negative_claim_only"] == 0
-    assert named("Cognitive behavioural therapy is effective for insomnia.", fails)[
-        "affix_negative_evidence_only"] == 1
-    # A substitution: "slows" is missing from the evidence, its closest word there is
-    # "accelerated", missing from the claim, and their effects have opposite signs.
-    slows = named("In mice, IL-6 slows tumour growth.", "In mice, IL-6 accelerated tumour growth.")
-    assert slows["subst_sim"] > 0 and slows["subst_effect_conflict"] == 1
-    same = named("In mice, IL-6 accelerates tumour growth.", "In mice, IL-6 accelerated tumour growth.")
-    assert same["subst_sim"] == 0 and same["align_min"] > slows["align_min"]
-
-
 async def test_a_claim_negated_inside_a_word_is_contradicted(trained: judge.TrainedJudge) -> None:
     source = _passage("Cognitive behavioural therapy for insomnia in older adults. In a randomised trial "
                       "of 46 adults, cognitive behavioural therapy improved sleep efficiency and was "
@@ -216,9 +99,9 @@ async def test_a_claim_negated_inside_a_word_is_contradicted(trained: judge.Trai
 def test_the_antonym_lexicon_is_what_wordnet_gives() -> None:
     from training import antonyms as make
 
-    assert (features.ANTONYMS.read_text(encoding="utf-8")
+    assert (sentences.ANTONYMS.read_text(encoding="utf-8")
             == make.render(make.pairs())), "run python -m training.antonyms"
-    assert features.ANTONYMS.with_suffix(".LICENSE").read_text(encoding="utf-8") == make.licence()
+    assert sentences.ANTONYMS.with_suffix(".LICENSE").read_text(encoding="utf-8") == make.licence()
     rows = {(a, b): n for a, b, n in make.pairs()}
     assert rows[("effective", "ineffective")] == "ineffective" and rows[("decrease", "increase")] == ""
     assert rows[("harmful", "harmless")] == "harmless"
@@ -285,41 +168,6 @@ def test_the_dev_figures_carry_a_bootstrap_interval_over_claims() -> None:
     assert low == evaluate.bootstrap(pairs, noisy)[0]  # seeded
     _, macro, f1s = evaluate.metrics(perfect, noisy)
     assert low[0] <= macro <= high[0] and low[1] <= f1s["CONTRADICT"] <= high[1] and low[0] < high[0]
-
-
-def test_the_shipped_calibration_belongs_to_the_shipped_model(tmp_path: pathlib.Path,
-                                                              trained: judge.TrainedJudge) -> None:
-    """The out-of-domain calibration (issue 23) loads for the shipped trees, softens them
-    and is refused when missing, malformed, out of range or fitted to another model."""
-    loaded = model.Recalibration.load()
-    data = json.loads(model.CALIBRATION.read_text(encoding="utf-8"))
-    assert data["model_sha256"] == ARTIFACT_SHA256 and "SciTab" in data["fitted_on"]
-    sure = numpy.array([[0.96, 0.02, 0.02]])
-    assert loaded.apply(sure).max() < sure.max()  # softened
-    assert abs(float(loaded.apply(sure).sum()) - 1.0) < 1e-9
-    path = tmp_path / "calibration.json"
-    with pytest.raises(judge.JudgeConfigError, match="cannot read"):
-        model.Recalibration.load(path)
-    path.write_text(json.dumps({**data, "weight": -1.0}), encoding="utf-8")
-    with pytest.raises(judge.JudgeConfigError, match="out of range"):
-        model.Recalibration.load(path)
-    other = tmp_path / "model.json"
-    other.write_bytes(model.ARTIFACT.read_bytes() + b"\n")
-    path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(judge.JudgeConfigError, match="another model"):
-        model.Recalibration.load(path, other)
-    # Where the trees decide (`reader: false`): the package's trees with the package's
-    # calibration; none when turned off, nor for a model of one's own without a
-    # calibration of its own. The shipped judge (the reader) loads neither.
-    assert trained.calibration is None
-    trees = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(reader=False))
-    assert trees.calibration is not None and trees.calibration.weight == loaded.weight
-    off = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(reader=False, calibrated=False))
-    own = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(reader=False, model_file=other))
-    assert off.calibration is None and own.calibration is None
-    with pytest.raises(judge.JudgeConfigError, match="another model"):
-        judge.TrainedJudge(embed.WordLlamaEmbedder(),
-                           judge.TrainedJudgeConfig(reader=False, model_file=other, calibration_file=path))
 
 
 async def test_contradicted_only_with_a_sentence_that_states_the_opposite() -> None:

@@ -77,14 +77,11 @@ def test_the_shipped_calibration_belongs_to_the_shipped_reader(tmp_path: pathlib
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(judge.JudgeConfigError, match="another model"):
         reader.Calibration.load(path, other)
-    path.write_text(json.dumps({**data, "model_sha256": "0" * 64}), encoding="utf-8")
-    with pytest.raises(judge.JudgeConfigError, match="another model"):
-        judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(reader_calibration_file=path))
-    # A reader of one's own without a calibration of its own runs uncalibrated.
-    copy = tmp_path / "copy.onnx"
-    copy.write_bytes(reader.MODEL.read_bytes())
-    own = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(reader_file=copy))
-    assert own.reader is not None and own.reader.calibration.temperature == 1.0
+    # A calibration that joins the trees' probabilities: the trees are not shipped (issue 50),
+    # so the shipped judge cannot apply it.
+    path.write_text(json.dumps({**data, "trees_weight": 0.5, "trees_sha256": "0" * 64}), encoding="utf-8")
+    with pytest.raises(judge.JudgeConfigError, match="joins the trees"):
+        reader.Calibration.load(path)
 
 
 def test_a_broken_model_file_is_a_clear_error(tmp_path: pathlib.Path) -> None:
@@ -149,15 +146,6 @@ async def test_an_unsure_contradiction_is_check_this_not_an_accusation(shipped: 
     assert default.verdict == Verdict.CONTRADICTED  # the same reading, under the shipped bar
 
 
-async def test_the_trees_still_judge_when_the_reader_is_off() -> None:
-    trees = judge.TrainedJudge(embed.WordLlamaEmbedder(), judge.TrainedJudgeConfig(reader=False))
-    assert trees.reader is None
-    found = await trees.judge("Statin therapy reduces the risk of myocardial infarction.",
-                              [_passage("Statin therapy reduced the risk of myocardial infarction "
-                                        "by 27% compared with placebo.")])
-    assert found.verdict in (Verdict.SUPPORTED, Verdict.PARTIALLY_SUPPORTED)
-
-
 def test_a_claim_not_stated_shows_the_close_sentence_that_states_the_opposite(shipped: judge.TrainedJudge) -> None:
     """The reader reads "not enough info", and a sentence about as close as the best says
     admissions rose where the claim says they fall: that sentence is the one shown, to be
@@ -168,7 +156,7 @@ def test_a_claim_not_stated_shows_the_close_sentence_that_states_the_opposite(sh
                       "during heat waves are well documented; hospital admissions, which show the "
                       "burden on health services, less so.")
     claim = "Hospital admissions of older adults fall during heat waves, because older people then stay at home."
-    found = shipped._featurizer.features(claim, [source])
+    found = shipped.ranker.rank(claim, [source])
     assert found is not None
     made = shipped._read(claim, [source], found, numpy.array([0.2, 0.1, 0.7]))
     assert made.verdict == Verdict.UNSUPPORTED
@@ -178,7 +166,8 @@ def test_a_claim_not_stated_shows_the_close_sentence_that_states_the_opposite(sh
 
 def test_every_trained_file_of_the_package_is_in_its_manifest_as_it_is() -> None:
     """MANIFEST.json names every file training wrote into the judge's package with its
-    sha256 and the command that made it (issue 38); a file changed without the manifest, or
+    sha256, what made it, the command, the machine, how long it took and the data it was
+    made from with their terms (issues 38 and 50); a file changed without the manifest, or
     a packaged file the manifest does not name, fails here."""
     import tomllib
 
@@ -188,21 +177,34 @@ def test_every_trained_file_of_the_package_is_in_its_manifest_as_it_is() -> None
         data = (here / name).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{name} differs from MANIFEST.json"
         assert len(data) == entry["bytes"] and entry["made_by"]
+        assert entry["machine"] and entry["seconds"] is not None, name  # a figure, or "not recorded"
+        assert all(d["name"] and d["terms"] for d in entry["data"]), name
     pyproject = tomllib.loads((pathlib.Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     shipped = set(pyproject["tool"]["setuptools"]["package-data"]["citerun.pipeline.judging"])
     written_by_hand = {"MODEL_CARD.md", "antonyms.LICENSE", "MANIFEST.json", "cache.sql"}
     assert shipped - written_by_hand == set(manifest)
 
 
-async def test_the_reader_judges_without_loading_the_trees(tmp_path: pathlib.Path) -> None:
-    """The trees decide only with `reader: false` (or joined by a calibration): the shipped
-    judge does not read their 740 KB file (issue 38), so a missing one does not matter to it,
-    and it does to a judge the trees decide for."""
-    missing = tmp_path / "no-trees.json"
-    embedder = embed.WordLlamaEmbedder()
-    reading = judge.TrainedJudge(embedder, judge.TrainedJudgeConfig(model_file=missing))
-    found = await reading.judge("Daily aspirin reduces the risk of a first heart attack.",
-                                [_passage("Daily aspirin reduced the risk of a first myocardial infarction.")])
-    assert found.verdict in (Verdict.SUPPORTED, Verdict.PARTIALLY_SUPPORTED) and reading.calibration is None
-    with pytest.raises(judge.JudgeConfigError, match="cannot read"):
-        judge.TrainedJudge(embedder, judge.TrainedJudgeConfig(model_file=missing, reader=False))
+def test_the_judge_package_holds_only_what_it_ships(tmp_path: pathlib.Path) -> None:
+    """Issue 50: the judge's folder holds its modules and the files the wheel ships, no
+    more (the trees, their features and calibration live in training/trees/, which the
+    benches import), and the shipped judge runs where training cannot be imported."""
+    import os
+    import subprocess
+    import sys
+    import tomllib
+
+    here = pathlib.Path(reader.__file__).parent
+    pyproject = tomllib.loads((pathlib.Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    shipped = set(pyproject["tool"]["setuptools"]["package-data"]["citerun.pipeline.judging"])
+    files = {p.name for p in here.iterdir() if p.is_file() and p.suffix != ".py"}
+    assert files <= shipped, files - shipped
+    # From an empty folder (the repository's root, where training/ is, not on the path).
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", "from citerun.pipeline import embed, judge; "
+         "print(judge.TrainedJudge(embed.WordLlamaEmbedder()).judge_sync('Aspirin reduces pain.', "
+         "[judge.Passage(1, 'Aspirin reduced pain in a trial.', 1, 1, 0.0)]).verdict.value)"],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() in ("supported", "partially_supported")

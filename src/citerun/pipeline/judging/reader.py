@@ -8,7 +8,7 @@ run here with onnxruntime on one thread, with the model's own WordPiece tokenize
 
 What it reads (one owner for training and inference, :func:`evidence_text` and
 :func:`encode`): the claim as the first segment, and the best :data:`SENTENCES` sentences
-of the source (ranked by :class:`.features.Featurizer`) joined as the second, the pair cut
+of the source (ranked by :class:`.sentences.Ranker`) joined as the second, the pair cut
 to :data:`MAX_TOKENS` WordPiece tokens, the longer side first. One reading gives the
 claim's probabilities; a contradiction is then located by reading each of those sentences
 alone (:meth:`Reader.each`), so the report can show the sentence that states the opposite.
@@ -33,7 +33,6 @@ import typing
 import numpy
 import numpy.typing
 
-from citerun.pipeline.judging.model import softmax
 from citerun.pipeline.judging.types import JudgeConfigError
 
 HERE = pathlib.Path(__file__).parent
@@ -45,6 +44,12 @@ MAX_TOKENS = 128
 SENTENCES = 3
 BATCH = 16
 Array = numpy.typing.NDArray[typing.Any]
+
+
+def softmax(logits: Array) -> Array:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = numpy.exp(shifted)
+    return typing.cast(Array, exp / exp.sum(axis=-1, keepdims=True))
 
 
 def evidence_text(sentences: collections.abc.Sequence[str]) -> str:
@@ -83,9 +88,11 @@ def encode(pairs: collections.abc.Sequence[tuple[str, str]], path: pathlib.Path 
 @dataclasses.dataclass(frozen=True)
 class Calibration:
     """``softmax(logits / temperature + trees_weight * log p_trees + bias)``: the reader's
-    logits, optionally with the trees' probabilities of the same claim, made probabilities
-    that hold on sets neither saw. Fitted to one reader file (its sha256) and, with a
-    ``trees_weight``, to one trees file."""
+    logits made probabilities that hold on sets it did not see. Fitted to one reader file
+    (its sha256). A ``trees_weight`` joins the trees' probabilities of the same claim
+    (``training.fit_reader_calibration --trees``, for the benches' comparisons): fitted
+    to one trees file too, which is not shipped, so the shipped judge refuses such a
+    calibration."""
 
     temperature: float
     bias: Array
@@ -134,6 +141,10 @@ class Calibration:
             raise JudgeConfigError(
                 f"the reader's calibration {str(path)!r} was fitted to another model than "
                 f"{str(model_path)!r}; refit it with training/fit_reader_calibration.py")
+        if trees_weight and trees_path is None:
+            raise JudgeConfigError(
+                f"the reader's calibration {str(path)!r} joins the trees, which the judge does "
+                "not read; fit one without them (training/fit_reader_calibration.py --no-trees)")
         if trees_weight and (trees_path is None or sha256(trees_path) != trees_sha):
             raise JudgeConfigError(
                 f"the reader's calibration {str(path)!r} was fitted with other trees than "
@@ -196,7 +207,7 @@ class Reader:
         return self.calibration.apply(self.logits([(claim, s) for s in sentences]))
 
 
-@functools.lru_cache(maxsize=4)
-def shipped(calibrated: bool = True, trees_path: pathlib.Path | None = None) -> Reader:
-    """The package's reader (one per process), calibrated unless asked otherwise."""
-    return Reader(MODEL, TOKENIZER, Calibration.load(CALIBRATION, MODEL, trees_path) if calibrated else None)
+@functools.lru_cache(maxsize=1)
+def shipped() -> Reader:
+    """The package's reader with its calibration (one per process)."""
+    return Reader(MODEL, TOKENIZER, Calibration.load(CALIBRATION, MODEL))

@@ -1,7 +1,11 @@
-"""The trained model of the embedded judge: its artifact, inference and its training step.
+"""The trees: the embedded judge's decision before the reader, their artifact, inference,
+training step and out-of-domain calibration.
 
-The artifact (``judge_model.json`` beside this module, written by
-``training/judge.py``; see ``MODEL_CARD.md``) holds the feature names it was trained
+Not shipped (issue 50): the judge decides with the reader, and the trees are kept here for
+the benches that compare with them (:mod:`training.trees.judge`,
+``bench.quality.out_of_domain --config 'trees={"reader": false}'``). The artifact
+(``judge_model.json`` beside this module, written by ``training/judge.py``; see
+``README.md`` beside it) holds the feature names it was trained
 on and the flattened trees of a gradient-boosted model (format 2, shipped) or the
 standardisation and the weights of a logistic regression or an MLP (format 1),
 the temperature that calibrates its probabilities and the per-class decision offsets.
@@ -20,8 +24,8 @@ import typing
 import numpy
 import numpy.typing
 
-from citerun.pipeline.judging import features
 from citerun.pipeline.judging.types import JudgeConfigError
+from training.trees import features
 
 ARTIFACT = pathlib.Path(__file__).with_name("judge_model.json")
 LABELS = ("SUPPORT", "CONTRADICT", "NEI")
