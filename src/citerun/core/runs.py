@@ -20,10 +20,17 @@ from typing import Any
 
 import asyncpg
 
+import citerun
 from citerun.core import db, errors, queue, sql
 from citerun.core.states import RunState
 
 _Q = sql.load("citerun.core", "runs.sql")
+
+#: The readers' version (the parse children's code: ``pipeline.pdf``, ``pipeline.writer``),
+#: recorded with a document's refusal (:func:`fail_document`): the same bytes staged under
+#: another version are parsed again, once no running run holds the refusal (issue 48). The
+#: package's version, so a release tries again what an older one refused.
+PARSER_VERSION: str = citerun.__version__
 
 #: Enqueues a new run's first tasks; called inside the create transaction with the run's
 #: row locked (see :meth:`citerun.core.flow.Flow.start`).
@@ -119,7 +126,8 @@ async def stage_document(conn: asyncpg.Connection | asyncpg.Pool, data: bytes, f
     tenant owns the digest from now on (see src/citerun/core/migrations/0003_tenancy.sql), by
     upload or for a run (``via`` ``"run"``: a downloaded source)."""
     digest = await digest_off_loop(data)
-    await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant, via)
+    await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data, tenant, via,
+                        PARSER_VERSION)
     return StagedDocument(digest, filename)
 
 
@@ -164,7 +172,7 @@ async def _create(pool: asyncpg.Pool, request: RunRequest,
                 return Admission(created=False, over_capacity=reason)
         for digest, data, filename in payloads:
             await conn.fetchval(_Q["document_stage"], digest, filename, len(data), data,
-                                request.tenant, "run")
+                                request.tenant, "run", PARSER_VERSION)
         created = await conn.fetchval(
             _Q["run_insert"], request.id, request.name, request.namespace, request.tenant,
             request.generation, request.spec, request.priority, request.resource_uid,
@@ -229,8 +237,11 @@ async def lock_by_documents(conn: asyncpg.Connection,
 async def fail_document(conn: asyncpg.Connection, digest: str, reason: str,
                         error: str) -> None:
     """Record why a document cannot be used (unless it was parsed meanwhile) and drop its
-    staged bytes."""
-    await conn.execute(_Q["document_mark_failed"], digest, reason, error[:2000])
+    staged bytes. A refusal by the readers is remembered with their version
+    (:data:`PARSER_VERSION`); ``missing`` bytes are no refusal: staged again, they are
+    parsed."""
+    await conn.execute(_Q["document_mark_failed"], digest, reason, error[:2000],
+                       None if reason == "missing" else PARSER_VERSION)
 
 
 async def finish(conn: asyncpg.Connection | asyncpg.Pool, run_id: uuid.UUID, state: RunState,

@@ -1,12 +1,27 @@
 -- name: document_stage --
--- Stage a PDF's bytes under its digest; a document seen before keeps its state and bytes.
+-- Stage a PDF's bytes under its digest; a document seen before keeps its state and bytes,
+-- but for a refusal by other readers than these ($7, runs.PARSER_VERSION; NULL: refused
+-- before versions were recorded, or its bytes went missing) that no running run holds:
+-- staged again with its bytes, to be parsed again (issue 48).
 -- The tenant ($5) owns the digest from now on, by upload or for a run ($6).
-WITH doc AS (
-    INSERT INTO documents (digest, filename, size_bytes, raw, tenant)
+WITH retry AS (
+    SELECT EXISTS (
+        SELECT 1 FROM documents AS f
+        WHERE f.digest = $1 AND f.state = 'failed' AND f.parser_version IS DISTINCT FROM $7::text
+          AND NOT EXISTS (SELECT 1 FROM run_sources AS s JOIN runs AS r ON r.id = s.run_id
+                          WHERE s.digest = f.digest AND r.state = 'running')) AS yes
+), doc AS (
+    INSERT INTO documents AS d (digest, filename, size_bytes, raw, tenant)
     VALUES ($1, $2, $3, $4, $5)
     ON CONFLICT (digest) DO UPDATE
-    SET raw = CASE WHEN documents.state = 'staged' AND documents.raw IS NULL
-                   THEN excluded.raw ELSE documents.raw END
+    SET raw = CASE WHEN (d.state = 'staged' AND d.raw IS NULL) OR (SELECT yes FROM retry)
+                   THEN excluded.raw ELSE d.raw END,
+        state = CASE WHEN (SELECT yes FROM retry) THEN 'staged' ELSE d.state END,
+        error_reason = CASE WHEN (SELECT yes FROM retry) THEN NULL ELSE d.error_reason END,
+        error = CASE WHEN (SELECT yes FROM retry) THEN NULL ELSE d.error END,
+        finished_at = CASE WHEN (SELECT yes FROM retry) THEN NULL ELSE d.finished_at END,
+        staged_at = CASE WHEN (SELECT yes FROM retry) THEN now() ELSE d.staged_at END,
+        parser_version = CASE WHEN (SELECT yes FROM retry) THEN NULL ELSE d.parser_version END
     RETURNING digest, state
 ), owner AS (
     INSERT INTO document_owners (tenant, digest, size_bytes, via)
@@ -114,7 +129,8 @@ SELECT EXISTS (SELECT 1 FROM tasks WHERE run_id = $1 AND kind = ANY($2::text[])
 -- name: document_mark_failed --
 -- Record why a document cannot be used and drop its staged bytes (a parsed one stays).
 UPDATE documents
-SET state = 'failed', raw = NULL, error_reason = $2, error = $3, finished_at = now()
+SET state = 'failed', raw = NULL, error_reason = $2, error = $3, finished_at = now(),
+    parser_version = $4
 WHERE digest = $1 AND state <> 'parsed';
 
 -- name: tenant_admission_lock --
