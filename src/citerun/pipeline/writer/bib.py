@@ -188,13 +188,35 @@ def item_of(entry: bibmodel.Entry, limits: BibLimits = BibLimits(),
         authors=once("names", names, lambda n: surnames(n, limits)),
         year=year_of(entry), doi=doi_of(_field(entry, "doi")),
         files=once("files", files, lambda f: file_paths(f[: most * 10])) if files else (),
-        kind=entry.entry_type.lower() or None, origin="bibtex")
+        kind=entry.entry_type.lower() or None, origin="bibtex",
+        arxiv=_plain(arxiv_of(entry), most), pmid=_plain(_field(entry, "pmid"), most),
+        pmcid=_plain(_field(entry, "pmcid"), most), isbn=_plain(_field(entry, "isbn"), most),
+        url=_plain(_field(entry, "url"), most))
+
+
+def arxiv_of(entry: bibmodel.Entry) -> str | None:
+    """The arXiv id an entry states: biblatex's ``eprint`` with ``eprinttype = arxiv``,
+    BibTeX's with ``archiveprefix = arXiv`` (or none: arXiv's own export), Mendeley's
+    ``arxivid``; as written (the open-access lookup normalises it)."""
+    own = _field(entry, "arxivid")
+    if own:
+        return own
+    eprint = _field(entry, "eprint")
+    kind = (_field(entry, "eprinttype") or _field(entry, "archiveprefix") or "arxiv")
+    return eprint if eprint and "arxiv" in kind.lower() else None
+
+
+def _plain(value: str | None, most: int) -> str | None:
+    """A field's value without braces and surrounding space, cut to ``most``."""
+    text = value.replace("{", "").replace("}", "").strip()[:most] if value else ""
+    return text or None
 
 
 def _chars(item: LibraryItem) -> int:
-    """The characters an item gives to store: key, title, surnames, file paths, DOI."""
+    """The characters an item gives to store: key, title, surnames, file paths, ids."""
     return (len(item.key) + len(item.title or "") + sum(map(len, item.authors))
-            + sum(map(len, item.files)) + len(item.doi or ""))
+            + sum(map(len, item.files)) + len(item.doi or "") + sum(
+                len(x or "") for x in (item.arxiv, item.pmid, item.pmcid, item.isbn, item.url)))
 
 
 def _line(block: bibmodel.Block) -> str:
@@ -342,7 +364,8 @@ def _split_unescaped_outside(value: str) -> list[str]:
 #: (biber maps the parent's title to the child's booktitle; a DOI, file or id is the
 #: parent's own).
 _NOT_INHERITED = frozenset({"title", "subtitle", "titleaddon", "shorttitle", "doi", "file",
-                            "url", "ids", "crossref", "xref", "key", "entryset"})
+                            "url", "ids", "crossref", "xref", "key", "entryset", "eprint",
+                            "eprinttype", "archiveprefix", "arxivid", "pmid", "pmcid"})
 
 
 def _with_crossref(entry: bibmodel.Entry, by_key: dict[str, bibmodel.Entry]) -> bibmodel.Entry:

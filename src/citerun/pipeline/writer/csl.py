@@ -104,7 +104,17 @@ def csl_item(item: Mapping[str, Any], *, key: str | None = None,
         doi=_doi(item.get("DOI", item.get("doi"))),
         kind=_text(item.get("type")),
         origin=origin,
+        arxiv=_arxiv(item), pmid=_text(item.get("PMID")), pmcid=_text(item.get("PMCID")),
+        isbn=_text(item.get("ISBN")), url=_text(item.get("URL")),
     )
+
+
+def _arxiv(item: Mapping[str, Any]) -> str | None:
+    """An arXiv preprint's id: Zotero writes it as the ``number`` of an item whose
+    ``archive``, ``publisher`` or ``container-title`` is arXiv."""
+    where = " ".join(_text(item.get(k)) or "" for k in ("archive", "publisher",
+                                                          "container-title"))
+    return _text(item.get("number")) if "arxiv" in where.lower() else None
 
 
 #: Keys of which a CSL item has at least one besides its ``id``.

@@ -441,10 +441,13 @@ def _paperpile_item(item: Mapping[str, Any], key: str) -> LibraryItem:
     year = csl._year_in(csl._text(published.get("year"))) if isinstance(published, Mapping) \
         else csl._year_in(csl._text(published))
     kind = csl._text(item.get("pubtype"))
+    urls = item.get("url")  # Paperpile keeps a list of links
+    url = csl._text(urls[0] if isinstance(urls, list) and urls else urls)
     return LibraryItem(
         key=key, title=csl._text(item.get("title")), authors=tuple(authors), year=year,
         doi=csl._doi(item.get("doi")), kind=kind.removeprefix("PP_").lower() if kind else None,
-        origin="field")
+        origin="field", arxiv=csl._text(item.get("arxivid")), pmid=csl._text(item.get("pmid")),
+        pmcid=csl._text(item.get("pmc")), isbn=csl._text(item.get("isbn")), url=url)
 
 
 def _paperpile_citation(instruction: str, most_inflated: int) -> Citation:
