@@ -34,7 +34,7 @@ async def _run_with_citations(pool: asyncpg.Pool, claims: list[str]) -> tuple[uu
     await pool.execute("UPDATE runs SET state = 'running' WHERE id = $1", run_id)
     ids = [await pool.fetchval(_TASKS["citation_insert"], run_id, n, "bostock1999",
                                "(Bostock, 1999)", claim, 1, None, source.digest, None, "key",
-                               1.0, None, None)
+                               1.0, None, None, None)
            for n, claim in enumerate(claims, 1)]
     return run_id, ids
 
