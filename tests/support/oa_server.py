@@ -16,8 +16,9 @@ address stay refused). It answers:
   a PDF, an abstract only, unknown (404s as each service answers them), an HTML page
   instead of the PDF, a redirect to a hostile target, a slow body, a 2 GB body (streamed,
   never built in memory);
-* ``throttle={"/unpaywall/": 2}``: the first two requests under that path get 429 with
-  ``Retry-After: <retry_after>``.
+* ``throttle={"/unpaywall/": 2}``: the first two requests under that path get 429 (or
+  ``throttle_status``: OpenAlex documents 403 for "too fast") with
+  ``Retry-After: <retry_after>`` (none when ``retry_after`` is None).
 
 ``srv.requests`` counts requests per path (without the query), ``srv.log`` keeps each
 full path in order.
@@ -266,7 +267,8 @@ class OaServer:
     """The services on one local HTTPS server; see the module's docstring."""
 
     def __init__(self, works: Mapping[str, Work | Kind] | None = None, *,
-                 throttle: Mapping[str, int] | None = None, retry_after: str = "1",
+                 throttle: Mapping[str, int] | None = None, retry_after: str | None = "1",
+                 throttle_status: int = 429,
                  recordings: pathlib.Path | None = None, rate_headers: bool = False) -> None:
         self.shapes = oa_shapes
         self.works: dict[str, Work] = {}
@@ -278,6 +280,7 @@ class OaServer:
             self.works[key] = work
         self.throttle = dict(throttle or {})
         self.retry_after = retry_after
+        self.throttle_status = throttle_status
         self.rate_headers = rate_headers
         self.recordings = load_recordings(recordings or RECORDINGS)
         self.requests: Counter[str] = Counter()
@@ -415,8 +418,8 @@ class _Handler(Routes, BaseHTTPRequestHandler):
             for prefix, times in srv.throttle.items():
                 if path.startswith(prefix) and srv._throttled[prefix] < times:
                     srv._throttled[prefix] += 1
-                    # send_response adds the Retry-After of every 429
-                    self.send_json(429, {"error": "Too Many Requests"})
+                    # send_response adds the Retry-After of every throttled answer
+                    self.send_json(srv.throttle_status, {"error": "Rate limit exceeded"})
                     return
         segment, _, rest = path.lstrip("/").partition("/")
         route = getattr(self, f"route_{segment}", None)
@@ -427,7 +430,7 @@ class _Handler(Routes, BaseHTTPRequestHandler):
 
     def send_response(self, code: int, message: str | None = None) -> None:
         super().send_response(code, message)
-        if code == 429:
+        if code == self.srv.throttle_status and self.srv.retry_after is not None:
             self.send_header("Retry-After", self.srv.retry_after)
 
     # -- replay ------------------------------------------------------------------------

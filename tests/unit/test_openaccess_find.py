@@ -159,6 +159,32 @@ async def test_429_with_retry_after_is_waited_for_as_asked() -> None:
     assert waits == [7.0, 7.0] and session.waits == [7.0, 7.0]
 
 
+async def test_openalex_403_means_slow_down_and_is_retried_with_backoff() -> None:
+    """OpenAlex documents 403 as its rate limit (no Retry-After): backed off under the
+    one retry policy (1 s, jittered by 25 %), then answered."""
+    now = [1000.0]
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    with OaServer(WORKS, throttle={"/openalex/": 1}, throttle_status=403,
+                  retry_after=None) as srv:
+        found, _ = await find(srv.settings(services=("openalex",)),
+                              oa.WorkIds.build(doi=DOI_PDF), sleep=sleep,
+                              clock=lambda: now[0])
+        assert found.kind == "pdf" and found.service == "OpenAlex"
+        assert srv.requests[f"/openalex/works/https://doi.org/{DOI_PDF.replace('/', '%2F')}"] == 2
+    assert len(waits) == 1 and 0.75 <= waits[0] <= 1.25
+    # Another service's 403 is a refusal, not retried.
+    with OaServer(WORKS, throttle={"/unpaywall/": 1}, throttle_status=403,
+                  retry_after=None) as srv:
+        found, _ = await find(srv.settings(services=("unpaywall",)),
+                              oa.WorkIds.build(doi=DOI_PDF))
+        assert _outcomes(found) == [("Unpaywall", "refused by the server (HTTP 403)")]
+
+
 async def test_a_real_one_second_retry_after_is_honoured() -> None:
     with OaServer(WORKS, throttle={"/unpaywall/": 1}, retry_after="1") as srv:
         start = time.monotonic()

@@ -16,11 +16,16 @@ from citerun.pipeline.openaccess.session import ServiceFailed, Session
 S2_FIELDS = "title,year,authors,abstract,externalIds,openAccessPdf,url"
 
 
+# OpenAlex documents 403 as "rate limit exceeded; slow down" (429: the daily allowance).
+OPENALEX_TOO_FAST = frozenset({403})
+
+
 async def _json(session: Session, url: str, params: dict[str, str],
-                headers: dict[str, str] | None = None) -> parse.Json | None:
+                headers: dict[str, str] | None = None,
+                too_fast: frozenset[int] = frozenset()) -> parse.Json | None:
     """The JSON answer of ``url``; None for a 404."""
     try:
-        got = await session.get(url, params=params, headers=headers)
+        got = await session.get(url, params=params, headers=headers, too_fast=too_fast)
     except ServiceFailed as err:
         if err.status == 404:
             return None
@@ -56,7 +61,8 @@ def _openalex_params(session: Session) -> dict[str, str]:
 async def openalex_doi(session: Session, doi: str) -> list[parse.Lead]:
     """``GET /works/https://doi.org/<doi>`` (the DOI as a URL, its slash escaped)."""
     data = await _json(session, f"{session.settings.openalex_url}/works/https://doi.org/"
-                       f"{quote(doi, safe='')}", _openalex_params(session))
+                       f"{quote(doi, safe='')}", _openalex_params(session),
+                       too_fast=OPENALEX_TOO_FAST)
     return [] if data is None else [parse.openalex_work(data)]
 
 
@@ -73,7 +79,8 @@ async def openalex_title(session: Session, title: str, year: int | None
     if year:
         where += f",publication_year:{year - 1}-{year + 1}"
     data = await _json(session, f"{session.settings.openalex_url}/works",
-                       {"filter": where, "per-page": "5", **_openalex_params(session)})
+                       {"filter": where, "per-page": "5", **_openalex_params(session)},
+                       too_fast=OPENALEX_TOO_FAST)
     return [] if data is None else parse.openalex_list(data)
 
 

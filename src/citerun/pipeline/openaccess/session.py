@@ -156,9 +156,12 @@ class Session:
 
     async def get(self, url: str, *, params: Mapping[str, str] | None = None,
                   accept: str = "application/json", pdf: bool = False,
-                  headers: Mapping[str, str] | None = None) -> fetch.Fetched:
+                  headers: Mapping[str, str] | None = None,
+                  too_fast: frozenset[int] = frozenset()) -> fetch.Fetched:
         """GET ``url`` (with ``params``) through the gate of its host, retried under
-        the one retry policy; raises :class:`ServiceFailed` with the outcome."""
+        the one retry policy; raises :class:`ServiceFailed` with the outcome.
+        ``too_fast`` are statuses this service documents as "too fast" besides the
+        retry policy's own (OpenAlex answers 403 when a client exceeds its rate)."""
         if self._client is None:
             raise RuntimeError("use the Session as `async with Session(settings)`")
         client = self._client
@@ -184,7 +187,8 @@ class Session:
                         raise ServiceFailed(
                             f"gave up: asked to wait {asked:g} s (HTTP {err.status})",
                             status=err.status) from err
-                if (err.status is not None and self._retry.retryable(err.status)) or (
+                if (err.status is not None and (self._retry.retryable(err.status)
+                                                or err.status in too_fast)) or (
                         err.reason in ("network", "timeout") and not pdf):
                     raise retry.TryAgain(describe(err), status=err.status,
                                          retry_after=err.retry_after) from err
