@@ -19,7 +19,7 @@ from typing import Protocol
 
 import asyncpg
 
-from citerun.core import flow, runs
+from citerun.core import flow, runs, runspec
 from citerun.core.settings import Settings
 from citerun.web import store
 
@@ -41,9 +41,12 @@ class Upload:
 
 
 class Backend(Protocol):
-    async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload]) -> uuid.UUID:
+    async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload], *,
+                     fetch_sources: bool = False) -> uuid.UUID:
         """Create ``user``'s run of ``thesis`` against ``sources``; its id. Raises
-        :class:`citerun.web.store.OverCap` when the user's caps refuse it."""
+        :class:`citerun.web.store.OverCap` when the user's caps refuse it.
+        ``fetch_sources``: the run looks for open-access copies of the works without a PDF
+        (issue 51)."""
         ...
 
     async def cancel(self, run_id: uuid.UUID) -> None:
@@ -73,7 +76,8 @@ class LocalBackend:
         self.tenant = tenant
         self.tenant_caps = tenant_caps
 
-    async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload]) -> uuid.UUID:
+    async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload], *,
+                     fetch_sources: bool = False) -> uuid.UUID:
         run_id = uuid.uuid4()
         staged = [s for s in sources if s.digest != thesis.digest]
         request = runs.RunRequest(
@@ -81,7 +85,8 @@ class LocalBackend:
             thesis=runs.StagedDocument(thesis.digest, thesis.filename),
             sources=tuple(runs.StagedDocument(s.digest, s.filename) for s in staged),
             spec={"thesis": thesis.filename, "sources": [s.filename for s in staged],
-                  "web": {"owner": user}},
+                  "web": {"owner": user},
+                  **({runspec.FETCH_SOURCES: True} if fetch_sources else {})},
             tenant=self.tenant,
             # Staged inside the create transaction, owned for the run: the bytes go when
             # the run no longer needs them.

@@ -124,7 +124,8 @@ class KubeBackend:
 
     # -- the backend -----------------------------------------------------------------------
 
-    async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload]) -> uuid.UUID:
+    async def submit(self, user: str, thesis: Upload, sources: Sequence[Upload], *,
+                     fetch_sources: bool = False) -> uuid.UUID:
         await self.settle(user)
         namespace = namespace_for(user, self.settings)
         placeholder = uuid.uuid4()
@@ -147,7 +148,8 @@ class KubeBackend:
                                 OWNER_ANNOTATION: user}},
             "spec": {"thesis": {"name": thesis.filename, "digest": thesis.digest},
                      "sources": [{"name": s.filename, "digest": d}
-                                 for d, s in unique.items()]}}
+                                 for d, s in unique.items()],
+                     **({runspec.FETCH_SOURCES: True} if fetch_sources else {})}}
         try:
             created = await self._create(namespace, body)
         except Exception as err:  # the API server's refusal or no answer: compensate

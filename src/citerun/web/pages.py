@@ -149,8 +149,26 @@ def _alert(message: str | None, *, link: bool = False) -> str:
     return f'<p class="error" role="alert">{_e(message)}{more}</p>'
 
 
+#: The form's checkbox that asks for open-access copies of the works without a PDF.
+FETCH_FIELD = "fetch_sources"
+
+
+def _fetch_html(offered: bool) -> str:
+    """The checkbox of :data:`FETCH_FIELD` where the operator offers it (issue 51)."""
+    if not offered:
+        return ""
+    return (f'<p class="check"><input id="fetch" name="{FETCH_FIELD}" type="checkbox" value="1" '
+            'aria-describedby="fetch-hint"> <label for="fetch">Look for open-access copies of '
+            'the works I have no PDF of</label></p>'
+            '<p class="hint" id="fetch-hint">Their DOI, arXiv or PubMed id, or title, author '
+            "and year (never your thesis's text) are sent to Unpaywall, OpenAlex, arXiv, Europe "
+            "PMC, Semantic Scholar and Crossref; a PDF found is checked like an uploaded one, an "
+            "abstract alone is marked “abstract only”.</p>")
+
+
 def upload_page(*, user: str, csrf: str, max_bytes: int, error: str | None = None,
-                error_links_runs: bool = False, keep_days: float | None = None) -> str:
+                error_links_runs: bool = False, keep_days: float | None = None,
+                fetch_offered: bool = False) -> str:
     body = f"""<h1>Check the citations of a thesis</h1>
 {_alert(error, link=error_links_runs)}
 <form id="upload" method="post" action="/api/runs" enctype="multipart/form-data">
@@ -178,6 +196,7 @@ aria-describedby="sources-hint">
 JabRef or Mendeley.</p>
 <input id="library" name="library" type="file" multiple accept="{",".join(intake.LIBRARY_SUFFIXES)}"
 aria-describedby="library-hint">
+{_fetch_html(fetch_offered)}
 <p class="hint">At most {_e(human_bytes(max_bytes))} in all.</p>
 <p class="hint" id="retention">{_e(retention_note(keep_days))}</p>
 <button type="submit">Upload and check</button>

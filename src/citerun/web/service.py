@@ -125,9 +125,12 @@ def serve(settings: Settings, web_settings: WebSettings, bundle_limits: archive.
     count = workers if workers is not None else (0 if settings.database_url else 2)
     with localdb.database(settings) as url:
         asyncio.run(db.migrate(url))
+        # The form's open-access copies (web.fetch_sources) are fetched by these workers.
         local = (LocalWorkers(settings.database_url, count,
                               settings.data_dir / "logs" / "serve", concurrency, None,
-                              settings.data_dir) if count else None)
+                              settings.data_dir,
+                              extra_env={"CITERUN_OPENACCESS__ENABLED": "true"}
+                              if web_settings.fetch_sources else None) if count else None)
         try:
             asyncio.run(_serve(url, settings, web_settings, bundle_limits, host, port))
         finally:

@@ -103,6 +103,11 @@ class WebSettings(BaseModel):
         "default", min_length=1, description="The tenant (queue fair share, tenant caps) "
         "of the runs this service creates locally.")
     list_limit: int = Field(200, ge=1, le=10_000, description="Runs one listing shows.")
+    fetch_sources: bool = Field(
+        False, description="Offer the form's checkbox that looks for open-access copies of "
+        "the cited works no uploaded PDF matches (issue 51; a run's spec then asks "
+        "fetchSources). The workers fetch only where CITERUN_OPENACCESS__ENABLED is true: "
+        "citerun serve turns it on for its own local workers.")
     keep_days: float | None = Field(
         30.0, gt=0, le=3650, description="Days an ended run of a web user (its report, its "
         "documents' names and what nothing else uses of them) is kept after it ended; then "

@@ -55,7 +55,8 @@ async def page_upload(request: web.Request) -> web.StreamResponse:
     return web.Response(content_type="text/html", text=pages.upload_page(
         user=user(request), csrf=caller().csrf,
         max_bytes=request.app[KEY_SETTINGS].max_upload_bytes,
-        keep_days=request.app[KEY_SETTINGS].keep_days))
+        keep_days=request.app[KEY_SETTINGS].keep_days,
+        fetch_offered=request.app[KEY_SETTINGS].fetch_sources))
 
 
 def wants_page(request: web.Request) -> bool:
@@ -73,7 +74,8 @@ def _upload_refusal(request: web.Request, status: int, message: str) -> web.Resp
         user=who.identity.user, csrf=who.csrf,
         max_bytes=request.app[KEY_SETTINGS].max_upload_bytes, error=message,
         error_links_runs=status == 429 or "cancel one" in message,
-        keep_days=request.app[KEY_SETTINGS].keep_days))
+        keep_days=request.app[KEY_SETTINGS].keep_days,
+        fetch_offered=request.app[KEY_SETTINGS].fetch_sources))
 
 
 @csrf_checked_in_body  # the token is the body's first field (_read_upload)
@@ -98,7 +100,9 @@ async def api_submit(request: web.Request) -> web.StreamResponse:
                     [f.size for f in files], thesis_with_libraries)):
                 thesis, sources = await _staged(request, settings, left, files,
                                                 named.get(MAIN_FIELD) or None)
-                run_id = await backend.submit(who, thesis, sources)
+                # Open-access copies only where the operator offers them (issue 51).
+                fetch = settings.fetch_sources and named.get(pages.FETCH_FIELD) == "1"
+                run_id = await backend.submit(who, thesis, sources, fetch_sources=fetch)
                 thesis_name, source_count = thesis.filename, len(sources)
                 del thesis, sources  # within the budget
     except (UploadRefused, intake.IntakeRefused) as err:
@@ -171,6 +175,14 @@ async def _read_upload(request: web.Request, settings: WebSettings,
             continue
         if field == CSRF_FIELD:
             await part.read(decode=False)
+            continue
+        if field == pages.FETCH_FIELD:  # the checkbox of open-access copies (issue 51)
+            ticked = b""
+            while chunk := await part.read_chunk(1024):
+                ticked += chunk
+                if len(ticked) > 16:
+                    raise UploadRefused(400, f"the field {field!r} is a checkbox: send 1")
+            named[field] = ticked.decode("utf-8", "replace").strip()
             continue
         if field == MAIN_FIELD:  # a LaTeX zip's main file, named (issue 47)
             typed = b""
