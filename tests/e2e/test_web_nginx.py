@@ -11,7 +11,10 @@ by Chromium's own host rules (nothing leaves loopback).
 In headless Chromium, with no header set by hand (the credentials are Playwright's
 ``http_credentials``, the browser's own Basic login): My runs loads, a thesis is
 uploaded through the form, the run is cancelled from its page; a second user's My runs
-is their own. Before issue 47 the first step answered 401 (the browser's Basic
+is their own; with a worker started, a second upload runs to its report, which alice
+shares with bob by the report's bar (the link to send names the browser's address), bob
+opens it from Shared with me, and both download the report, its data and the citations
+to fix. Before issue 47 the first step answered 401 (the browser's Basic
 ``Authorization`` read as a bearer token), and with the header stripped every POST 403
 ("cross-site request refused"): nginx sends the upstream's own Host.
 
@@ -36,7 +39,8 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -217,7 +221,8 @@ def _basic(user: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{PASSWORDS[user]}".encode()).decode()
 
 
-def test_chromium_through_the_readmes_nginx(database_url: str, tmp_path: pathlib.Path) -> None:
+def test_chromium_through_the_readmes_nginx(database_url: str, tmp_path: pathlib.Path,
+                                           spawn_worker: Callable[..., Any]) -> None:
     _, shell = readme_recipe()
     readme_env, args = serve_command(shell)
     assert args[args.index("--host") + 1] == "127.0.0.1"
@@ -241,18 +246,24 @@ def test_chromium_through_the_readmes_nginx(database_url: str, tmp_path: pathlib
                                                    "X-Forwarded-User": "alice",
                                                    "Accept": "application/json"})
         assert status == 200 and json.loads(body) == {"runs": []}, body
-        asyncio.run(_browse(public, log))
+        asyncio.run(_browse(public, log, lambda: spawn_worker(
+            "nginx-w0", tasks="citerun.worker.tasks:registry",
+            env={"CITERUN_WORKER__CONCURRENCY": "2"})))
         status, body = _direct(port, "/api/runs", {"Authorization": _basic("bob"),
                                                    "X-Forwarded-User": "alice",
                                                    "Accept": "application/json"})
         assert status == 200 and json.loads(body) == {"runs": []}, body
         status, body = _direct(port, "/api/runs", {"Authorization": _basic("alice"),
                                                    "Accept": "application/json"})
-        assert status == 200 and len(json.loads(body)["runs"]) == 1, body
+        assert status == 200 and len(json.loads(body)["runs"]) == 2, body
     assert "cross-site" not in log.read_text(errors="replace")
 
 
-async def _browse(public: str, log: pathlib.Path) -> None:
+async def _browse(public: str, log: pathlib.Path,
+                  start_worker: Callable[[], object] | None = None) -> None:
+    """Two users through the proxy at ``public``: My runs, an upload, a cancel, each
+    user's runs apart; with ``start_worker``, a run to its report, shared and downloaded
+    (:func:`_share_and_download`)."""
     async with playwright_api.async_playwright() as playwright:
         browser = await playwright.chromium.launch(
             executable_path=str(CHROMIUM),
@@ -299,8 +310,54 @@ async def _browse(public: str, log: pathlib.Path) -> None:
             assert await other.locator(f'tr[data-run="{run_id}"]').count() == 0
             answer = await other.goto(f"{public}/runs/{run_id}")
             assert answer is not None and answer.status == 404
+            if start_worker is not None:
+                await _share_and_download(tabs, public, log, start_worker)
         finally:
             await browser.close()
+
+
+async def _share_and_download(tabs: dict[str, Any], public: str, log: pathlib.Path,
+                              start_worker: Callable[[], object]) -> None:
+    """A run that finishes (a worker now runs), shared by alice with bob through the
+    report's bar; bob finds it under Shared with me and both download the report, its
+    data and the citations to fix, all through nginx."""
+    start_worker()
+    tab, other = tabs["alice"], tabs["bob"]
+    run_page = await browser_upload.upload(tab, public, THESIS, SOURCES, log)
+    run_id = run_page.rsplit("/", 1)[1]
+    try:
+        await tab.wait_for_selector("#total", timeout=600_000)  # the report, in place
+    except playwright_api.TimeoutError:
+        raise AssertionError(f"no report: {await tab.inner_text('body')}\n"
+                             f"{log.read_text(errors='replace')}") from None
+    await tab.get_by_text("Share with a supervisor").click()
+    await tab.get_by_label("Their user name (as they sign in)").fill("bob")
+    await tab.get_by_role("button", name="Share read-only").click()
+    await tab.get_by_role("button", name="Stop sharing with bob").wait_for()
+    assert "cross-site" not in await tab.inner_text("body")
+    # The link to send names the address the browser uses (web.public_origin).
+    link = tab.locator(".send a")
+    assert await link.get_attribute("href") == f"{public}/runs/{run_id}"
+    await other.goto(f"{public}/runs")
+    await other.locator("#shared ~ table").get_by_role("link").first.click()
+    await other.wait_for_selector("#total")
+    assert other.url == f"{public}/runs/{run_id}"
+    assert await other.get_by_text("Shared with you by alice (read-only)").count() == 1
+    total = int(await other.locator("#total").inner_text())
+    assert total > 0
+    for page in (tab, other):
+        got: dict[str, bytes] = {}
+        for name in ("Download the report (HTML)", "the data (JSON)",
+                     "the citations to fix (CSV)"):
+            async with page.expect_download() as info:
+                await page.get_by_role("link", name=name).click()
+            download = await info.value
+            got[download.suggested_filename] = pathlib.Path(await download.path()).read_bytes()
+        assert sorted(got) == ["thesis-citations-to-fix.csv", "thesis-report.html",
+                               "thesis-report.json"], sorted(got)
+        report = json.loads(got["thesis-report.json"])
+        assert report["run_id"] == run_id and len(report["citations"]) == total
+        assert b"<title>Citation report: Cooling the Compact City" in got["thesis-report.html"]
 
 
 def test_without_public_origin_the_refusal_says_what_to_set(
