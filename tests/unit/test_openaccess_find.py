@@ -94,6 +94,16 @@ async def test_an_unknown_work_lists_every_service_and_identifier_tried(
         "Unpaywall", "OpenAlex", "Semantic Scholar", "Crossref")]
 
 
+async def test_a_work_no_service_can_look_up_says_so(srv: OaServer) -> None:
+    before = sum(srv.requests.values())
+    found, _ = await find(srv.settings(try_library_urls=False),
+                          oa.WorkIds.build(isbn="978-3-16-148410-0"))
+    assert found.kind == "none" and sum(srv.requests.values()) == before
+    assert _outcomes(found) == [
+        ("citerun", "no service asked: none looks works up by the identifiers given")]
+    assert found.attempts[0].identifier == "ISBN 9783161484100"
+
+
 async def test_arxiv_id_gives_the_arxiv_pdf_and_abstract(srv: OaServer) -> None:
     found, _ = await find(srv.settings(), oa.WorkIds.build(arxiv="arXiv:2101.01234v2"))
     assert found.kind == "pdf" and found.service == "arXiv"

@@ -170,6 +170,9 @@ class _Finder:
             await self.try_links("library", (parse.PdfLink(self.ids.url),))
         if self.pdf is None and not self.abstract_in_hand():
             await self.crossref()
+        if not self.attempts:  # an ISBN alone, or every service that could was left out
+            self.note("citerun", "; ".join(self.ids.tried()) or self.ids.key(),
+                      "no service asked: none looks works up by the identifiers given")
 
     async def arxiv(self) -> None:
         arxiv_id = self.ids.arxiv
