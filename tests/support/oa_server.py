@@ -334,7 +334,8 @@ class OaServer:
             semanticscholar_url=f"{self.base}/s2/graph/v1", ca_bundle=str(self.ca),
             allow_networks=(f"{HOST}/32",), unpaywall_interval_s=0, openalex_interval_s=0,
             crossref_interval_s=0, arxiv_interval_s=0, europepmc_interval_s=0,
-            semanticscholar_interval_s=0, pdf_interval_s=0, retry_after_cap_s=5.0)
+            semanticscholar_interval_s=0, semanticscholar_keyless_interval_s=0, pdf_interval_s=0,
+            retry_after_cap_s=5.0)
         values.update(overrides)
         return OpenAccessSettings(**values)
 

@@ -231,6 +231,22 @@ async def test_each_host_is_paced_at_its_interval() -> None:
     assert waits == [3.0, 3.0, 3.0]
 
 
+def test_the_default_intervals_are_the_services_published_rates() -> None:
+    async def intervals(settings: oa.OpenAccessSettings) -> dict[str, float]:
+        async with oa.Session(settings) as session:
+            return {host: session.interval_of(host) for host in (
+                "api.unpaywall.org", "api.openalex.org", "api.crossref.org",
+                "export.arxiv.org", "arxiv.org", "www.ebi.ac.uk", "api.semanticscholar.org",
+                "example.org")}
+    keyless = asyncio.run(intervals(oa.OpenAccessSettings()))
+    assert keyless == {"api.unpaywall.org": 1.0, "api.openalex.org": 0.1,
+                       "api.crossref.org": 0.2, "export.arxiv.org": 3.0, "arxiv.org": 3.0,
+                       "www.ebi.ac.uk": 0.2, "api.semanticscholar.org": 3.0,
+                       "example.org": 1.0}
+    keyed = asyncio.run(intervals(oa.OpenAccessSettings(semanticscholar_key="k")))
+    assert keyed["api.semanticscholar.org"] == 1.0
+
+
 async def test_crossref_rate_headers_slow_the_host_down() -> None:
     with OaServer(WORKS, rate_headers=True) as srv:
         async with oa.Session(srv.settings(services=("crossref",))) as session:

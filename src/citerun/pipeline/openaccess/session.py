@@ -103,7 +103,8 @@ class Session:
                  (s.arxiv_api_url, s.arxiv_interval_s),
                  (s.arxiv_pdf_url, s.arxiv_interval_s),
                  (s.europepmc_url, s.europepmc_interval_s),
-                 (s.semanticscholar_url, s.semanticscholar_interval_s))
+                 (s.semanticscholar_url, s.semanticscholar_interval_s if s.semanticscholar_key
+                  else s.semanticscholar_keyless_interval_s))
         intervals: dict[str, float] = {}
         for url, interval in pairs:
             host = _host(url)

@@ -118,7 +118,11 @@ class OpenAccessSettings(pydantic.BaseModel):
             name="Europe PMC", why="it names no number; kept modest"))
     semanticscholar_interval_s: float = pydantic.Field(
         1.0, ge=0, description=_POLITE.format(
-            name="Semantic Scholar", why="1 request per second (with or without a key, "
-            "shared among unauthenticated users without one)"))
+            name="Semantic Scholar with a key", why="a key's introductory rate is 1 "
+            "request per second"))
+    semanticscholar_keyless_interval_s: float = pydantic.Field(
+        3.0, ge=0, description=_POLITE.format(
+            name="Semantic Scholar without a key", why="unauthenticated callers share one "
+            "pool (about 100 requests per 5 minutes)"))
     pdf_interval_s: float = pydantic.Field(
         1.0, ge=0, description="Seconds between two PDF downloads from the same host.")
