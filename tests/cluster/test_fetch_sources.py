@@ -1,0 +1,75 @@
+"""A CitationRun with ``spec.fetchSources`` (issue 51) against a real kube-apiserver, the
+operator and workers whose settings point the open-access services at the local test
+server (tests/support/oa_server.py): the API server takes the field (the CRD), the
+operator stores it with the run, the workers look the demo's one unresolved work up (by
+its title: its entry has no DOI), and the run ends with the work listed as not found with
+what was tried; a second CitationRun of the same thesis sends no request."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg
+import pytest
+from kubernetes import client as k8s
+
+import operator_support as ops
+from tests.support.oa_server import OaServer
+
+pytestmark = pytest.mark.cluster
+
+PIPELINE = "citerun.worker.tasks:registry"
+
+
+@pytest.fixture
+def operator(control_plane: Any, namespace: str, database_url: str, tmp_path: pathlib.Path,
+             api_client: k8s.ApiClient, crd: None) -> Iterator[ops.OperatorProcess]:
+    op = ops.OperatorProcess(control_plane.kubeconfig, database_url, namespace, tmp_path,
+                             "operator-0", None)
+    yield op
+    op.stop()
+    ops.drop_finalizers(api_client, namespace)
+
+
+def _env(srv: OaServer) -> dict[str, str]:
+    env = {}
+    for name, value in srv.settings().model_dump(mode="json").items():
+        if value is not None:
+            env[f"CITERUN_OPENACCESS__{name.upper()}"] = (
+                json.dumps(value) if isinstance(value, (list, bool)) else str(value))
+    return env
+
+
+async def test_a_citationrun_that_asks_fetches_its_unresolved_works_once(
+        operator: ops.OperatorProcess, spawn_worker: Any, api_client: k8s.ApiClient,
+        namespace: str, database_url: str, pool: asyncpg.Pool) -> None:
+    digests = await ops.stage_demo(database_url, tenant=namespace)
+    with OaServer(works={}) as srv:
+        env = _env(srv)
+        workers = [spawn_worker(f"w{i}", tasks=PIPELINE, env=env) for i in range(2)]
+        ops.create(api_client, namespace, ops.demo_body("fetching", digests, fetchSources=True))
+        done = await ops.wait_succeeded(api_client, namespace, "fetching", 180,
+                                        lambda: "\n".join(p.log()[-3000:] for p in
+                                                          (operator, *workers)))
+        asked = sum(srv.requests.values())
+        ops.create(api_client, namespace, ops.demo_body("again", digests, fetchSources=True))
+        await ops.wait_succeeded(api_client, namespace, "again", 180,
+                                 lambda: "\n".join(p.log()[-3000:] for p in (operator, *workers)))
+        again = sum(srv.requests.values())
+    assert done["status"]["counts"]["unresolvedCitation"] == 1
+    spec = await pool.fetchval("SELECT spec FROM runs WHERE resource_uid = $1",
+                               done["metadata"]["uid"])
+    assert spec["fetchSources"] is True
+    report = await pool.fetchval(
+        "SELECT r.json FROM reports AS r JOIN runs AS u ON u.id = r.run_id "
+        "WHERE u.resource_uid = $1", done["metadata"]["uid"])
+    [work] = report["fetched"]
+    assert work["status"] == "not_found" and work["tried"], work
+    assert work["tried"] == ["title \u201cUrban form and wind ventilation in compact cities\u201d "
+                             "(Keller, 2017)"], work
+    unresolved = [c for c in report["citations"] if c["verdict"] == "unresolved_citation"]
+    assert "tried:" in unresolved[0]["rationale"]
+    assert asked > 0 and again == asked  # the second run took the stored answer
