@@ -30,7 +30,7 @@ from citerun.web.context import (
     readable_run,
     user,
 )
-from citerun.web.reports import report_response
+from citerun.web.reports import page_response
 
 logger = logging.getLogger(__name__)
 
@@ -181,12 +181,12 @@ async def page_run(request: web.Request) -> web.StreamResponse:
     unknown = await store.unknown(pool, readers)
     link = run_link(request, str(run["id"]))
     if run["state"] == RunState.SUCCEEDED:
-        row = await runs.report(pool, run["id"])
-        if row is not None:
-            return report_response(row["html"], report_page.report_bar(
-                str(run["id"]), csrf=caller().csrf, owner=owner, owner_name=run["owner"],
-                readers=readers, link=link, unknown=unknown,
-                sharing=request.query.get("sharing") == "1"))
+        page = await page_response(pool, run["id"], report_page.report_bar(
+            str(run["id"]), csrf=caller().csrf, owner=owner, owner_name=run["owner"],
+            readers=readers, link=link, unknown=unknown,
+            sharing=request.query.get("sharing") == "1"))
+        if page is not None:
+            return page
     run, waiting = await _waiting(request, run)
     status = await run_status(pool, run, waiting)
     shown = dict(run)
