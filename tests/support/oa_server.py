@@ -20,8 +20,9 @@ address stay refused). It answers:
   ``throttle_status``: OpenAlex documents 403 for "too fast") with
   ``Retry-After: <retry_after>`` (none when ``retry_after`` is None).
 
+``delay={"/arxiv/": 0.3}`` holds answers under a path that long.
 ``srv.requests`` counts requests per path (without the query), ``srv.log`` keeps each
-full path in order.
+full path in order, ``srv.most_in_flight`` the most requests a service had at once.
 """
 
 from __future__ import annotations
@@ -268,7 +269,7 @@ class OaServer:
 
     def __init__(self, works: Mapping[str, Work | Kind] | None = None, *,
                  throttle: Mapping[str, int] | None = None, retry_after: str | None = "1",
-                 throttle_status: int = 429,
+                 throttle_status: int = 429, delay: Mapping[str, float] | None = None,
                  recordings: pathlib.Path | None = None, rate_headers: bool = False) -> None:
         self.shapes = oa_shapes
         self.works: dict[str, Work] = {}
@@ -281,6 +282,9 @@ class OaServer:
         self.throttle = dict(throttle or {})
         self.retry_after = retry_after
         self.throttle_status = throttle_status
+        self.delay = dict(delay or {})
+        self.in_flight: Counter[str] = Counter()
+        self.most_in_flight: Counter[str] = Counter()
         self.rate_headers = rate_headers
         self.recordings = load_recordings(recordings or RECORDINGS)
         self.requests: Counter[str] = Counter()
@@ -427,7 +431,17 @@ class _Handler(Routes, BaseHTTPRequestHandler):
         if route is None:
             self.send(404, b"not found", "text/plain")
             return
-        route("/" + rest, query)
+        with srv._lock:
+            srv.in_flight[segment] += 1
+            srv.most_in_flight[segment] = max(srv.most_in_flight[segment],
+                                              srv.in_flight[segment])
+        try:
+            time.sleep(next((d for prefix, d in srv.delay.items()
+                             if path.startswith(prefix)), 0.0))
+            route("/" + rest, query)
+        finally:
+            with srv._lock:
+                srv.in_flight[segment] -= 1
 
     def send_response(self, code: int, message: str | None = None) -> None:
         super().send_response(code, message)

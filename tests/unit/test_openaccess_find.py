@@ -6,6 +6,7 @@ only the base URLs (and the trusted CA) differ."""
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -302,6 +303,33 @@ async def test_the_time_for_one_work_is_capped(srv: OaServer) -> None:
     found, _ = await find(srv.settings(work_timeout_s=0.5, pdf_timeout_s=30.0),
                           oa.WorkIds.build(doi="10.1234/oa.slow"))
     assert found.attempts[-1].outcome == "gave up: over 0.5 s for one work"
+
+
+def test_arxiv_gets_one_connection_at_a_time(tmp_path: pathlib.Path) -> None:
+    """arXiv's terms: one request every 3 s and one connection at a time. With the
+    interval set to 0 the connection rule alone keeps concurrent lookups apart, where
+    Unpaywall's answers (on another server: the rule is per host) overlap."""
+    works = {**{f"arxiv:2101.0000{n}": Work() for n in range(2)},
+             **{f"10.1234/c.{n}": Work(kind="abstract") for n in range(2)}}
+
+    async def four(settings: oa.OpenAccessSettings) -> None:
+        async with oa.Session(settings) as session:
+            await asyncio.gather(*(oa.find_source(oa.WorkIds.build(
+                arxiv=f"2101.0000{n}"), session) for n in range(2)), *(oa.find_source(
+                    oa.WorkIds.build(doi=f"10.1234/c.{n}"), session) for n in range(2)))
+
+    with OaServer(works, delay={"/arxiv/": 0.3}) as arxiv, \
+            OaServer(works, delay={"/unpaywall/": 0.3}) as other:
+        both = tmp_path / "ca.pem"
+        both.write_bytes(arxiv.ca.read_bytes() + other.ca.read_bytes())
+        asyncio.run(four(other.settings(
+            services=("arxiv", "unpaywall"), ca_bundle=str(both),
+            arxiv_api_url=f"{arxiv.base}/arxiv/api/query",
+            arxiv_pdf_url=f"{arxiv.base}/arxiv/pdf")))
+        assert arxiv.requests["/arxiv/api/query"] == 2 and arxiv.requests[
+            "/arxiv/pdf/2101.00000"] == 1
+        assert arxiv.most_in_flight["arxiv"] == 1
+        assert other.most_in_flight["unpaywall"] == 2
 
 
 def test_concurrent_finds_share_one_gate(srv: OaServer) -> None:

@@ -4,7 +4,8 @@ One ``httpx.AsyncClient`` (the operator's CA bundle, an explicit proxy, no envir
 proxies, no redirects of its own) used through :func:`citerun.pipeline.fetch.fetch`, so
 every request, redirect and metadata-supplied PDF link is resolved and checked against
 the address policy, HTTPS-only by default, size- and time-capped. Each host gets its own
-gate: at most one request per its interval (the service's published rate), and a
+gate: at most one request per its interval (the service's published rate; arXiv's hosts
+also one connection at a time), and a
 ``Retry-After`` closes the gate for everyone until then. A request that gets 429, a 5xx
 or no answer is retried under :mod:`citerun.core.retry`'s one policy, waiting what the
 server asked; a wait over ``retry_after_cap_s`` gives the host up for the session.
@@ -89,6 +90,9 @@ class Session:
         self.requests: Counter[str] = Counter()
         self.waits: list[float] = []
         self._gates: dict[str, _Gate] = {}
+        # arXiv asks for one connection at a time besides its interval.
+        self._one_at_a_time = {_host(url): asyncio.Semaphore(1) for url in (
+            settings.arxiv_api_url, settings.arxiv_pdf_url)}
         self._intervals = self._service_intervals(settings)
         self._client: httpx.AsyncClient | None = None
         self._retry = retry.RetryPolicy(
@@ -172,6 +176,13 @@ class Session:
         send = {"User-Agent": self.user_agent, **(headers or {})}
 
         async def attempt() -> fetch.Fetched:
+            one = self._one_at_a_time.get(host)
+            if one is None:
+                return await request()
+            async with one:
+                return await request()
+
+        async def request() -> fetch.Fetched:
             await self._pass_gate(host)
             self.requests[host] += 1
             try:
