@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import socket
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -297,6 +298,35 @@ async def test_recorded_answers_end_to_end(srv: OaServer) -> None:
     assert _outcomes(missing) == [("Crossref", "not known to the service")]
     bad, _ = await find(srv.settings(services=("arxiv",)), oa.WorkIds(arxiv="abc"))
     assert _outcomes(bad) == [("arXiv", "refused by the server (HTTP 400)")]
+
+
+async def test_broken_services_are_attempts_never_exceptions(srv: OaServer) -> None:
+    """A service that is down (a closed port: retried under the policy, waits counted
+    not taken) and one that answers HTML instead of JSON are attempts; the next service
+    still answers."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.2", 0))
+        port = closed.getsockname()[1]  # bound, never listening: connections refused
+        waits: list[float] = []
+
+        async def sleep(seconds: float) -> None:
+            waits.append(seconds)
+
+        now = [1000.0]
+
+        async def advancing(seconds: float) -> None:
+            await sleep(seconds)
+            now[0] += seconds
+
+        found, _ = await find(srv.settings(
+            unpaywall_url=f"https://127.0.0.2:{port}/v2",
+            openalex_url=f"{srv.base}/remote/openalex.example"),
+            oa.WorkIds.build(doi=DOI_PDF), sleep=advancing, clock=lambda: now[0])
+    assert _outcomes(found)[:2] == [
+        ("Unpaywall", "no answer: the connection failed (after 3 tries)"),
+        ("OpenAlex", "an answer that is not JSON")]
+    assert len(waits) == 2  # the policy's two backoffs between three tries
+    assert found.kind == "pdf" and found.service == "Semantic Scholar"
 
 
 async def test_the_time_for_one_work_is_capped(srv: OaServer) -> None:
