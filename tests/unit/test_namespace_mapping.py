@@ -21,7 +21,7 @@ from citerun.web.cluster import namespace_for
 from citerun.web.settings import WebSettings
 
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-TEMPLATES = ("thesis-{user}", "{user}", "a-very-long-department-prefix-{user}-ns")
+TEMPLATES = ("thesis-{user}", "{user}-t", "a-very-long-department-prefix-{user}-ns")
 
 
 def _settings(template: str) -> WebSettings:

@@ -40,7 +40,7 @@ from citerun.kube import client as kube_client
 from citerun.core.states import RunState
 from citerun.web import store
 from citerun.web.backend import Upload
-from citerun.web.settings import WebSettings
+from citerun.web.settings import SYSTEM_NAMESPACES, WebSettings
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +88,42 @@ def namespace_for(user: str, settings: WebSettings) -> str:
     return template.replace("{user}", label)
 
 
+#: Where a pod's ServiceAccount token is mounted, with the pod's namespace beside it.
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def own_namespace() -> str | None:
+    """The namespace the service runs in (its ServiceAccount's), None outside a pod."""
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as file:
+            return file.read().strip() or None
+    except OSError:
+        return None
+
+
+class NamespaceRefused(store.OverCap):
+    """A user whose runs' namespace is one no user's runs may go to (issue 48)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(403, message)
+
+
+def refused_namespace(namespace: str, settings: WebSettings, *,
+                      own: str | None) -> NamespaceRefused | None:
+    """Why a user's runs may not go to ``namespace`` (one of Kubernetes' own, or the
+    service's own, ``own``, where the operator and the database run), else None. The
+    settings refuse a template that can name one of Kubernetes' at start; the service's
+    own is known only in its pod."""
+    if settings.namespace is not None:
+        return None  # the installer's choice, for every user alike
+    if namespace in SYSTEM_NAMESPACES or namespace == own:
+        return NamespaceRefused(
+            f"your runs would go to the namespace {namespace!r}, which no user's runs may "
+            "use (the service's own or Kubernetes'); ask the administrator to change "
+            "web.namespace_template")
+    return None
+
+
 def _waiting_message(obj: dict[str, Any]) -> tuple[str, str | None]:
     """What the page says of a CitationRun not yet a run, and the error when it will never
     be one (the operator failed it for good: an invalid spec, an unchecked access)."""
@@ -107,6 +143,7 @@ class KubeBackend:
         self.pool = pool
         self.settings = settings
         self.caps = store.UserCaps(settings.max_active_runs, settings.max_staged_bytes)
+        self.own_namespace = own_namespace()
 
     # -- the API server (citerun.kube.client, each call in a thread) -----------------------
 
@@ -128,6 +165,11 @@ class KubeBackend:
                      fetch_sources: bool = False) -> uuid.UUID:
         await self.settle(user)
         namespace = namespace_for(user, self.settings)
+        refusal = refused_namespace(namespace, self.settings, own=self.own_namespace)
+        if refusal is not None:
+            logger.warning("user %r maps to the reserved namespace %s: refused", user,
+                           namespace)
+            raise refusal
         placeholder = uuid.uuid4()
         resource = f"web-{placeholder.hex[:16]}"
         unique: dict[str, Upload] = {}

@@ -127,7 +127,9 @@ class WebSettings(BaseModel):
         "namespace, '{user}' replaced by the user name made a DNS label (lower case, "
         "[a-z0-9-]; a name that had to change, or that ends as a changed one does, gets 16 "
         "hex digits of its sha256, so two users never share one), e.g. 'thesis-{user}'. "
-        "The namespaces must exist.")
+        "The namespaces must exist. A fixed part is required, and one from which a user's "
+        "name could make a namespace of Kubernetes (default, kube-system, kube-public, "
+        "kube-node-lease) is refused; the service's own namespace is refused per upload.")
     resource_timeout_s: float = Field(
         20.0, gt=0, le=120, description="Seconds one Kubernetes API call may take.")
 
@@ -166,7 +168,39 @@ class WebSettings(BaseModel):
                 or not _TEMPLATE.match(self.namespace_template.replace("{user}", "u"))):
             raise ValueError("web.namespace_template: a DNS label with '{user}' once, "
                              "e.g. 'thesis-{user}'")
+        if self.namespace_template is not None:
+            _check_template(self.namespace_template)
         return self
+
+
+#: Kubernetes' own namespaces: no user's runs may go there (issue 48).
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def template_reaches(template: str, namespace: str) -> bool:
+    """Whether some user's label (a DNS label) put in ``template`` gives ``namespace``."""
+    prefix, _, suffix = template.partition("{user}")
+    if (len(namespace) <= len(prefix) + len(suffix) or not namespace.startswith(prefix)
+            or not namespace.endswith(suffix)):
+        return False
+    return bool(_TEMPLATE.match(namespace[len(prefix):len(namespace) - len(suffix)]))
+
+
+def _check_template(template: str) -> None:
+    """A template with no fixed part names a namespace after the user alone (a user named
+    ``kube-system``, or the service's own namespace, would run there as its tenant); one
+    from which a user's name can make one of Kubernetes' own is refused too."""
+    if template == "{user}":
+        raise ValueError("web.namespace_template '{user}' names the namespace after the "
+                         "user alone: a user named 'kube-system', 'default' or the "
+                         "service's own namespace would run there as its tenant; give it "
+                         "a fixed part, e.g. 'thesis-{user}'")
+    reached = [name for name in SYSTEM_NAMESPACES if template_reaches(template, name)]
+    if reached:
+        raise ValueError(f"web.namespace_template {template!r} can name Kubernetes' own "
+                         f"namespace {reached[0]!r} (a user named to fit it would run "
+                         "there); choose a fixed part no such name fits, e.g. "
+                         "'thesis-{user}'")
 
 
 class ServeSettings(BaseSettings):
