@@ -85,7 +85,8 @@ def test_the_library_ids_bench_counts_every_item() -> None:
         pytest.skip(message)
     done = subprocess.run(
         [sys.executable, "-m", "bench.quality.library_ids", "--only", "steffen,fabiank",
-         "--json", "/dev/stdout"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+         "--server", "--json", "/dev/stdout"], cwd=ROOT, capture_output=True, text=True,
+        timeout=600,
         env={**os.environ, "CITERUN_EVALDATA": str(DATA)})
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(done.stdout[done.stdout.index("\n{") + 1:])
@@ -94,3 +95,12 @@ def test_the_library_ids_bench_counts_every_item() -> None:
         assert sum(row["all"].values()) == row["items"] > 0
         assert sum(row["cited"].values()) == row["cited_items"] <= row["items"]
     assert rows["steffen"]["all"]["DOI"] > 0 and rows["fabiank"]["all"]["ISBN only"] > 0
+    # --server: every cited work looked up against the local test server; each one with
+    # an identifier is found there as a PDF, each title-only one is not.
+    # (the last row of each thesis is the --server table's: works, PDF, abstract, none, ...)
+    server = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+              for line in done.stdout.splitlines()
+              if line.startswith("| steffen |") or line.startswith("| fabiank |")}
+    identified = sum(rows["steffen"]["cited"].get(c, 0) for c in ("DOI", "arXiv", "PMID/PMCID"))
+    assert int(server["steffen"][1]) == identified > 0
+    assert int(server["fabiank"][1]) == 0 and int(server["fabiank"][3]) == int(server["fabiank"][0])
