@@ -298,6 +298,14 @@ async def test_recorded_answers_end_to_end(srv: OaServer) -> None:
     assert _outcomes(missing) == [("Crossref", "not known to the service")]
     bad, _ = await find(srv.settings(services=("arxiv",)), oa.WorkIds(arxiv="abc"))
     assert _outcomes(bad) == [("arXiv", "refused by the server (HTTP 400)")]
+    # OpenAlex's recorded 404 (an HTML page) and its recorded closed work (select=).
+    gone, _ = await find(srv.settings(services=("openalex",)), oa.WorkIds.build(
+        doi="10.1046/j.1365-2699.2003.00795"))
+    assert _outcomes(gone) == [("OpenAlex", "not known to the service")]
+    assert srv.requests["/openalex/works/https://doi.org/10.1046%2Fj.1365-2699.2003.00795"] == 1
+    closed, _ = await find(srv.settings(services=("openalex",)), oa.WorkIds.build(
+        doi="10.1002/wrna.1370"))
+    assert _outcomes(closed) == [("OpenAlex", "no open-access PDF")] and closed.kind == "none"
 
 
 async def test_broken_services_are_attempts_never_exceptions(srv: OaServer) -> None:
