@@ -11,8 +11,8 @@ address stay refused). It answers:
   rewritten to ``/remote/<host>/<path>`` here, so no test leaves the machine; a remote
   path that names a PDF (".pdf", "/pdf", "pdf=render") gets a PDF, any other an HTML
   landing page;
-* **the scenario's works** (``works``: a DOI, "arxiv:<id>", "pmid:<n>" or "pmcid:PMC<n>"
-  to a :class:`Work` or its kind), in the shapes each service documents: open access with
+* **the scenario's works** (``works``: a DOI, "arxiv:<id>", "pmid:<n>", "pmcid:PMC<n>" or
+  "title:<name>" (a work no service knows an identifier of) to a :class:`Work` or its kind), in the shapes each service documents: open access with
   a PDF, an abstract only, unknown (404s as each service answers them), an HTML page
   instead of the PDF, a redirect to a hostile target, a slow body, a 2 GB body (streamed,
   never built in memory);
@@ -108,7 +108,7 @@ class Work:
 def _key(name: str) -> str:
     name = name.strip()
     lower = name.lower()
-    for prefix in ("arxiv:", "pmid:", "pmcid:", "doi:"):
+    for prefix in ("arxiv:", "pmid:", "pmcid:", "doi:", "title:"):  # title: no identifier
         if lower.startswith(prefix):
             rest = name[len(prefix):]
             return prefix + (rest.upper() if prefix == "pmcid:" else rest.lower())

@@ -58,7 +58,9 @@ def openalex(work: Work, pdf_url: str | None, landing: str) -> Json:
                 "source": None, "license": "cc-by" if pdf_url else None,
                 "license_id": None, "version": "publishedVersion" if pdf_url else None,
                 "is_accepted": True, "is_published": True}
-    ids: Json = {"openalex": "https://openalex.org/W1", "doi": f"https://doi.org/{work.doi}"}
+    ids: Json = {"openalex": "https://openalex.org/W1"}
+    if work.doi:
+        ids["doi"] = f"https://doi.org/{work.doi}"
     if work.pmid:
         ids["pmid"] = f"https://pubmed.ncbi.nlm.nih.gov/{work.pmid}"
     if work.pmcid:

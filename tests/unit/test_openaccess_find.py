@@ -132,6 +132,16 @@ async def test_a_title_is_looked_up_and_only_a_true_match_taken(srv: OaServer) -
     assert [a.service for a in missed.attempts] == ["OpenAlex", "Semantic Scholar", "Crossref"]
 
 
+async def test_a_title_match_without_any_identifier_gives_its_own_pdf_link() -> None:
+    work = Work(title="Ein Werk ohne Kennung im Netz", authors=("Weber",), year=2019)
+    with OaServer({"title:ohne-kennung": work}) as srv:
+        found, _ = await find(srv.settings(), oa.WorkIds(
+            title="Ein Werk ohne Kennung im Netz", first_author="Weber", year=2019))
+    assert found.kind == "pdf" and found.service == "OpenAlex"
+    assert _outcomes(found)[0] == (
+        "OpenAlex", "matched \u201cEin Werk ohne Kennung im Netz\u201d: no identifier")
+
+
 async def test_a_landing_page_is_not_a_pdf_and_the_abstract_still_comes(
         srv: OaServer) -> None:
     found, _ = await find(srv.settings(), oa.WorkIds.build(doi="10.1234/oa.landing"))

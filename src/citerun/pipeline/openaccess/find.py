@@ -250,6 +250,10 @@ class _Finder:
             self.note(service, label, f"matched \u201c{match.title}\u201d: {found}")
             if self.ids.has_identifier():
                 return
+            # A match without an identifier leads nowhere else: its own links now.
+            await self.try_links(service, match.pdfs)
+            if self.pdf is not None:
+                return
 
     def abstract_in_hand(self) -> parse.Lead | None:
         ranked = sorted((lead for lead in self.leads if lead.abstract),
