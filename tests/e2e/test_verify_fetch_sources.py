@@ -168,3 +168,39 @@ def test_a_second_run_fetches_nothing(runs: tuple[dict[str, Run], dict[str, int]
     first, again = _by_key(done["fetch"].report()), _by_key(done["again"].report())
     assert {k: c["verdict"] for k, c in again.items()} == {k: c["verdict"] for k, c in first.items()}
     assert again["smith2021"]["source"]["fetched"] == first["smith2021"]["source"]["fetched"]
+
+
+THESIS_TEXT = """1 Introduction
+
+Open access copies exist for 47 percent of recent articles [1]. A thesis rarely comes with
+a tidy folder of the PDFs it cites, yet most of its references carry a DOI [2].
+
+References
+
+[1] Smith, A., Jones, B. (2021). A study of open access. Journal of Open Studies 4, 1-12.
+https://doi.org/10.5555/open.access.2021
+[2] Doe, D. (2019). Identifiers in reference managers. Library Review 9, 3-4.
+https://doi.org/10.5555/nobody.knows.2019
+"""
+
+
+def test_a_pdf_thesis_without_any_source_is_checked_against_what_is_found(
+        server_tmp: typing.Callable[[str], pathlib.Path]) -> None:
+    """A PDF thesis alone (no --sources, no --bib; refused before issue 51): its reference
+    entries' DOIs are looked up, [1] is judged on the open-access PDF found, [2] is listed
+    with its DOI tried."""
+    from tests.support.oa_server import make_pdf
+
+    root = server_tmp("fetch-pdf-thesis")
+    thesis = root / "thesis.pdf"
+    thesis.write_bytes(make_pdf(THESIS_TEXT))
+    with OaServer(works={OPEN: Work(kind="pdf")}) as srv:
+        run = verify(root / "data", str(thesis), "--fetch-sources", "--out",
+                     str(root / "thesis.html"), cwd=root, env_extra=_env(srv))
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = run.report()
+    by_marker = {c["marker"]: c for c in report["citations"]}
+    assert by_marker["[1]"]["source"]["fetched"]["kind"] == "pdf", by_marker["[1]"]
+    assert by_marker["[1]"]["verdict"] == "supported", by_marker["[1]"]["rationale"]
+    assert by_marker["[2]"]["verdict"] == "unresolved_citation"
+    assert f"DOI {UNKNOWN}" in by_marker["[2]"]["rationale"]
