@@ -281,7 +281,11 @@ def check_arguments(thesis: str, sources: list[str], workers: int, concurrency: 
                          "or --fetch-sources (open-access copies of the works cited)")
     # A run without the source PDFs (issue 40): every key resolved or named missing,
     # every locator read; the PDFs the library names and this machine lacks are listed.
-    for line in [*missing_lines(libraries), *outside_lines(outside)]:
+    missing = missing_lines(libraries)
+    if missing and fetch_sources:  # issue 51: they are looked for first
+        missing.append("  (with --fetch-sources, open-access copies of them are looked for "
+                       "first; the report lists what was found)")
+    for line in [*missing, *outside_lines(outside)]:
         print(line, file=sys.stderr)
     given = collect_sources(sources) if sources else []
     source_paths = [p for p in dict.fromkeys([*given, *(a.resolve() for a in attached)])
