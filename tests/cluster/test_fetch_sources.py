@@ -73,3 +73,27 @@ async def test_a_citationrun_that_asks_fetches_its_unresolved_works_once(
     unresolved = [c for c in report["citations"] if c["verdict"] == "unresolved_citation"]
     assert "tried:" in unresolved[0]["rationale"]
     assert asked > 0 and again == asked  # the second run took the stored answer
+
+
+async def test_a_thesis_alone_runs_only_when_it_asks_for_its_sources(
+        operator: ops.OperatorProcess, spawn_worker: Any, api_client: k8s.ApiClient,
+        namespace: str, database_url: str, pool: asyncpg.Pool) -> None:
+    """A CitationRun of a thesis with no source: the API server refuses it unless it sets
+    fetchSources (the CRD's rule); with it, the run looks up every cited work."""
+    digests = await ops.stage_demo(database_url, tenant=namespace)
+    alone = {"thesis.pdf": digests["thesis.pdf"]}
+    with pytest.raises(k8s.ApiException) as refused:
+        ops.create(api_client, namespace, ops.demo_body("alone", alone))
+    assert refused.value.status == 422 and "fetchSources" in str(refused.value.body)
+    with OaServer(works={}) as srv:
+        workers = [spawn_worker("w0", tasks=PIPELINE, env=_env(srv))]
+        ops.create(api_client, namespace, ops.demo_body("alone", alone, fetchSources=True))
+        done = await ops.wait_succeeded(api_client, namespace, "alone", 180,
+                                        lambda: "\n".join(p.log()[-3000:] for p in
+                                                          (operator, *workers)))
+    report = await pool.fetchval(
+        "SELECT r.json FROM reports AS r JOIN runs AS u ON u.id = r.run_id "
+        "WHERE u.resource_uid = $1", done["metadata"]["uid"])
+    assert report["sources"] == []
+    assert len(report["fetched"]) >= 5 and {w["status"] for w in report["fetched"]} == {"not_found"}
+    assert done["status"]["counts"]["unresolvedCitation"] == done["status"]["counts"]["citations"]

@@ -184,3 +184,15 @@ def test_the_mapping_folds_keys_with_the_specs_rule() -> None:
 
     assert citations.normalize_key is citekeys.normalize_key
     assert citekeys.normalize_key("Müller-Lüdenscheidt [2018a]") == "muellerluedenscheidt2018a"
+
+
+def test_a_run_without_sources_must_ask_for_them_to_be_fetched() -> None:
+    """Issue 51: a thesis alone is checked against what fetchSources finds; without it, a
+    run with no source is refused (as the CRD's rule refuses it)."""
+    thesis = {"name": "t.pdf", "digest": "a" * 64}
+    with pytest.raises(pydantic.ValidationError, match="at least one source"):
+        runspec.RunSpec.model_validate({"thesis": thesis, "sources": []})
+    spec = runspec.RunSpec.model_validate({"thesis": thesis, "sources": [],
+                                           "fetchSources": True})
+    assert spec.fetch_sources and runspec.fetches_sources(spec.to_json())
+    assert not runspec.fetches_sources({"thesis": "t.pdf", "sources": []})  # a local run

@@ -162,9 +162,15 @@ class RetrievalSpec(_Model):
 class RunSpec(_Model):
     """What to verify and how. Immutable in effect once the run is admitted."""
 
+    # A thesis alone is checked only against what fetchSources finds (issue 51).
+    model_config = pydantic.ConfigDict(json_schema_extra=_cel(
+        "size(self.sources) > 0 || (has(self.fetchSources) && self.fetchSources)",
+        "give at least one source, or set fetchSources: true"))
+
     thesis: DocumentRef
     sources: tuple[SourceRef, ...] = pydantic.Field(
-        min_length=1, max_length=500, description="The cited sources, one PDF each.",
+        max_length=500, description="The cited sources, one PDF each; may be empty with "
+        "fetchSources: true (the works the thesis cites are then looked for).",
         # Unique names: a map-typed list keyed by name makes the API server reject a
         # duplicate in O(n) (a CEL rule would be O(n^2) and over the cost budget).
         json_schema_extra={"x-kubernetes-list-type": "map",
@@ -178,6 +184,12 @@ class RunSpec(_Model):
         "citations on it (issue 51). The identifiers of the cited works go to the services "
         "the operator configured; nothing is fetched unless the workers allow it "
         "(openaccess.enabled).")
+
+    @pydantic.model_validator(mode="after")
+    def _some_source(self) -> RunSpec:
+        if not self.sources and not self.fetch_sources:
+            raise ValueError("give at least one source, or set fetchSources: true")
+        return self
 
     @pydantic.model_validator(mode="after")
     def _unique_sources(self) -> RunSpec:
