@@ -56,19 +56,48 @@ def is_zip_thesis(name: str) -> bool:
     return suffix(name) in ZIP_SUFFIXES
 
 
-def check_thesis(name: str, data: bytes) -> None:
+def check_thesis(name: str, data: bytes, *, tail: bytes | None = None,
+                 size: int | None = None) -> None:
     """Refuse (:class:`FileRefused`) a thesis of another type, or whose bytes are not what
-    its suffix says: a PDF, a zip for a .docx or a .zip, UTF-8 text for a .tex."""
+    its suffix says, by their structure (:mod:`citerun.core.pdfmagic`, issue 48): a PDF
+    (not a zip), a zip for a .docx or a .zip (its end of central directory), a Word
+    document for a .docx (its ``[Content_Types].xml``), UTF-8 text for a .tex.
+
+    ``data`` is the whole file, or only its start while it is received, with its last
+    bytes (``tail``, :data:`~citerun.core.pdfmagic.ZIP_TAIL` of them) and its ``size``:
+    then a .docx's parts are left for the check of the whole file."""
     kind = suffix(name)
     if kind not in THESIS_SUFFIXES:
         raise FileRefused(f"thesis {name!r}: send a .pdf, a .docx, a .zip holding a LaTeX "
                           "thesis, or a .tex")
+    whole = tail is None
+    zipped = _zipped(data, tail, size)
     if kind == ".pdf" and not pdfmagic.is_pdf(data):
-        raise FileRefused(f"thesis {name!r} is not a PDF")
-    if kind in ZIP_SUFFIXES and not pdfmagic.is_zip(data):
-        raise FileRefused(f"thesis {name!r} is not a {kind} (no zip archive)")
+        raise FileRefused(f"thesis {name!r} is not a PDF{_what(zipped)}")
+    if kind in ZIP_SUFFIXES and not zipped:
+        raise FileRefused(f"thesis {name!r} is not a {kind} (no zip archive: "
+                          f"{_no_zip(data)})")
+    if kind == ".docx" and whole and not pdfmagic.is_docx(data):
+        raise FileRefused(f"thesis {name!r} is not a .docx (no Word document: the zip "
+                          f"has no {pdfmagic.CONTENT_TYPES})")
     if kind == ".tex":
         check_text(name, data)
+
+
+def _zipped(data: bytes, tail: bytes | None, size: int | None) -> bool:
+    if tail is None:
+        return pdfmagic.is_zip(data)
+    return pdfmagic.zip_end(data, tail, len(data) if size is None else size)
+
+
+def _what(zipped: bool) -> str:
+    return " (it is a zip archive)" if zipped else ""
+
+
+def _no_zip(data: bytes) -> str:
+    if data[:4] != pdfmagic.ZIP_MAGIC:
+        return "it does not open with a zip's local file header"
+    return "it opens like one but has no end of central directory that fits it"
 
 
 def check_library(name: str, data: bytes) -> None:
@@ -78,10 +107,12 @@ def check_library(name: str, data: bytes) -> None:
     check_text(name, data)
 
 
-def check_source(name: str, data: bytes) -> None:
-    """Refuse a source that is not a PDF by its bytes."""
+def check_source(name: str, data: bytes, *, tail: bytes | None = None,
+                 size: int | None = None) -> None:
+    """Refuse a source that is not a PDF by its bytes (a zip that puts ``%PDF-`` in its
+    first 1,024 bytes is a zip); ``tail`` and ``size`` as :func:`check_thesis` takes them."""
     if not pdfmagic.is_pdf(data):
-        raise FileRefused(f"source {name!r} is not a PDF")
+        raise FileRefused(f"source {name!r} is not a PDF{_what(_zipped(data, tail, size))}")
 
 
 #: Bytes of a text file decoded at a time when it is checked (the whole file is never

@@ -33,6 +33,8 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 
+from citerun.core import pdfmagic
+
 #: Bytes of a file's start kept for its type check (a PDF's magic is within 1,024).
 HEAD_BYTES = 4096
 #: The copies of the largest file while it is sent to Postgres, besides its own bytes
@@ -42,20 +44,23 @@ SEND_COPIES = 3
 
 
 class SpooledUpload:
-    """One file of an upload, on disk as it arrives: its name, size, sha256 and first
-    bytes. :meth:`read` gives its bytes (in a thread: a read from disk)."""
+    """One file of an upload, on disk as it arrives: its name, size, sha256, first and
+    last bytes. :meth:`read` gives its bytes (in a thread: a read from disk)."""
 
     def __init__(self, field: str, filename: str, directory: str | None = None) -> None:
         self.field = field
         self.filename = filename
         self.size = 0
         self.head = b""
+        self.tail = b""
         self._sha = hashlib.sha256()
         self._file = tempfile.TemporaryFile(dir=directory, prefix="citerun-upload-")
 
     def write(self, chunk: bytes) -> None:
         if len(self.head) < HEAD_BYTES:
             self.head += chunk[:HEAD_BYTES - len(self.head)]
+        # Its last bytes too: a zip is one by its end of central directory (issue 48).
+        self.tail = (self.tail + chunk)[-pdfmagic.ZIP_TAIL:]
         self._sha.update(chunk)
         self._file.write(chunk)
         self.size += len(chunk)

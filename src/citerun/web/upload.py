@@ -217,9 +217,11 @@ async def _read_upload(request: web.Request, settings: WebSettings,
                 if sum(f.field == "thesis" for f in files) > 1:
                     raise UploadRefused(400, "one thesis per upload")
                 if file_types.suffix(name) != ".tex":  # text: checked when read back
-                    file_types.check_thesis(name, spooled.head)
+                    file_types.check_thesis(name, spooled.head, tail=spooled.tail,
+                                            size=spooled.size)
             elif field == "sources":
-                file_types.check_source(name, spooled.head)
+                file_types.check_source(name, spooled.head, tail=spooled.tail,
+                                        size=spooled.size)
                 if any(f.filename == name for f in files[:-1] if f.field == "sources"):
                     raise UploadRefused(400, f"two sources are named {name!r}")
             elif not file_types.is_library_name(name):
@@ -250,7 +252,8 @@ async def _staged(request: web.Request, settings: WebSettings, left: int,
         for f, data in loaded:
             if f.field == "library":
                 await asyncio.to_thread(file_types.check_library, f.filename, data)
-            elif f.field == "thesis" and file_types.suffix(f.filename) == ".tex":
+            elif f.field == "thesis" and file_types.suffix(f.filename) in (".tex", ".docx"):
+                # a .tex's text, a .docx's parts: read back whole
                 await asyncio.to_thread(file_types.check_thesis, f.filename, data)
     except file_types.FileRefused as err:
         raise UploadRefused(415, str(err)) from None
