@@ -8,7 +8,9 @@ what was tried; a second CitationRun of the same thesis sends no request."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 from kubernetes import client as k8s
 
 import operator_support as ops
+from tests.conftest import citerun_command
 from tests.support.oa_server import OaServer
 
 pytestmark = pytest.mark.cluster
@@ -77,7 +80,7 @@ async def test_a_citationrun_that_asks_fetches_its_unresolved_works_once(
 
 async def test_a_thesis_alone_runs_only_when_it_asks_for_its_sources(
         operator: ops.OperatorProcess, spawn_worker: Any, api_client: k8s.ApiClient,
-        namespace: str, database_url: str, pool: asyncpg.Pool) -> None:
+        namespace: str, database_url: str, pool: asyncpg.Pool, control_plane: Any) -> None:
     """A CitationRun of a thesis with no source: the API server refuses it unless it sets
     fetchSources (the CRD's rule); with it, the run looks up every cited work."""
     digests = await ops.stage_demo(database_url, tenant=namespace)
@@ -87,7 +90,13 @@ async def test_a_thesis_alone_runs_only_when_it_asks_for_its_sources(
     assert refused.value.status == 422 and "fetchSources" in str(refused.value.body)
     with OaServer(works={}) as srv:
         workers = [spawn_worker("w0", tasks=PIPELINE, env=_env(srv))]
-        ops.create(api_client, namespace, ops.demo_body("alone", alone, fetchSources=True))
+        # As the README says it: citerun submit with no --sources, --fetch-sources.
+        submitted = subprocess.run(
+            [*citerun_command(), "submit", str(ops.EXAMPLES / "thesis.pdf"), "--fetch-sources",
+             "--name", "alone", "-n", namespace], cwd=ops.REPO, capture_output=True, text=True,
+            env={**os.environ, "KUBECONFIG": str(control_plane.kubeconfig),
+                 "CITERUN_DATABASE_URL": database_url}, timeout=120)
+        assert submitted.returncode == 0, submitted.stderr
         done = await ops.wait_succeeded(api_client, namespace, "alone", 180,
                                         lambda: "\n".join(p.log()[-3000:] for p in
                                                           (operator, *workers)))

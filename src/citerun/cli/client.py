@@ -30,7 +30,8 @@ def submit(args: argparse.Namespace, settings: Settings) -> int:
 
     url = settings.cluster_database_url("citerun submit")
     try:
-        thesis, sources = verify.check_arguments(args.thesis, args.sources, 1)
+        thesis, sources = verify.check_arguments(args.thesis, args.sources or [], 1,
+                                                 fetch_sources=args.fetch_sources)
     except verify.UsageError as err:
         print(f"citerun submit: error: {err}", file=sys.stderr)
         return 2
@@ -51,7 +52,9 @@ def submit(args: argparse.Namespace, settings: Settings) -> int:
         "apiVersion": f"{specs.GROUP}/{specs.VERSION}", "kind": specs.KIND,
         "metadata": {"name": name, "namespace": args.namespace},
         "spec": {"thesis": {"name": staged[0].filename, "digest": staged[0].digest},
-                 "sources": [{"name": d.filename, "digest": d.digest} for d in staged[1:]]}}
+                 "sources": [{"name": d.filename, "digest": d.digest} for d in staged[1:]],
+                 # Open-access copies of the works no source matches (issue 51).
+                 **({specs.FETCH_SOURCES: True} if args.fetch_sources else {})}}
     from citerun.kube import client as kube
     asyncio.run(kube.create_run(args.namespace, body))
     print(f"citationrun.{specs.GROUP}/{name} created in {args.namespace}")

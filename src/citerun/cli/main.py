@@ -387,7 +387,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("submit", help="upload a thesis and its sources, create a CitationRun")
     p.add_argument("thesis")
-    p.add_argument("--sources", nargs="+", required=True)
+    p.add_argument("--sources", nargs="+", help="the source PDFs, or directories of them "
+                   "(required unless --fetch-sources)")
+    p.add_argument("--fetch-sources", action="store_true",
+                   help="the run looks for open-access copies of the cited works no source "
+                   "matches (spec.fetchSources; the cluster's workers must allow it)")
     p.add_argument("--name", help="name of the CitationRun (default: from the thesis file)")
     p.add_argument("-n", "--namespace", default="default",
                    help="namespace of the run, which is also its tenant")
