@@ -53,3 +53,19 @@ async def test_the_cleaner_forgets_old_works_and_the_bytes_no_work_names(
     assert old_only not in contents
     assert hashlib.sha256(shared).hexdigest() in contents  # a recent work still names it
     assert result.fetched == 3 + 1  # three works, one PDF's bytes
+
+
+async def test_citerun_serve_forgets_them_after_web_keep_days(pool: asyncpg.Pool) -> None:
+    """On one machine no operator's cleaner runs: the web service's expiry (the same
+    keep_days as its runs) forgets the works and their unshared bytes."""
+    from citerun.core.settings import Settings
+    from citerun.web import deletion, store
+    from citerun.web.backend import LocalBackend
+
+    old = await _work(pool, "doi:10.1/forty-days", b"%PDF-1.7 forty days old", age_days=40)
+    await _work(pool, "doi:10.1/ten-days", b"%PDF-1.7 ten days old", age_days=10)
+    backend = LocalBackend(pool, Settings(), store.UserCaps(3, 10**9))
+    await deletion.expire(pool, backend, keep_days=30)
+    left = {r["work_key"] for r in await pool.fetch("SELECT work_key FROM fetched_works")}
+    assert left == {"doi:10.1/ten-days"}
+    assert not await pool.fetchval("SELECT count(*) FROM fetched_contents WHERE sha256 = $1", old)

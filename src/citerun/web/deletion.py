@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 from aiohttp import web
 
+from citerun.core import retention
 from citerun.web import pages, store
 from citerun.web.backend import Backend
 from citerun.web.context import (
@@ -123,6 +124,14 @@ async def expire(pool: asyncpg.Pool, backend: Backend, keep_days: float) -> int:
     if done:
         logger.info("deleted %d run(s) ended over %g days ago (web.keep_days)", done,
                     keep_days)
+    # The open-access copies runs fetched (issue 51), shared by every user, go after as
+    # long: on one machine no operator's cleaner forgets them.
+    forgotten = await retention.delete_old_fetched_works(
+        pool, older_than_s=keep_days * 86400.0, limit=EXPIRE_BATCH)
+    forgotten += await retention.delete_unused_fetched_contents(pool, limit=EXPIRE_BATCH)
+    if forgotten:
+        logger.info("forgot %d open-access work(s) and copies fetched over %g days ago",
+                    forgotten, keep_days)
     return done
 
 
