@@ -19,6 +19,12 @@ the Word reader in ``LookupError`` (``encoding="UTF-9"``) or ``ValueError``
 (``encoding="UTF-7"``, ``Shift_JIS``, ``utf-32``: "multi-byte encodings are not
 supported") out of fields.parse_xml, in the document, its relationships or any part.
 
+The latex target's first 30-minute run (2026-12-06) found a library that hung its reader:
+fields full of ``\\cite[`` that never close, in a 2 KB ``refs.bib`` beside the
+thesis (two dozen in one title suffice; hundreds end in a RecursionError and its fallback), kept pylatexenc's walker backtracking through every way to nest the
+optional arguments (still running after 300 s; 0.04 s after the fix: brackets that do not
+pair up read as parentheses, writer/bib.py ``latex_text``).
+
 Each input is also in the fuzz corpus (``fuzz/corpus/<target>/finding-*``), replayed by
 tests/unit/test_fuzz_corpus.py through every target.
 """
@@ -90,7 +96,24 @@ FINDINGS = {
     "directory-past-its-place": ("zip", directory_past_its_place),
     "unknown-xml-encoding": ("docx", lambda: _docx_input("UTF-9")),
     "multi-byte-xml-encoding": ("docx", lambda: _docx_input("UTF-7")),
+    "unclosed-optional-arguments": ("bib", lambda: unclosed_optional_arguments()),
+    "bomb-of-unknown-commands": ("latex", lambda: bomb_of_unknown_commands()),
 }
+
+
+def bomb_of_unknown_commands() -> bytes:
+    """Eight levels of ten-fold macros over a command never defined (``\\ma``): no text
+    comes of it, so only what the expansions count stops it."""
+    names = "abcdefghi"
+    lines = [b"\\documentclass{article}"]
+    for low, high in zip(names, names[1:]):
+        lines.append(b"\\newcommand\\m" + high.encode() + b"{" + (b"\\m" + low.encode()) * 10 + b"}")
+    lines += [b"\\begin{document}", b"\\mi", b"\\end{document}", b""]
+    return b"\n".join(lines)
+
+
+def unclosed_optional_arguments() -> bytes:
+    return b"@article{a,\n  title = {Heat " + b"\\cite[" * 24 + b"x},\n  year = {2019}\n}\n"
 
 
 def _docx_part(encoding: str, part: str = "word/document.xml") -> dict[str, bytes]:
@@ -150,6 +173,32 @@ def test_a_library_appended_to_a_zip_whose_directory_lies_is_refused_with_400() 
         web_intake.prepare("thesis.zip", directory_past_its_place(), LIBRARY, BIG, BIG,
                            archive.BundleLimits())
     assert refused.value.status == 400
+
+
+def test_a_bomb_of_commands_never_defined_is_refused_within_the_bound() -> None:
+    """A fuzzed variant of the macro bomb whose innermost macro is never defined: no text,
+    so the text cap counted only the expansions (100 characters each) and the reader took
+    5.4 CPU s, over the corpus's bound of 5, to refuse it; each command in an expanded body
+    counts too now (writer/latex_macros.py ``COMMAND_COST``)."""
+    import time
+
+    started = time.process_time()
+    with pytest.raises(WriterFileError, match="over 20,971,520 characters"):
+        targets.latex(bomb_of_unknown_commands())
+    assert time.process_time() - started < 5.0
+
+
+def test_a_library_whose_brackets_never_close_is_read_in_bounded_time() -> None:
+    """Before the fix the child below was still reading when the 60 s ran out."""
+    import subprocess
+    import sys
+
+    code = ("import sys, time; from citerun.pipeline.writer import formats; "
+            "t = time.process_time(); formats.read_library({'refs.bib': sys.stdin.buffer.read()}); "
+            "print(round(time.process_time() - t, 3))")
+    done = subprocess.run([sys.executable, "-c", code], input=unclosed_optional_arguments(),
+                          capture_output=True, timeout=60, check=True)
+    assert float(done.stdout) < 5.0, done.stdout  # the parse child's bound for one input
 
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))

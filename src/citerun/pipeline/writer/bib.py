@@ -45,16 +45,35 @@ logging.getLogger("bibtexparser").setLevel(logging.ERROR)
 def latex_text(value: str, most: int = BibLimits().max_field_chars) -> str:
     """A field's LaTeX as plain text, whitespace collapsed ("{\\"u}ber \\& {BERT}" ->
     "über & BERT"), its first ``most`` characters. Deep nesting (which pylatexenc would
-    recurse into) is flattened first."""
+    recurse into) is flattened first, and square brackets that do not pair up read as
+    parentheses: pylatexenc tries each ``[`` after a macro as an optional argument and, where
+    none closes, backtracks through every way of nesting them (two thousand bytes of
+    ``\\cite[`` ran for minutes; issue 48, a fuzz finding)."""
     value = value[:most * 10]
     if _depth(value) > 20:
         value = value.replace("{", "").replace("}", "")
     value = value[:most]
+    if "[" in value and not _brackets_pair(value):
+        value = value.replace("[", "(").replace("]", ")")
     try:
         text = str(_TO_TEXT.latex_to_text(value))
     except (RecursionError, ValueError, IndexError):
         text = re.sub(r"\\[A-Za-z]+|[{}\\$]", "", value)
     return _SPACES.sub(" ", text).strip()
+
+
+def _brackets_pair(value: str, deepest: int = 4) -> bool:
+    """Whether every ``[`` of ``value`` is closed by a later ``]``, never more than
+    ``deepest`` open at once."""
+    depth = 0
+    for char in value:
+        if char == "[":
+            depth += 1
+            if depth > deepest:
+                return False
+        elif char == "]" and depth:
+            depth -= 1
+    return depth == 0
 
 
 def _depth(value: str) -> int:
