@@ -50,7 +50,9 @@ class ThesisInfo(_Model):
     """The thesis the run checked."""
 
     filename: str = pydantic.Field(description="File name of the thesis as uploaded.")
-    title: str | None = pydantic.Field(description="Title from the PDF's metadata or first page.")
+    title: str | None = pydantic.Field(description="The thesis's own title: its PDF's metadata or "
+                                       "first page, a LaTeX thesis's \\title, a Word document's "
+                                       "title in its properties; null when it gives none.")
     pages: int = pydantic.Field(ge=0, description="Number of pages of the thesis (1 for a writer's file).")
     format: typing.Literal["pdf", "latex", "docx"] = pydantic.Field(
         default="pdf", description="What the thesis was read from: its PDF's pages, or the "
