@@ -337,10 +337,11 @@ def report_title(report: Report) -> str:
 
 
 def _time_html(moment: datetime.datetime) -> str:
-    """A moment in words ("6 December 2026, 09:45 UTC"), its instant for the script, which
-    says it in the reader's own zone and language as the service's pages do."""
+    """A moment as the service's pages say it ("2026-12-06 09:45:12 UTC", no offset, no
+    "T"), its instant for the script, which says it in the reader's own zone and language
+    ("Dec 6, 2026, 10:45:12 AM") as the pages' script does."""
     utc = moment.astimezone(datetime.timezone.utc)
-    words = f"{utc.day} {utc:%B %Y}, {utc:%H:%M} UTC"
+    words = f"{utc:%Y-%m-%d %H:%M:%S} UTC"
     return f'<time datetime="{_e(utc.isoformat(timespec="seconds"))}">{_e(words)}</time>'
 
 

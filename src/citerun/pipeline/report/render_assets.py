@@ -124,13 +124,14 @@ _SCRIPT = """
     apply();
   });
   apply();
-  // Moments in the reader's own zone and language, as the service's pages say them.
+  // Moments in the reader's own zone and language, to the second, as the service's pages
+  // say them (its app.js: one style of time on every page).
   Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), function (t) {
     var moment = new Date(t.getAttribute("datetime"));
     if (isNaN(moment.getTime())) { return; }
     t.title = t.textContent;
-    t.textContent = moment.toLocaleString(undefined, {year: "numeric", month: "long",
-      day: "numeric", hour: "2-digit", minute: "2-digit"});
+    t.textContent = moment.toLocaleString(undefined, {year: "numeric", month: "short",
+      day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit"});
   });
 })();
 """
