@@ -49,7 +49,7 @@ import numpy as np
 from bench.common import REPO, evaldata, f1_per_class, gold_label, macro_f1
 from training import perturb
 from training.trees import judge as trees_judge
-from citerun.core import db, sql
+from citerun.core import db, runs, sql
 from citerun.local import embedded
 from citerun.pipeline import embed, judge, pdf, retrieval
 from citerun.pipeline.settings import RetrievalConfig
@@ -102,7 +102,8 @@ async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder,
             for d in batch:
                 raw = texts[d["doc_id"]].encode()
                 await conn.execute(_RUNS["document_stage"], digest_of(d["doc_id"]),
-                                   f"{d['doc_id']}.txt", len(raw), raw, "scifact", "upload")
+                                   f"{d['doc_id']}.txt", len(raw), raw, "scifact", "upload",
+                                   runs.PARSER_VERSION)
             await conn.executemany(_PIPE["document_page_insert"],
                                    [(digest_of(i), 1, t, None, None, None, None, None, False)
                                     for i, t in texts.items()])
