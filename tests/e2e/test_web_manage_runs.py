@@ -87,10 +87,11 @@ async def test_my_runs_at_1400px_breaks_no_word_and_tells_runs_apart(
         broken = [(text, lines) for text, lines in states + buttons if lines != 1]
         assert broken == [], broken
 
-        # Told apart: the finished run by its name, with its verdicts; each start to the
-        # second.
+        # Told apart: the finished run by its thesis's title (the LaTeX's \title, read by
+        # the parse), its file's name under it, with its verdicts; each start to the second.
         row = tab.locator(f'tr[data-run="{finished}"]')
-        assert await row.get_by_role("link").inner_text() == LONG_NAME  # no title read
+        assert await row.get_by_role("link").inner_text() == "Street Trees and Urban Heat"
+        assert await row.locator("td.title .hint").inner_text() == LONG_NAME
         counts = await row.locator(".progress").inner_text()
         assert counts == "20 citation(s): Unresolved citation 20", counts
         for run_id in (finished, running, cancelled):
