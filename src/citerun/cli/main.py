@@ -332,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "CSL-JSON; its file fields name the source PDFs")
     p.add_argument("--bib-files-anywhere", action="store_true",
                    help="read the PDFs the --bib file fields name wherever they are (by "
-                   "default only those inside the thesis's folder or a --sources folder)")
+                   "default only those inside the thesis's folder, the library's or a --sources folder)")
     p.add_argument("--fetch-sources", action="store_true",
                    help="look for an open-access PDF (else the abstract) of each cited work "
                    "no source matches, by its DOI, arXiv id, PubMed id or title, and judge "

@@ -191,20 +191,22 @@ def library_sources(libraries: Libraries, within: list[Path] | None
                     ) -> tuple[list[Path], list[tuple[str, str]]]:
     """The PDFs the libraries attach (their ``file`` fields) that exist on this machine,
     relative to the library file as Zotero's and JabRef's exports write them: those
-    inside one of the folders ``within`` (all of them where it is None), and the
-    (key, file as named) of those outside, which are not read (issue 48: ``../`` and
-    absolute paths pulled any PDF of the machine into the report). A link is where it
-    leads."""
+    inside one of the folders ``within`` or the library's own folder (all of them where
+    ``within`` is None), and the (key, file as named) of those outside, which are not read
+    (issue 48: ``../`` and absolute paths pulled any PDF of the machine into the report).
+    A link is where it leads."""
     roots = None if within is None else [root.resolve() for root in within]
     found: list[Path] = []
     outside: list[tuple[str, str]] = []
     for bib_path, items in libraries:
+        # The library's folder: a JabRef or Zotero export beside its storage folder.
+        here = None if roots is None else [*roots, bib_path.parent.resolve()]
         for item in items:
             for name in item.files:
                 path = _attached_path(bib_path, name)
                 if path.suffix.lower() != ".pdf" or not path.is_file():
                     continue
-                if roots is None or any(path.resolve().is_relative_to(r) for r in roots):
+                if here is None or any(path.resolve().is_relative_to(r) for r in here):
                     found.append(path)
                 else:
                     outside.append((item.key, name))
@@ -216,7 +218,8 @@ def outside_lines(outside: list[tuple[str, str]]) -> list[str]:
     if not outside:
         return []
     return [f"citerun verify: {len(outside)} PDF(s) named by the library lie outside the "
-            "thesis's folder and were not read; their citations are reported unresolved "
+            "thesis's folder and the library's and were not read; their citations are "
+            "reported unresolved "
             "(give their folder to --sources, or --bib-files-anywhere reads them):",
             *(f"  {key}: {name}" for key, name in outside)]
 
