@@ -362,7 +362,7 @@ def test_the_writer_limits_keep_their_defaults() -> None:
     assert DocxLimits().model_dump() == {
         "max_depth": 256, "max_elements": 4_000_000, "max_instruction": 4 * 1024 * 1024,
         "max_fields": 200_000, "max_open_fields": 64, "max_inflated": 16 * 1024 * 1024,
-        "max_citavi_objects": 200_000}
+        "max_citavi_objects": 200_000, "max_core_bytes": 65_536}
     assert BibLimits().model_dump() == {"max_field_chars": 2_000, "max_names": 200,
                                         "max_joined_chars": 100_000,
                                         "max_items_chars": 2_000_000}

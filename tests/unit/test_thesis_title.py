@@ -12,6 +12,7 @@ import pytest
 
 from citerun.pipeline.settings import LimitSettings
 from citerun.pipeline.writer import formats, thesis_title
+from citerun.pipeline.writer.limits import WriterLimits
 from tests.support import docx_fixtures
 
 
@@ -70,4 +71,4 @@ def test_a_word_thesis_is_called_by_the_title_of_its_properties(title: str, said
 def test_a_very_long_title_is_cut() -> None:
     data = _zip({"main.tex": "\\documentclass{article}\n\\title{" + "Word " * 200 + "}\n" + _BODY})
     said = _read(data)
-    assert said is not None and len(said) == thesis_title.MAX_TITLE_CHARS and said.endswith("…")
+    assert said is not None and len(said) == WriterLimits().max_title_chars and said.endswith("…")

@@ -185,7 +185,7 @@ def read_document(data: bytes, limits: LimitSettings, max_bytes: int) -> Documen
         raise TooComplex(over)
     main = files.get(MAIN_MEMBER)
     title = thesis_title.of_bundle(
-        files, main.decode("utf-8", errors="replace") if main else None, limits.writer.docx)
+        files, main.decode("utf-8", errors="replace") if main else None, limits.writer)
     return Document(pages=tuple(Page(number=n, text=t) for n, t in thesis.pages),
                     title=title, written=thesis.stated())
 

@@ -52,6 +52,9 @@ class LatexLimits(_Limits):
 class DocxLimits(_Limits):
     """A Word thesis (:mod:`.docx`): its XML parts, fields and the data in the fields."""
 
+    max_core_bytes: int = pydantic.Field(
+        65_536, ge=1, description="Bytes of a Word document's core properties part read "
+        "for its title (Word writes about 1 KB); a bigger one gives no title.")
     max_depth: int = pydantic.Field(
         256, ge=1, description="How deep elements of an XML part (or of an EndNote field's "
         "XML) may nest: Word's deepest real nesting (tables in tables in text boxes) stays "
@@ -114,3 +117,7 @@ class WriterLimits(_Limits):
     bib: BibLimits = pydantic.Field(
         default_factory=BibLimits, description="The entries of a .bib library "
         "(CITERUN_LIMITS__WRITER__BIB__MAX_NAMES, ...).")
+    max_title_chars: int = pydantic.Field(
+        300, ge=1, description="Characters of a thesis's own title (LaTeX's \\title, "
+        "Word's properties) kept: a longer one is cut with an ellipsis (a name on a page, "
+        "not a paragraph).")

@@ -5,7 +5,7 @@ in its core properties (``docProps/core.xml``, what Word's File > Info > Propert
 shows). A PDF thesis's title is its own (:func:`citerun.pipeline.pdf.identity.identify`).
 
 Only what is cheap and bounded is read: the heads of the .tex files the main file's
-search reads anyway, a core properties part of at most :data:`MAX_CORE_BYTES`. A title
+search reads anyway, a core properties part of at most ``DocxLimits.max_core_bytes``. A title
 that is not there, or cannot be read, is ``None``: the run is then called by its file.
 """
 
@@ -19,15 +19,13 @@ from collections.abc import Callable, Mapping
 from citerun.pipeline.writer import archive, latex_main
 from citerun.pipeline.writer.bib import latex_text
 from citerun.pipeline.writer.fields import parse_xml
-from citerun.pipeline.writer.limits import DocxLimits
+from citerun.pipeline.writer.limits import DocxLimits, WriterLimits
 from citerun.pipeline.writer.model import WriterFileError
 
-__all__ = ["MAX_TITLE_CHARS", "docx_title", "latex_title", "of_bundle"]
+__all__ = ["docx_title", "latex_title", "of_bundle"]
 
-#: A title longer than this is cut (with "…"): a name on a page, not a paragraph.
-MAX_TITLE_CHARS = 300
-#: The largest core properties part read (Word writes about 1 KB).
-MAX_CORE_BYTES = 65536
+#: A title longer than ``WriterLimits.max_title_chars`` is cut (with "…").
+_MOST = WriterLimits().max_title_chars
 #: Names Word and its templates leave in an untitled document's properties.
 _PLACEHOLDERS = re.compile(r"^(?:title|titel|document\s*\d*|dokument\s*\d*|untitled|"
                            r"microsoft word\b.*|\W*)$", re.IGNORECASE)
@@ -37,14 +35,15 @@ _BREAK = re.compile(r"\\\\\*?(?:\[[^\]]*\])?|\\(?:newline|linebreak|par)\b")
 
 
 def of_bundle(files: Mapping[str, bytes], main: str | None = None,
-              limits: DocxLimits = DocxLimits()) -> str | None:
+              limits: WriterLimits = WriterLimits()) -> str | None:
     """The title of the thesis in a writer's bundle (a .docx unzipped, a bundle holding
     one .docx, or LaTeX files whose main one is ``main`` or found), or ``None``."""
+    most = limits.max_title_chars
     if "docProps/core.xml" in files and "word/document.xml" in files:
-        return docx_title(files["docProps/core.xml"], limits)
+        return docx_title(files["docProps/core.xml"], limits.docx, most)
     documents = [p for p in files if p.lower().endswith(".docx")]
     if len(documents) == 1:
-        return _docx_member_title(files[documents[0]], limits)
+        return _docx_member_title(files[documents[0]], limits.docx, most)
     tex = {p: b for p, b in files.items() if latex_main.is_tex(p)}
     if not tex:
         return None
@@ -56,10 +55,11 @@ def of_bundle(files: Mapping[str, bytes], main: str | None = None,
         path = latex_main.named(main, tex) if main else latex_main.find_main(tex, head)
     except WriterFileError:
         return None
-    return latex_title(path, head, list(tex)) if path else None
+    return latex_title(path, head, list(tex), most) if path else None
 
 
-def latex_title(main: str, head: Callable[[str], str], paths: list[str]) -> str | None:
+def latex_title(main: str, head: Callable[[str], str], paths: list[str],
+                most: int = _MOST) -> str | None:
     """The ``\\title{..}`` of ``main`` (its text read through ``head``), else of the files
     it inputs, depth first, as deep as :mod:`.latex_main` follows a preamble."""
     seen = {main}
@@ -68,7 +68,7 @@ def latex_title(main: str, head: Callable[[str], str], paths: list[str]) -> str 
         text = latex_main.COMMENT.sub("", head(path))
         found = _TITLE.search(text)
         if found is not None:
-            return _clean(_group(text, found.end()))
+            return _clean(_group(text, found.end()), most)
         if depth >= latex_main.PREAMBLE_DEPTH:
             return None
         for loaded in latex_main.INPUT.finditer(text):
@@ -97,26 +97,26 @@ def _group(text: str, start: int) -> str:
     return text[start:i - 1 if depth == 0 else i]
 
 
-def _clean(value: str) -> str | None:
+def _clean(value: str, most: int) -> str | None:
     """A ``\\title``'s LaTeX as one line of plain text: notes (``\\thanks``) dropped, line
     breaks a space."""
     while (note := _DROP.search(value)) is not None:
         inner = _group(value, note.end())
         value = value[:note.start()] + value[note.end() + len(inner) + 1:]
     value = _BREAK.sub(" ", value)
-    return _bounded(latex_text(value, MAX_TITLE_CHARS * 4))
+    return _bounded(latex_text(value, most * 4), most)
 
 
-def _bounded(text: str | None) -> str | None:
+def _bounded(text: str | None, most: int) -> str | None:
     text = " ".join((text or "").split())
     if not text or _PLACEHOLDERS.match(text):
         return None
-    return text if len(text) <= MAX_TITLE_CHARS else text[:MAX_TITLE_CHARS - 1].rstrip() + "…"
+    return text if len(text) <= most else text[:most - 1].rstrip() + "…"
 
 
-def docx_title(core: bytes, limits: DocxLimits = DocxLimits()) -> str | None:
+def docx_title(core: bytes, limits: DocxLimits = DocxLimits(), most: int = _MOST) -> str | None:
     """The title a Word document's core properties give (``dc:title``), or ``None``."""
-    if len(core) > MAX_CORE_BYTES:
+    if len(core) > limits.max_core_bytes:
         return None
     try:
         root = parse_xml(core, "docProps/core.xml", limits)
@@ -124,22 +124,22 @@ def docx_title(core: bytes, limits: DocxLimits = DocxLimits()) -> str | None:
         return None
     for element in root:
         if element.tag.rpartition("}")[2] == "title":
-            return _bounded("".join(element.itertext()))
+            return _bounded("".join(element.itertext()), most)
     return None
 
 
-def _docx_member_title(data: bytes, limits: DocxLimits) -> str | None:
+def _docx_member_title(data: bytes, limits: DocxLimits, most: int) -> str | None:
     """:func:`docx_title` of a .docx given as bytes: only its core properties inflated."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as docx:
             info = docx.getinfo("docProps/core.xml")
-            if info.file_size > MAX_CORE_BYTES:
+            if info.file_size > limits.max_core_bytes:
                 return None
             with docx.open(info) as part:
-                core = part.read(MAX_CORE_BYTES + 1)
+                core = part.read(limits.max_core_bytes + 1)
     except KeyError:
         return None
     except archive.UNREADABLE:
         return None
-    return docx_title(core, limits)
+    return docx_title(core, limits, most)
 
