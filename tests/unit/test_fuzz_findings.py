@@ -25,6 +25,11 @@ thesis (two dozen in one title suffice; hundreds end in a RecursionError and its
 optional arguments (still running after 300 s; 0.04 s after the fix: brackets that do not
 pair up read as parentheses, writer/bib.py ``latex_text``).
 
+The docx target's 30-minute run found a Zotero field whose item URI has a host that opens
+a bracket it never closes (``http://[zotero.org/...``): ``urllib.parse.urlsplit`` raises
+ValueError ("Invalid IPv6 URL") out of the Word reader; such a URI now gives no key and
+the item is named by its id, as one without a URI.
+
 Each input is also in the fuzz corpus (``fuzz/corpus/<target>/finding-*``), replayed by
 tests/unit/test_fuzz_corpus.py through every target.
 """
@@ -186,6 +191,17 @@ def test_a_bomb_of_commands_never_defined_is_refused_within_the_bound() -> None:
     with pytest.raises(WriterFileError, match="over 20,971,520 characters"):
         targets.latex(bomb_of_unknown_commands())
     assert time.process_time() - started < 5.0
+
+
+def test_a_zotero_field_whose_uri_opens_an_ipv6_host_it_never_closes_is_read() -> None:
+    from tests.support import docx_fixtures as fx
+
+    item = {"key": "ABCD1234", "data": fx.csl_item("alvarez2019", "Nocturnal heat", [("Alvarez", "M.")], 2019)}
+    code = fx.zotero_code([item], "(Alvarez, 2019)").replace("http://zotero.org/", "http://[zotero.org/")
+    body = fx.paragraph(fx.run("Dense centres keep their heat "), fx.field(code, "(Alvarez, 2019)"),
+                        fx.run("."))
+    written = formats.read_thesis(fx.docx(body))
+    assert [c.keys for c in written.citations] == [("alvarez2019",)]  # its id, not its URI's
 
 
 def test_a_library_whose_brackets_never_close_is_read_in_bounded_time() -> None:

@@ -156,8 +156,13 @@ def clean_locator(raw: object) -> str | None:
 def _stable_key(cited: Mapping[str, Any]) -> str | None:
     """The item's URI's last part (Zotero's item key, Mendeley's uuid), else its id."""
     uris = cited.get("uris", cited.get("uri"))
+    parsed = None
     if isinstance(uris, list) and uris and isinstance(uris[0], str):
-        parsed = urllib.parse.urlsplit(uris[0].strip())
+        try:
+            parsed = urllib.parse.urlsplit(uris[0].strip())
+        except ValueError:  # "http://[zotero.org/...": not a URI, so no key of one (issue 48)
+            parsed = None
+    if parsed is not None:
         last = parsed.path.rstrip("/").rsplit("/", 1)[-1] if parsed.path.strip("/") else ""
         uuid = urllib.parse.parse_qs(parsed.query).get("uuid")
         if uuid and uuid[0].strip():
