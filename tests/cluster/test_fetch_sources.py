@@ -2,8 +2,10 @@
 operator and workers whose settings point the open-access services at the local test
 server (tests/support/oa_server.py): the API server takes the field (the CRD), the
 operator stores it with the run, the workers look the demo's one unresolved work up (by
-its title: its entry has no DOI), and the run ends with the work listed as not found with
-what was tried; a second CitationRun of the same thesis sends no request."""
+its title: its entry has no DOI), find an open-access PDF of it and judge its citation on
+that PDF, as ``citerun verify --fetch-sources`` does; a second CitationRun of the same
+thesis sends no request. A thesis alone asks for every work, and one no service knows is
+listed as not found with what was tried."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from kubernetes import client as k8s
 
 import operator_support as ops
 from tests.conftest import citerun_command
-from tests.support.oa_server import OaServer
+from tests.support.oa_server import OaServer, Work
 
 pytestmark = pytest.mark.cluster
 
@@ -46,11 +48,20 @@ def _env(srv: OaServer) -> dict[str, str]:
     return env
 
 
+#: The demo's one work without a PDF (examples/thesis.pdf's reference list), as the
+#: services know it: by its title, with an open-access PDF that states what it is cited for.
+KELLER = Work(kind="pdf", title="Urban form and wind ventilation in compact cities",
+              authors=("Keller",), year=2017,
+              text="Compact street grids block the wind that would otherwise ventilate heat "
+                   "out of the city centre. Wind ventilation falls as the street grid of a "
+                   "compact city gets denser.")
+
+
 async def test_a_citationrun_that_asks_fetches_its_unresolved_works_once(
         operator: ops.OperatorProcess, spawn_worker: Any, api_client: k8s.ApiClient,
         namespace: str, database_url: str, pool: asyncpg.Pool) -> None:
     digests = await ops.stage_demo(database_url, tenant=namespace)
-    with OaServer(works={}) as srv:
+    with OaServer(works={f"title:{KELLER.title}": KELLER}) as srv:
         env = _env(srv)
         workers = [spawn_worker(f"w{i}", tasks=PIPELINE, env=env) for i in range(2)]
         ops.create(api_client, namespace, ops.demo_body("fetching", digests, fetchSources=True))
@@ -62,7 +73,7 @@ async def test_a_citationrun_that_asks_fetches_its_unresolved_works_once(
         await ops.wait_succeeded(api_client, namespace, "again", 180,
                                  lambda: "\n".join(p.log()[-3000:] for p in (operator, *workers)))
         again = sum(srv.requests.values())
-    assert done["status"]["counts"]["unresolvedCitation"] == 1
+    assert done["status"]["counts"]["unresolvedCitation"] == 0
     spec = await pool.fetchval("SELECT spec FROM runs WHERE resource_uid = $1",
                                done["metadata"]["uid"])
     assert spec["fetchSources"] is True
@@ -70,11 +81,12 @@ async def test_a_citationrun_that_asks_fetches_its_unresolved_works_once(
         "SELECT r.json FROM reports AS r JOIN runs AS u ON u.id = r.run_id "
         "WHERE u.resource_uid = $1", done["metadata"]["uid"])
     [work] = report["fetched"]
-    assert work["status"] == "not_found" and work["tried"], work
-    assert work["tried"] == ["title \u201cUrban form and wind ventilation in compact cities\u201d "
-                             "(Keller, 2017)"], work
-    unresolved = [c for c in report["citations"] if c["verdict"] == "unresolved_citation"]
-    assert "tried:" in unresolved[0]["rationale"]
+    assert work["status"] == "pdf", work
+    [keller] = [c for c in report["citations"] if "Keller" in (c.get("marker") or "")]
+    assert keller["match"]["method"] == "fetched", keller
+    fetched = keller["source"]["fetched"]
+    assert fetched["kind"] == "pdf" and fetched["url"].startswith("https://"), fetched
+    assert keller["verdict"] not in {"unresolved_citation", "source_unavailable", "not_checked"}
     assert asked > 0 and again == asked  # the second run took the stored answer
 
 
@@ -105,4 +117,7 @@ async def test_a_thesis_alone_runs_only_when_it_asks_for_its_sources(
         "WHERE u.resource_uid = $1", done["metadata"]["uid"])
     assert report["sources"] == []
     assert len(report["fetched"]) >= 5 and {w["status"] for w in report["fetched"]} == {"not_found"}
+    [keller] = [w for w in report["fetched"] if "Urban form and wind" in " ".join(w["tried"])]
+    assert keller["tried"] == ["title \u201cUrban form and wind ventilation in compact cities\u201d "
+                               "(Keller, 2017)"], keller
     assert done["status"]["counts"]["unresolvedCitation"] == done["status"]["counts"]["citations"]
