@@ -32,7 +32,7 @@ from citerun.core.settings import ENV_PREFIX
 from citerun.web.settings import WebSettings
 from tests.conftest import citerun_command
 from tests.e2e import test_web_nginx as nginx_test
-from tests.support import serve_process
+from tests.support import readme, serve_process
 
 pytestmark = pytest.mark.browser
 
@@ -62,13 +62,8 @@ def _needs_apache_openssl_and_chromium() -> None:
 
 def readme_recipe() -> tuple[str, str]:
     """The README's Apache virtual host and the ``citerun serve`` command under it."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert text.count(HEADING) == 1, f"README.md has no one section {HEADING!r}"
-    section = text.split(HEADING, 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    apache = re.search(r"```apache\n(.*?)```", section, re.S)
-    shell = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert apache and shell, "the section's ```apache and ```sh blocks"
-    return apache.group(1), shell.group(1)
+    apache, shell = readme.blocks(HEADING, "apache", "sh")
+    return apache, shell
 
 
 def configure(tmp: pathlib.Path, port: int, upstream: int) -> pathlib.Path:

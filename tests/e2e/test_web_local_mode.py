@@ -21,7 +21,7 @@ import pytest
 
 from citerun.core.settings import ENV_PREFIX
 from tests.conftest import citerun_command
-from tests.support import browser_upload, serve_process
+from tests.support import browser_upload, readme, serve_process
 
 pytestmark = pytest.mark.browser
 
@@ -36,12 +36,8 @@ HEADING = "### On your own machine"
 
 def readme_command() -> dict[str, str]:
     """The settings of the README's local ``citerun serve`` line (``$USER`` as a name)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert text.count(HEADING) == 1, f"README.md has no one section {HEADING!r}"
-    section = text.split(HEADING, 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block, "the section's ```sh block"
-    words = shlex.split(block.group(1), comments=True)
+    (block,) = readme.blocks(HEADING, "sh")
+    words = shlex.split(block, comments=True)
     env = {}
     while words and "=" in words[0]:
         name, _, value = words.pop(0).partition("=")

@@ -47,7 +47,7 @@ import pytest
 from citerun.core.settings import ENV_PREFIX
 from citerun.web.settings import WebSettings
 from tests.conftest import citerun_command
-from tests.support import browser_upload, serve_process
+from tests.support import browser_upload, readme, serve_process
 
 pytestmark = pytest.mark.browser
 
@@ -75,13 +75,8 @@ def _needs_nginx_openssl_and_chromium() -> None:
 
 def readme_recipe() -> tuple[str, str]:
     """The README's nginx server block and the ``citerun serve`` command under it."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert text.count(HEADING) == 1, f"README.md has no one section {HEADING!r}"
-    section = text.split(HEADING, 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    nginx = re.search(r"```nginx\n(.*?)```", section, re.S)
-    shell = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert nginx and shell, "the section's ```nginx and ```sh blocks"
-    return nginx.group(1), shell.group(1)
+    nginx, shell = readme.blocks(HEADING, "nginx", "sh")
+    return nginx, shell
 
 
 def replaced(text: str, old: str, new: str, *, at_least: int = 1) -> str:

@@ -47,7 +47,7 @@ from citerun.core.settings import ENV_PREFIX
 from citerun.web.settings import WebSettings
 from tests.conftest import citerun_command
 from tests.e2e import test_web_nginx as nginx_test
-from tests.support import browser_upload, oidc_issuer, serve_process
+from tests.support import browser_upload, oidc_issuer, readme, serve_process
 
 ROOT = nginx_test.ROOT
 HEADING = "### Behind oauth2-proxy (OIDC) and nginx"
@@ -55,13 +55,8 @@ NAME = nginx_test.NAME
 
 
 def readme_recipe() -> tuple[str, str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert text.count(HEADING) == 1, f"README.md has no one section {HEADING!r}"
-    section = text.split(HEADING, 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    toml = re.search(r"```toml\n(.*?)```", section, re.S)
-    nginx = re.search(r"```nginx\n(.*?)```", section, re.S)
-    assert toml and nginx, "the section's ```toml and ```nginx blocks"
-    return toml.group(1), nginx.group(1)
+    toml, nginx = readme.blocks(HEADING, "toml", "nginx")
+    return toml, nginx
 
 
 def _location(block: str, name: str) -> str:
