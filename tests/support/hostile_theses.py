@@ -117,3 +117,15 @@ def cited_numbers(count: int, references: int = 3000, markers: int = 6000) -> li
     """``count`` entries that :func:`big_bibliography_spec` cites (each about twice)."""
     cited = sorted({(m * 7919) % references for m in range(markers)})
     return cited[:: max(1, len(cited) // count)][:count]
+
+
+def pages_of(spec: pdfwriter.DocumentSpec) -> list[tuple[int, str]]:
+    """A spec's text as numbered pages (the blocks the PDF is written from), for the
+    tests that map without writing the PDF."""
+    pages: list[list[str]] = [[]]
+    for block in spec.blocks:
+        if block.kind == "pagebreak":
+            pages.append([])
+        elif block.text:
+            pages[-1].append(block.text)
+    return [(number, "\n\n".join(texts)) for number, texts in enumerate(pages, 1)]

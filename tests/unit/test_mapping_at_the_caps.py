@@ -29,13 +29,7 @@ AUTHORS = 100  # MatchConfig.max_source_authors
 def _pages(references: int, markers: int) -> list[tuple[int, str]]:
     spec = hostile_theses.big_bibliography_spec(references, markers, surnames=references,
                                                 filler_pages=0)
-    pages: list[list[str]] = [[]]
-    for block in spec.blocks:
-        if block.kind == "pagebreak":
-            pages.append([])
-        elif block.text:
-            pages[-1].append(block.text)
-    return [(number, "\n\n".join(texts)) for number, texts in enumerate(pages, 1)]
+    return hostile_theses.pages_of(spec)
 
 
 def _sources(references: int) -> list[citations.SourceInfo]:

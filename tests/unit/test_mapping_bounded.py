@@ -27,13 +27,7 @@ from tests.support import hostile_theses, loop
 def _pages(references: int, markers: int) -> list[tuple[int, str]]:
     """The hostile thesis's text as pages (the blocks the PDF is written from)."""
     spec = hostile_theses.big_bibliography_spec(references, markers, filler_pages=0)
-    pages: list[list[str]] = [[]]
-    for block in spec.blocks:
-        if block.kind == "pagebreak":
-            pages.append([])
-        elif block.text:
-            pages[-1].append(block.text)
-    return [(number, "\n\n".join(texts)) for number, texts in enumerate(pages, 1)]
+    return hostile_theses.pages_of(spec)
 
 
 def _sources(count: int, every: int = 6, surnames: int = 1000) -> list[citations.SourceInfo]:
