@@ -55,7 +55,6 @@ from citerun.pipeline import embed, judge, pdf, retrieval
 from citerun.pipeline.settings import RetrievalConfig
 
 DATA = evaldata() / "scifact"
-_RUNS = sql.load("citerun.core", "runs.sql")
 _PIPE = sql.load("citerun.worker", "tasks.sql")
 LABELS = ("SUPPORT", "CONTRADICT", "NEI")
 
@@ -101,9 +100,8 @@ async def load_corpus(pool: typing.Any, embedder: embed.WordLlamaEmbedder,
         async with pool.acquire() as conn, conn.transaction():
             for d in batch:
                 raw = texts[d["doc_id"]].encode()
-                await conn.execute(_RUNS["document_stage"], digest_of(d["doc_id"]),
-                                   f"{d['doc_id']}.txt", len(raw), raw, "scifact", "upload",
-                                   runs.PARSER_VERSION)
+                await runs.store_under(conn, digest_of(d["doc_id"]), f"{d['doc_id']}.txt",
+                                       raw, "scifact", "upload")
             await conn.executemany(_PIPE["document_page_insert"],
                                    [(digest_of(i), 1, t, None, None, None, None, None, False)
                                     for i, t in texts.items()])

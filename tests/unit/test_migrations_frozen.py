@@ -27,6 +27,7 @@ RELEASED = {
     "0021_page_ocr.sql": "bc6dc8ef20a4d39735f74913080d9223ab61557af74d4f305a192b6b837e9c73",
     "0022_web_users.sql": "84ce0fe4140fbc5fdf1c50ea2ec12d4ef3cad23cb5787196514a3c44c794c74f",
     "0023_fetched_works.sql": "d786b90752bcf2ded2a1f528966988fc5e3d3af83e1cb40675234c5931b826a1",
+    "0024_parser_version.sql": "63e36d787536dd5073d06059a649ccdb1879ce03b00e93e8546437809a29d368",
 }
 
 

@@ -4,7 +4,11 @@
 -- before versions were recorded, or its bytes went missing) that no running run holds:
 -- staged again with its bytes, to be parsed again (issue 48).
 -- The tenant ($5) owns the digest from now on, by upload or for a run ($6).
-WITH retry AS (
+-- The bytes are $4, or, for a large document, NULL and the pieces the transaction wrote
+-- under $8 (runs.PIECE_BYTES each, document_piece_insert), put together here and deleted.
+WITH pieces AS (
+    DELETE FROM document_pieces WHERE upload = $8::uuid RETURNING seq, piece
+), retry AS (
     SELECT EXISTS (
         SELECT 1 FROM documents AS f
         WHERE f.digest = $1 AND f.state = 'failed' AND f.parser_version IS DISTINCT FROM $7::text
@@ -12,7 +16,8 @@ WITH retry AS (
                           WHERE s.digest = f.digest AND r.state = 'running')) AS yes
 ), doc AS (
     INSERT INTO documents AS d (digest, filename, size_bytes, raw, tenant)
-    VALUES ($1, $2, $3, $4, $5)
+    VALUES ($1, $2, $3, COALESCE($4::bytea, (SELECT string_agg(piece, ''::bytea ORDER BY seq)
+                                             FROM pieces)), $5)
     ON CONFLICT (digest) DO UPDATE
     SET raw = CASE WHEN (d.state = 'staged' AND d.raw IS NULL) OR (SELECT yes FROM retry)
                    THEN excluded.raw ELSE d.raw END,
@@ -31,6 +36,10 @@ WITH retry AS (
         via = CASE WHEN excluded.via = 'upload' THEN 'upload' ELSE document_owners.via END
 )
 SELECT state FROM doc;
+
+-- name: document_piece_insert --
+-- One piece of a large document being staged (see document_stage).
+INSERT INTO document_pieces (upload, seq, piece) VALUES ($1, $2, $3);
 
 -- name: run_insert --
 -- Create a run; an existing run of the same id is left as it is (idempotent create).

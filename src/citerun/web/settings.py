@@ -16,6 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from citerun.web import spool
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 #: Signature algorithms a bearer token may use. ``none`` and the HMAC family are never
@@ -92,9 +94,9 @@ class WebSettings(BaseModel):
         500 * MB, ge=4 * 1024, description="Bytes of uploads the process holds in memory "
         "at once, all users together (issue 48): an upload is spooled to disk as it "
         "arrives ($TMPDIR) and read back to be staged only within this budget, holding "
-        "its bytes plus three times its largest file (the copies while it is sent to "
-        "Postgres); at least four times max_upload_bytes. The web pod's memory limit must "
-        "hold about 300 MiB more than this.")
+        "its bytes, its thesis once more (bundled with its libraries) and 3 MiB (the "
+        "copies of the piece being sent to Postgres); at least twice max_upload_bytes and "
+        "3 MiB. The web pod's memory limit must hold about 300 MiB more than this.")
     upload_wait_s: float = Field(
         30.0, ge=0, le=300, description="Seconds an upload already received waits for "
         "its turn within upload_memory_bytes (first come, first served) before it is "
@@ -153,10 +155,12 @@ class WebSettings(BaseModel):
                 raise ValueError("web.local_user is for one machine, not the kubernetes backend")
             if self.local_user.strip() != self.local_user or not self.local_user.isprintable():
                 raise ValueError("web.local_user: a printable name without surrounding spaces")
-        if self.upload_memory_bytes < 4 * self.max_upload_bytes:
+        if self.upload_memory_bytes < spool.memory_cost([self.max_upload_bytes],
+                                                        self.max_upload_bytes):
             raise ValueError(f"web.upload_memory_bytes ({self.upload_memory_bytes}) must be "
-                             "at least four times web.max_upload_bytes "
-                             f"({self.max_upload_bytes}): one largest upload must fit in it")
+                             "at least twice web.max_upload_bytes "
+                             f"({self.max_upload_bytes}) and {spool.SEND_COST} bytes: one "
+                             "largest upload must fit in it")
         if self.namespace is not None and self.namespace_template is not None:
             raise ValueError("web.namespace and web.namespace_template: set one, not both")
         if self.backend == "kubernetes" and self.namespace is None \

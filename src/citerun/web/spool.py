@@ -14,8 +14,9 @@ MiB, past the chart's 1 GiB limit for the web pod. Now:
 * **One budget.** The files are read back into memory only to be checked as text, made
   the staged thesis and sent to Postgres, and only under :class:`MemoryBudget`
   (``web.upload_memory_bytes`` for the whole process, every user together), which an
-  upload holds for :func:`memory_cost` bytes (its files once, and its largest three times
-  more for the database driver's and the socket's copies while it is sent). An upload that does not fit
+  upload holds for :func:`memory_cost` bytes (its files once, its thesis once more if its
+  libraries are bundled with it, and the database driver's copies of the piece being sent:
+  a document goes to Postgres in pieces, ``runs.PIECE_BYTES`` each). An upload that does not fit
   waits its turn (first come, first served) up to ``web.upload_wait_s``, then is answered
   503 with ``Retry-After``. Waiting is what a student in a deadline rush wants: the file
   is already on the server, a refusal would make them send 110 MB again and race the
@@ -33,13 +34,14 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from citerun.core import pdfmagic
+from citerun.core import pdfmagic, runs
 
 #: Bytes of a file's start kept for its type check (a PDF's magic is within 1,024).
 HEAD_BYTES = 4096
-#: The copies of the largest file while it is sent to Postgres, besides its own bytes
-#: (measured: a 105 MiB bytea parameter raises asyncpg's peak RSS by 315 MiB: its
-#: argument buffer, the message it is copied into, the socket's send buffer).
+#: The driver's copies of the piece being sent to Postgres (its argument buffer, the message
+#: it is copied into, the socket's send buffer): a document goes in pieces of
+#: ``runs.PIECE_BYTES`` (issue 48; measured before, as one parameter, a 105 MiB bytea
+#: raised asyncpg's peak RSS by 315 MiB).
 SEND_COPIES = 3
 
 
@@ -80,10 +82,14 @@ class SpooledUpload:
 
 def memory_cost(sizes: Sequence[int], thesis_with_libraries: int = 0) -> int:
     """What an upload of files of ``sizes`` holds in memory while it is staged: each file
-    once, and :data:`SEND_COPIES` more of its largest (while it is sent), or of its thesis
-    with its libraries (``thesis_with_libraries``: bundled into one, a zip appended to in
-    a copy) when that is larger. At most four times the upload's bytes."""
-    return sum(sizes) + SEND_COPIES * max(max(sizes, default=0), thesis_with_libraries)
+    once, its thesis with its libraries once more (``thesis_with_libraries``: bundled into
+    one, a zip appended to in a copy), and :data:`SEND_COPIES` of the piece being sent.
+    At most twice the upload's bytes and :data:`SEND_COST`."""
+    return sum(sizes) + thesis_with_libraries + SEND_COST
+
+
+#: What sending one document in pieces holds besides the document.
+SEND_COST = SEND_COPIES * runs.PIECE_BYTES
 
 
 class BudgetBusy(Exception):
