@@ -305,6 +305,18 @@ INVALID_VALUES = {
         {"autoscaling.minWorkers": 5, "autoscaling.maxWorkers": 2},
         "autoscaling.minWorkers (5) must not exceed autoscaling.maxWorkers (2)",
     ),
+    # Issue 48: a per-user namespace template that a user named "s" would turn into the
+    # release's own namespace ("ns", the operator's and the database's) is refused at
+    # install, as the web service refuses it at start for system and existing names.
+    "namespace-template-naming-the-release-namespace": (
+        {"web.enabled": True, "web.namespaceTemplate": "n{user}"},
+        'web.namespaceTemplate "n{user}" can name the release\'s own namespace "ns"',
+    ),
+    "namespace-and-namespace-template": (
+        {"web.enabled": True, "web.namespace": "theses",
+         "web.namespaceTemplate": "thesis-{user}"},
+        "web.namespace and web.namespaceTemplate: set one, not both",
+    ),
 }
 
 
