@@ -2,6 +2,7 @@
 slowest input's time and memory, and what was found.
 
 ``python -m bench.fuzz --seconds N [--target T ...] [--findings DIR] [--keep-corpus]``
+``python -m bench.fuzz --merge DIR [--target T ...]``
 
 Each target of :mod:`fuzz.targets` runs under atheris (libFuzzer, coverage-guided;
 :mod:`fuzz.harness`) for ``--seconds``, from its corpus in ``fuzz/corpus/<target>/`` (the
@@ -21,6 +22,11 @@ measured again alone: the instrumentation is several times slower), memory (over
 ``--memory-mb`` above start-up), hangs and OOMs; each kept under
 ``--findings``. Exit status 1 when anything was found. The load average is printed
 before and after (figures taken on a busy machine say so).
+
+``--merge DIR`` adds to ``fuzz/corpus/<target>/`` the inputs of ``DIR/<target>/`` (a long
+run's grown corpus) that reach coverage the corpus does not (libFuzzer's ``-merge=1``: the
+corpus's own inputs are kept, the fewest new ones that add features are copied in), and
+prints a row a target: inputs before, offered, added.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -103,6 +110,34 @@ def _harness(target: str, seconds: int, work: pathlib.Path, findings: pathlib.Pa
     text = log.read_text(errors="replace")
     found = json.loads(stats.read_text()) if stats.is_file() else {}
     return done.returncode, text, found
+
+
+def merge(target: str, offered: pathlib.Path, corpus: pathlib.Path,
+          args: argparse.Namespace) -> tuple[int, int, int]:
+    """Add to ``corpus`` the inputs of ``offered`` that add coverage (libFuzzer ``-merge=1``);
+    (inputs before, offered, added)."""
+    work = pathlib.Path(tempfile.mkdtemp(prefix=f"citerun-fuzz-merge-{target}-"))
+    # libFuzzer runs its own program again for the merge's inner pass (argv[0]): this one.
+    program = work / "harness"
+    program.write_text("#!/bin/sh\n" + shlex.join([
+        sys.executable, "-m", "fuzz.harness", target, "--exec-as", str(program),
+        "--stats", str(work / "stats.json"), "--findings", str(work / "findings")]) + ' "$@"\n')
+    program.chmod(0o755)
+    (work / "findings").mkdir()
+    before = sum(1 for p in corpus.iterdir() if p.is_file())
+    given = sum(1 for p in offered.iterdir() if p.is_file())
+    log = work / "merge.log"
+    with log.open("w") as out:
+        done = subprocess.run([str(program), "-merge=1", f"-timeout={args.timeout}",
+                               f"-rss_limit_mb={args.rss_limit_mb}", f"-max_len={MAX_LEN}",
+                               str(corpus), str(offered)],
+                              cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise SystemExit(f"bench.fuzz: merging {offered} into {corpus} exited "
+                         f"{done.returncode}; its log: {log}")
+    after = sum(1 for p in corpus.iterdir() if p.is_file())
+    shutil.rmtree(work)
+    return before, given, after - before
 
 
 def measure(target: str, path: pathlib.Path, args: argparse.Namespace) -> dict | None:
@@ -212,7 +247,12 @@ def table(rows: list[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=int, required=True, help="fuzzing time per target")
+    parser.add_argument("--seconds", type=int, help="fuzzing time per target")
+    parser.add_argument("--merge", type=pathlib.Path, metavar="DIR",
+                        help="add DIR/<target>/'s inputs that add coverage to the corpus "
+                        "(no fuzzing)")
+    parser.add_argument("--corpus", type=pathlib.Path, default=CORPUS,
+                        help="the corpus folder (of a folder per target) --merge adds to")
     parser.add_argument("--target", action="append", choices=TARGETS,
                         help="a target (again for more); default: all")
     parser.add_argument("--findings", type=pathlib.Path,
@@ -235,6 +275,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="libFuzzer's RSS limit: past it the run ends with an OOM")
     parser.add_argument("--seed", type=int, default=48, help="libFuzzer's -seed")
     args = parser.parse_args(argv)
+    if args.merge is not None:
+        print("| target | corpus before | offered | added |\n|---|---:|---:|---:|")
+        for target in args.target or TARGETS:
+            if (args.merge / target).is_dir():
+                before, given, added = merge(target, args.merge / target,
+                                            args.corpus / target, args)
+                print(f"| {target} | {before:,} | {given:,} | {added:,} |", flush=True)
+        return 0
+    if args.seconds is None:
+        parser.error("--seconds is required (or --merge)")
     findings_root = args.findings or pathlib.Path(tempfile.mkdtemp(prefix="citerun-fuzz-findings-"))
     loads = [load_average()]
     print(f"bench.fuzz: {args.seconds} s per target on {os.cpu_count()} cores, load "

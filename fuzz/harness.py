@@ -130,6 +130,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--findings", type=pathlib.Path, required=True)
     parser.add_argument("--slow-cpu", type=float, default=SLOW_CPU_S)
     parser.add_argument("--memory-mb", type=float, default=MEMORY_MB)
+    parser.add_argument("--exec-as", help="the program libFuzzer runs again for -merge=1 (its "
+                        "argv[0]): an executable that starts this harness with these options")
     args, libfuzzer = parser.parse_known_args(argv[1:])
     with atheris.instrument_imports(include=INSTRUMENTED):
         from fuzz import targets
@@ -141,7 +143,7 @@ def main(argv: list[str]) -> None:
     targets.run(args.target, b"")  # warm: caches, lazy imports
     recorder = Recorder(args.target, args.stats, args.findings, args.slow_cpu, args.memory_mb)
     recorder.write(force=True)
-    atheris.Setup([argv[0], *libfuzzer], recorder.one)
+    atheris.Setup([args.exec_as or argv[0], *libfuzzer], recorder.one)
     atheris.Fuzz()
 
 
