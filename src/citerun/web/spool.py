@@ -43,6 +43,8 @@ HEAD_BYTES = 4096
 #: ``runs.PIECE_BYTES`` (issue 48; measured before, as one parameter, a 105 MiB bytea
 #: raised asyncpg's peak RSS by 315 MiB).
 SEND_COPIES = 3
+#: What sending one document in pieces holds besides the document.
+SEND_COST = SEND_COPIES * runs.PIECE_BYTES
 
 
 class SpooledUpload:
@@ -87,9 +89,6 @@ def memory_cost(sizes: Sequence[int], thesis_with_libraries: int = 0) -> int:
     At most twice the upload's bytes and :data:`SEND_COST`."""
     return sum(sizes) + thesis_with_libraries + SEND_COST
 
-
-#: What sending one document in pieces holds besides the document.
-SEND_COST = SEND_COPIES * runs.PIECE_BYTES
 
 
 class BudgetBusy(Exception):
